@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "core/config/config.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+namespace agentcg::config {
+
+Config::Config() : scheduler(agentcg_tunables_default()) {}
+
+namespace {
+
+std::string where(const std::string& source, const YAML::Node& n) {
+  const YAML::Mark m = n.Mark();
+  std::string s = source;
+  if (m.line >= 0) s += ":" + std::to_string(m.line + 1);
+  return s;
+}
+
+}  // namespace
+
+void Reader::fail(const YAML::Node& at, const std::string& key, const std::string& why) const {
+  throw ConfigError(where(source, at) + ": key '" + key + "': " + why);
+}
+
+void Reader::only_keys(const YAML::Node& section, const std::string& name,
+                       const std::string& allowed) const {
+  if (!section.IsMap()) fail(section, name, "expected a mapping of keys");
+  std::set<std::string> ok;
+  std::stringstream ss(allowed);
+  for (std::string k; std::getline(ss, k, ',');) ok.insert(k);
+  for (const auto& kv : section) {
+    const auto key = kv.first.as<std::string>();
+    if (!ok.count(key)) {
+      fail(kv.first, name + "." + key, "unknown key (expected one of: " + allowed + ")");
+    }
+  }
+}
+
+std::uint64_t Reader::u64(const YAML::Node& section, const std::string& name,
+                          const std::string& key, std::uint64_t min, std::uint64_t max) const {
+  const YAML::Node n = section[key];
+  const std::string full = name + "." + key;
+  std::string text;
+  try {
+    text = n.as<std::string>();
+  } catch (const YAML::Exception&) {
+    fail(n, full, "expected an integer");
+  }
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
+    fail(n, full, "expected a non-negative integer in [" + std::to_string(min) + ", " +
+                      std::to_string(max) + "], got '" + text + "'");
+  }
+  std::uint64_t v = 0;
+  try {
+    v = std::stoull(text);
+  } catch (const std::exception&) {
+    fail(n, full, "integer out of range: '" + text + "'");
+  }
+  if (v < min || v > max) {
+    fail(n, full, "value " + text + " out of range [" + std::to_string(min) + ", " +
+                      std::to_string(max) + "]");
+  }
+  return v;
+}
+
+double Reader::f64(const YAML::Node& section, const std::string& name, const std::string& key,
+                   double min, double max) const {
+  const YAML::Node n = section[key];
+  const std::string full = name + "." + key;
+  double v = 0;
+  try {
+    v = n.as<double>();
+  } catch (const YAML::Exception&) {
+    fail(n, full, "expected a number");
+  }
+  if (!(v >= min && v <= max)) {
+    std::ostringstream o;
+    o << "value " << v << " out of range [" << min << ", " << max << "]";
+    fail(n, full, o.str());
+  }
+  return v;
+}
+
+bool Reader::boolean(const YAML::Node& section, const std::string& name,
+                     const std::string& key) const {
+  const YAML::Node n = section[key];
+  try {
+    return n.as<bool>();
+  } catch (const YAML::Exception&) {
+    fail(n, name + "." + key, "expected true or false");
+  }
+}
+
+std::string Reader::str(const YAML::Node& section, const std::string& name,
+                        const std::string& key) const {
+  const YAML::Node n = section[key];
+  if (!n.IsScalar()) fail(n, name + "." + key, "expected a string");
+  return n.as<std::string>();
+}
+
+namespace {
+
+void parse_daemon(const YAML::Node& n, const Reader& r, DaemonConfig& d) {
+  r.only_keys(n, "daemon", "log_level,metrics_port,metrics_address,mode,reattach_on_eject");
+  if (n["log_level"]) {
+    d.log_level = r.str(n, "daemon", "log_level");
+    if (d.log_level != "debug" && d.log_level != "info" && d.log_level != "warn" &&
+        d.log_level != "error")
+      r.fail(n["log_level"], "daemon.log_level", "expected debug, info, warn or error");
+  }
+  if (n["metrics_port"]) d.metrics_port = static_cast<std::uint32_t>(r.u64(n, "daemon", "metrics_port", 0, 65535));
+  if (n["metrics_address"]) d.metrics_address = r.str(n, "daemon", "metrics_address");
+  if (n["mode"]) {
+    d.mode = r.str(n, "daemon", "mode");
+    if (d.mode != "agentcg" && d.mode != "flatcg")
+      r.fail(n["mode"], "daemon.mode", "expected agentcg or flatcg");
+  }
+  if (n["reattach_on_eject"]) d.reattach_on_eject = r.boolean(n, "daemon", "reattach_on_eject");
+}
+
+void parse_monitor(const YAML::Node& n, const Reader& r, MonitorConfig& m) {
+  r.only_keys(n, "monitor", "cgroup_root,poll_interval_ms");
+  if (n["cgroup_root"]) {
+    m.cgroup_root = r.str(n, "monitor", "cgroup_root");
+    if (m.cgroup_root.empty() || m.cgroup_root[0] != '/')
+      r.fail(n["cgroup_root"], "monitor.cgroup_root", "expected an absolute path");
+  }
+  if (n["poll_interval_ms"])
+    m.poll_interval_ms = static_cast<std::uint32_t>(r.u64(n, "monitor", "poll_interval_ms", 1, 60000));
+}
+
+void parse_machine(const YAML::Node& n, const Reader& r, MachineConfig& m) {
+  r.only_keys(n, "machine", "context_switch_ns,wakeup_overhead_ns,speed_pct");
+  if (n["context_switch_ns"]) m.context_switch_ns = r.u64(n, "machine", "context_switch_ns", 0, 1000000);
+  if (n["wakeup_overhead_ns"]) m.wakeup_overhead_ns = r.u64(n, "machine", "wakeup_overhead_ns", 0, 1000000);
+  if (n["speed_pct"]) m.speed_pct = static_cast<std::uint32_t>(r.u64(n, "machine", "speed_pct", 1, 10000));
+}
+
+void parse_cfs(const YAML::Node& n, const Reader& r, CfsConfig& c) {
+  r.only_keys(n, "cfs", "latency_ns,min_granularity_ns,wakeup_granularity_ns,bandwidth_slice_ns");
+  const std::uint64_t s = 1000000000;
+  if (n["latency_ns"]) c.latency_ns = r.u64(n, "cfs", "latency_ns", 0, s);
+  if (n["min_granularity_ns"]) c.min_granularity_ns = r.u64(n, "cfs", "min_granularity_ns", 0, s);
+  if (n["wakeup_granularity_ns"]) c.wakeup_granularity_ns = r.u64(n, "cfs", "wakeup_granularity_ns", 0, s);
+  if (n["bandwidth_slice_ns"]) c.bandwidth_slice_ns = r.u64(n, "cfs", "bandwidth_slice_ns", 1000, s);
+}
+
+}  // namespace
+
+Config load_string(const std::string& yaml, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  }
+  Config c;
+  const Reader r{source};
+  if (root.IsNull()) return c;  // an empty file means all defaults
+  r.only_keys(root, "(top level)", "daemon,scheduler,monitor,gpu,machine,cfs");
+  if (root["daemon"]) parse_daemon(root["daemon"], r, c.daemon);
+  if (root["scheduler"]) parse_scheduler_section(root["scheduler"], r, c.scheduler);
+  if (root["monitor"]) parse_monitor(root["monitor"], r, c.monitor);
+  if (root["gpu"]) parse_gpu_section(root["gpu"], r, c.gpu);
+  if (root["machine"]) parse_machine(root["machine"], r, c.machine);
+  if (root["cfs"]) parse_cfs(root["cfs"], r, c.cfs);
+  return c;
+}
+
+Config load_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open config file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return load_string(ss.str(), path);
+}
+
+}  // namespace agentcg::config

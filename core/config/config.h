@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The one configuration file of agentcg (the seed's /etc/agentcg/config.yaml
+// extended): sections `daemon`, `scheduler`, `monitor` (as in the design),
+// `gpu` (GPU policies), and the simulator-only `machine` and `cfs`. The
+// simulator, agentcgroupd and agentcg-gpud all load it with this code, so a
+// key means the same everywhere. Unknown keys and out-of-range values are
+// rejected with file, line, key and the expected range; nothing is applied
+// from a file that fails.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "agentcg/tunables.h"      // struct agentcg_tunables (core, C99)
+#include "core/config/gpu_config.h"  // struct GpuConfig (core GPU policies)
+
+namespace YAML { class Node; }
+
+namespace agentcg::config {
+
+class ConfigError : public std::runtime_error {
+ public:
+  explicit ConfigError(const std::string& what) : std::runtime_error(what) {}
+};
+
+struct DaemonConfig {
+  std::string log_level = "info";     // debug, info, warn, error
+  std::uint32_t metrics_port = 9090;  // 0 = no metrics endpoint
+  std::string metrics_address = "127.0.0.1";
+  std::string mode = "agentcg";       // agentcg or flatcg
+  bool reattach_on_eject = false;
+};
+
+struct MonitorConfig {
+  std::string cgroup_root = "/sys/fs/cgroup";
+  std::uint32_t poll_interval_ms = 10;
+};
+
+// Costs of the modelled CPU (simulator only; calibrated by `agentcg fidelity`).
+struct MachineConfig {
+  std::uint64_t context_switch_ns = 2000;  // direct cost of a switch between tasks
+  std::uint64_t wakeup_overhead_ns = 1000;  // ttwu path: wakeup event -> enqueue
+  std::uint32_t speed_pct = 100;           // CPU speed vs the trace's machine (ns of CPU scale by 100/speed)
+};
+
+// The CFS/EEVDF baseline's knobs (kernel defaults for a machine with >= 8
+// CPUs; scaled like the kernel's sched_tunable_scaling=log when 0).
+struct CfsConfig {
+  std::uint64_t latency_ns = 0;          // sysctl_sched_latency; 0 = 6 ms x (1 + ilog2(min(cpus, 8)))
+  std::uint64_t min_granularity_ns = 0;  // 0 = 0.75 ms x factor
+  std::uint64_t wakeup_granularity_ns = 0;  // 0 = 1 ms x factor
+  std::uint64_t bandwidth_slice_ns = 5000000;  // sched_cfs_bandwidth_slice_us = 5000
+};
+
+struct Config {
+  DaemonConfig daemon;
+  agentcg_tunables scheduler;  // defaults from agentcg_tunables_default()
+  MonitorConfig monitor;
+  GpuConfig gpu;
+  MachineConfig machine;
+  CfsConfig cfs;
+  Config();
+};
+
+// Loads and validates a file; throws ConfigError("FILE:LINE: key 'a.b': ...").
+Config load_file(const std::string& path);
+Config load_string(const std::string& yaml, const std::string& source);
+
+// Helpers for section parsers (scheduler_yaml.cc, gpu_yaml.cc): read a
+// scalar key with a range check, or throw ConfigError naming file, line, key.
+struct Reader {
+  std::string source;
+  std::uint64_t u64(const YAML::Node& section, const std::string& section_name,
+                    const std::string& key, std::uint64_t min, std::uint64_t max) const;
+  double f64(const YAML::Node& section, const std::string& section_name, const std::string& key,
+             double min, double max) const;
+  bool boolean(const YAML::Node& section, const std::string& section_name,
+               const std::string& key) const;
+  std::string str(const YAML::Node& section, const std::string& section_name,
+                  const std::string& key) const;
+  // Throws if `section` has a key not in `allowed` (comma-separated).
+  void only_keys(const YAML::Node& section, const std::string& section_name,
+                 const std::string& allowed) const;
+  [[noreturn]] void fail(const YAML::Node& at, const std::string& key, const std::string& why) const;
+};
+
+// Section parsers, each owned beside what it configures.
+void parse_scheduler_section(const YAML::Node& node, const Reader& r, agentcg_tunables& out);
+void parse_gpu_section(const YAML::Node& node, const Reader& r, GpuConfig& out);
+
+}  // namespace agentcg::config

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * agentcg tunables: one definition, with the defaults of the design (seed
+ * 000 section 6), used by the simulator, agentcgroupd (which sets them as
+ * the BPF program's read-only data before load) and the YAML config
+ * (`scheduler:` section, core/config/scheduler_yaml.cc).
+ *
+ * C99, BPF-safe: fixed-width integers only, no libc.
+ */
+#ifndef AGENTCG_TUNABLES_H
+#define AGENTCG_TUNABLES_H
+
+#include "agentcg/types.h"
+
+/* Feature flags: all off = flatcg. */
+enum agentcg_feature {
+	AGENTCG_F_MEM_PENALTY = 1u << 0,
+	AGENTCG_F_AUTO_BOOST = 1u << 1,
+	AGENTCG_F_WAKEUP_BOOST = 1u << 2,
+	AGENTCG_F_FORK_AWARE = 1u << 3,
+	AGENTCG_F_MIN_SLICE = 1u << 4,
+	AGENTCG_F_ALL = (1u << 5) - 1,
+};
+
+struct agentcg_tunables {
+	u32 features; /* AGENTCG_F_* */
+	u32 startup_boost_window_ms;
+	u32 startup_boost_vtime_ms;
+	u32 wakeup_boost_vtime_ms;
+	u32 base_slice_ms;
+	u32 boosted_slice_ms;
+	u32 min_slice_us;
+	u32 fork_window_sec;
+	u32 fork_storm_threshold;
+	u32 io_bound_wakeup_rate;
+	u32 mem_penalty_max;
+	u32 mem_penalty_decay_sec;
+};
+
+static inline struct agentcg_tunables agentcg_tunables_default(void)
+{
+	struct agentcg_tunables t = {
+		.features = AGENTCG_F_ALL,
+		.startup_boost_window_ms = 100,
+		.startup_boost_vtime_ms = 20,
+		.wakeup_boost_vtime_ms = 5,
+		.base_slice_ms = 4,
+		.boosted_slice_ms = 2,
+		.min_slice_us = 500,
+		.fork_window_sec = 1,
+		.fork_storm_threshold = 32,
+		.io_bound_wakeup_rate = 10,
+		.mem_penalty_max = 4,
+		.mem_penalty_decay_sec = 5,
+	};
+	return t;
+}
+
+#endif /* AGENTCG_TUNABLES_H */

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Fixed-width types for core/ that work in three places: as C++ (the
+ * simulator, the daemons), as C99, and under clang -target bpf with the
+ * kernel's vmlinux.h (which already defines u8..u64, so it is used when
+ * __VMLINUX_H__ is set) or with no system headers at all (the BPF-safety
+ * check compiles core/ with only this file).
+ */
+#ifndef AGENTCG_TYPES_H
+#define AGENTCG_TYPES_H
+
+#if defined(__VMLINUX_H__)
+/* u8..u64, s32, s64 and bool come from vmlinux.h */
+#elif defined(__bpf__)
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef signed int s32;
+typedef signed long long s64;
+#ifndef __cplusplus
+typedef _Bool bool;
+#define true 1
+#define false 0
+#endif
+#else
+#include <stdint.h>
+#ifndef __cplusplus
+#include <stdbool.h>
+#endif
+typedef uint8_t u8;
+typedef uint16_t u16;
+typedef uint32_t u32;
+typedef uint64_t u64;
+typedef int32_t s32;
+typedef int64_t s64;
+#endif
+
+#endif /* AGENTCG_TYPES_H */

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The simulator's entry points, shared by the C++ CLI (sim/cli/main.cc) and
+// the Python extension (python/src/), so a run from either gives the same
+// results.json byte for byte.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config/config.h"
+#include "sim/trace/trace.h"
+
+namespace agentcg::sim {
+
+struct RunOptions {
+  std::string policy = "cfs";       // cfs, fifo, flatcg, agentcg
+  std::string gpu_policy = "none";  // none, nvshare, memory-aware, compute-limit, memory-aware+compute-limit
+  config::Config config;            // tunables (defaults, or --config FILE)
+  std::uint64_t seed = 1;
+  // Optional: write a Chrome/Perfetto trace-event JSON of the schedule here.
+  std::string perfetto_path;
+};
+
+// The CPU policies the simulator knows, in display order.
+std::vector<std::string> cpu_policies();
+std::vector<std::string> gpu_policies();
+
+// Runs one simulation; returns the results document (see README, "results.json").
+// Throws std::invalid_argument for an unknown policy and trace::TraceError
+// for a trace that fails at run time.
+nlohmann::json run(const trace::Trace& trace, const RunOptions& options);
+
+// Serialises results deterministically (sorted keys, 2-space indent, final newline).
+std::string dump_results(const nlohmann::json& results);
+
+}  // namespace agentcg::sim

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The scheduling-class interface of the CPU model. It mirrors sched_ext's
+// struct sched_ext_ops so that a class written against it (cfs, fifo, and
+// flatcg/agentcg through core/) maps one-to-one onto a BPF scheduler:
+//
+//   select_cpu(p, prev_cpu, wake_flags)  -> CPU for a waking task
+//   enqueue(p, enq_flags)                -> task became runnable (or its slice ended)
+//   dequeue(p)                           -> task leaves the class's queues unrun
+//   dispatch(cpu, prev)                  -> CPU is free: give it a task + slice
+//   running(p, cpu) / stopping(p, cpu, runnable)
+//   init_task(p, fork) / exit_task(p)    -> forks are seen here, as in sched_ext
+//   cgroup_init/exit/move/set_weight/set_bandwidth
+//   on_timer(cookie)                     -> a timer the class armed (bpf_timer)
+//
+// The CPU model (sim/cpu/cpu_model.h) owns tasks and CPUs, charges context
+// switches, and records metrics; a class only decides. Per-task and
+// per-cgroup state of a class lives in the class, indexed by Task::id and
+// CgroupId (like BPF task storage and cgroup maps).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "sim/time.h"
+
+namespace agentcg::sim {
+
+using CgroupId = std::uint32_t;  // dense index; 0 is the root cgroup
+inline constexpr CgroupId kRootCgroup = 0;
+
+enum class TaskState { kNew, kRunnable, kRunning, kBlocked, kExited };
+
+// Flags as in sched_ext (names kept close to SCX_ENQ_* / SCX_WAKE_*).
+enum EnqFlags : std::uint64_t {
+  kEnqWakeup = 1u << 0,     // the task just woke up (SCX_ENQ_WAKEUP)
+  kEnqHead = 1u << 1,       // SCX_ENQ_HEAD
+  kEnqPreempted = 1u << 2,  // re-enqueued after its slice ended or it was preempted
+  kEnqNew = 1u << 3,        // first enqueue of a forked task (wake_up_new_task)
+};
+enum WakeFlags : std::uint64_t {
+  kWakeTtwu = 1u << 0,  // SCX_WAKE_TTWU
+  kWakeFork = 1u << 1,  // SCX_WAKE_FORK
+  kWakeSync = 1u << 2,  // SCX_WAKE_SYNC
+};
+
+struct Task {
+  std::uint32_t id = 0;      // dense index into the model's task table
+  std::int64_t pid = 0;
+  CgroupId cgroup = kRootCgroup;
+  TaskState state = TaskState::kNew;
+  int cpu = -1;              // CPU it runs on (kRunning) or last ran on
+  std::uint32_t weight = 100;  // task weight on the cpu.weight scale (nice 0 = 100)
+  Time runnable_since;       // when it last became runnable
+  Time started_at;           // when it last started running
+  Time sum_exec;             // total CPU time received
+  std::uint64_t nr_switches = 0;
+};
+
+struct Dispatch {
+  Task* task = nullptr;  // nullptr: nothing to run, the CPU goes idle
+  Time slice;            // how long it may run before stopping(runnable=true)
+};
+
+struct CgroupInfo {
+  CgroupId id = kRootCgroup;
+  CgroupId parent = kRootCgroup;  // root's parent is itself
+  std::uint32_t depth = 0;        // root = 0
+  std::uint32_t weight = 100;     // cpu.weight
+  std::optional<std::uint64_t> quota_us;  // cpu.max quota; nullopt = max
+  std::uint64_t period_us = 100000;
+};
+
+// What a class may call on the CPU model (sched_ext kfuncs and helpers).
+class SchedContext {
+ public:
+  virtual ~SchedContext() = default;
+  virtual Time now() const = 0;
+  virtual int nr_cpus() const = 0;
+  virtual Task* cpu_curr(int cpu) const = 0;  // nullptr when idle
+  virtual bool cpu_idle(int cpu) const = 0;
+  // The lowest-numbered idle CPU, preferring `prefer` when it is idle; -1 if none.
+  virtual int pick_idle_cpu(int prefer) const = 0;
+  // scx_bpf_kick_cpu: an idle CPU calls dispatch(); with preempt, a busy CPU
+  // stops its current task (stopping(runnable=true), enqueue) and dispatches.
+  virtual void kick_cpu(int cpu, bool preempt) = 0;
+  // A one-shot timer that calls on_timer(cookie) at `at`; returns a handle
+  // for cancel_timer. Classes use it for bandwidth refills and boost windows.
+  virtual std::uint64_t arm_timer(Time at, std::uint64_t cookie) = 0;
+  virtual void cancel_timer(std::uint64_t handle) = 0;
+  virtual const CgroupInfo& cgroup(CgroupId id) const = 0;
+  virtual std::size_t nr_cgroups() const = 0;
+  virtual const std::vector<CgroupId>& cgroup_children(CgroupId id) const = 0;
+  virtual Task& task(std::uint32_t id) = 0;
+  // Reports a bandwidth throttle transition of a cgroup (for cpu.stat-like
+  // counters in results.json): throttled=true when its quota ran out.
+  virtual void note_throttle(CgroupId id, bool throttled) = 0;
+  virtual void note_period(CgroupId id) = 0;
+  // The cgroup's memory.events "high" count (what agentcgroupd polls to
+  // drive mem_penalty; the simulator's memory model produces it).
+  virtual std::uint64_t memory_events_high(CgroupId id) const = 0;
+  // Bumps a named policy counter (core/ counter list) for results.json.
+  virtual void count(std::string_view counter, std::uint64_t n = 1) = 0;
+};
+
+class SchedClass {
+ public:
+  virtual ~SchedClass() = default;
+  virtual std::string_view name() const = 0;
+  // Called once, after the cgroup tree exists and before any task.
+  virtual void init(SchedContext& ctx) = 0;
+
+  virtual int select_cpu(Task& p, int prev_cpu, std::uint64_t wake_flags) = 0;
+  virtual void enqueue(Task& p, std::uint64_t enq_flags) = 0;
+  virtual void dequeue(Task& p) = 0;
+  virtual Dispatch dispatch(int cpu, Task* prev) = 0;
+  virtual void running(Task& p, int cpu) = 0;
+  virtual void stopping(Task& p, int cpu, bool runnable) = 0;
+  virtual void init_task(Task& p, bool fork) = 0;
+  virtual void exit_task(Task& p) = 0;
+
+  virtual void cgroup_init(const CgroupInfo& cg) = 0;
+  virtual void cgroup_exit(const CgroupInfo& cg) { (void)cg; }
+  virtual void cgroup_move(Task& p, CgroupId from, CgroupId to) = 0;
+  virtual void cgroup_set_weight(CgroupId cg, std::uint32_t weight) = 0;
+  virtual void cgroup_set_bandwidth(CgroupId cg, std::optional<std::uint64_t> quota_us,
+                                    std::uint64_t period_us) = 0;
+  virtual void on_timer(std::uint64_t cookie) { (void)cookie; }
+};
+
+}  // namespace agentcg::sim

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Trace format v1: the in-memory form of a workload trace (traces/README.md
+// documents the JSON; traces/schema/trace-v1.schema.json is its schema).
+//
+// A trace holds the machine, the cgroup tree (cpu.weight, cpu.max,
+// memory.high/max), and processes with their behaviour as a list of ops
+// (run N ns of CPU, sleep, block on I/O, fork, exec, wait for children, exit,
+// set memory use, repeat a body), with agent annotations (session, step,
+// tool call begin/end) so that tool-call latency can be measured. Durations
+// and sizes are fixed numbers or distributions sampled at simulation time
+// from the run's seed: the trace is data, the randomness is the run's.
+//
+// Who uses it: sim/trace/parse.cc (JSON -> Trace with located errors),
+// sim/trace/generate.cc (generators), the workload replay in sim/cpu/, the
+// Python bindings, and the importers.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/random.h"
+
+namespace agentcg::trace {
+
+inline constexpr int kFormatVersion = 1;
+inline constexpr const char* kFormatName = "agentcg-trace";
+
+// Where an element came from, for errors found after parsing.
+struct SourceLoc {
+  std::uint32_t line = 0;   // 1-based; 0 = unknown (built in code)
+  std::string pointer;      // RFC 6901 JSON pointer, e.g. /processes/3/ops/0/ns
+};
+
+// A non-negative integer quantity (ns or bytes): fixed, or drawn at run time.
+struct Value {
+  enum class Dist { kConst, kUniform, kExponential, kLogNormal };
+  Dist dist = Dist::kConst;
+  std::uint64_t a = 0;   // const: the value; uniform: min; exponential: mean; lognormal: median
+  std::uint64_t b = 0;   // uniform: max (inclusive)
+  double sigma = 0.0;    // lognormal: shape
+  std::uint64_t max = 0; // 0 = no cap; else samples are clamped to it
+
+  static Value fixed(std::uint64_t v) { return Value{Dist::kConst, v, 0, 0.0, 0}; }
+  bool is_random() const { return dist != Dist::kConst; }
+  std::uint64_t sample(sim::RandomStream& rng) const;
+  // Mean of the distribution (for entitlement and summaries).
+  double mean() const;
+};
+
+struct ProcessSpec;
+
+enum class OpKind {
+  kRun,        // ns: CPU time to consume (runnable until done)
+  kSleep,      // ns: voluntary sleep (e.g. waiting for an LLM response)
+  kIo,         // ns: block on I/O (wakes with the I/O-wakeup flag)
+  kFork,       // pid (a listed process) or child (an inline template)
+  kExec,       // name: new comm
+  kWait,       // wait until all children forked so far have exited
+  kExit,       // exit now (the end of ops exits too)
+  kMem,        // bytes: set this process's memory use (RSS)
+  kRepeat,     // count x body
+  kToolBegin,  // name: tool name (agent annotation)
+  kToolEnd,    //
+  kStep,       // step: agent step number (annotation; starts a new step)
+};
+
+struct Op {
+  OpKind kind = OpKind::kExit;
+  Value ns;                                  // run, sleep, io
+  Value bytes;                               // mem
+  std::uint32_t count = 0;                   // repeat
+  std::vector<Op> body;                      // repeat
+  std::int64_t pid = 0;                      // fork of a listed process
+  std::shared_ptr<const ProcessSpec> child;  // fork of an inline template
+  std::string name;                          // exec: comm; tool_begin: tool
+  std::uint64_t step = 0;                    // step
+  SourceLoc loc;
+};
+
+struct AgentInfo {
+  std::string session;  // agent session id (several processes may share one)
+};
+
+struct ProcessSpec {
+  std::int64_t pid = 0;                 // > 0, unique among listed processes; 0 in templates
+  std::optional<std::int64_t> parent;   // a listed pid
+  std::string cgroup = "/";             // templates: empty = the parent's cgroup
+  std::optional<std::uint64_t> start_ns;  // required unless a fork op starts it
+  std::string comm;
+  std::optional<AgentInfo> agent;
+  std::vector<Op> ops;
+  SourceLoc loc;
+};
+
+struct CpuMax {
+  std::uint64_t quota_us = 0;
+  std::uint64_t period_us = 100000;
+};
+
+struct CgroupSpec {
+  std::string path;                   // "/a/b"; "/" is the root
+  std::uint32_t cpu_weight = 100;     // cpu.weight, 1..10000
+  std::optional<CpuMax> cpu_max;      // absent = "max"
+  std::optional<std::uint64_t> memory_high;  // bytes; absent = "max"
+  std::optional<std::uint64_t> memory_max;   // bytes; absent = "max"
+  SourceLoc loc;
+};
+
+struct Machine {
+  std::uint32_t cpus = 1;
+  // Optional per-trace overrides of the CPU model's costs (ns); absent =
+  // the simulator's defaults (sim/cpu/cpu_model.h).
+  std::optional<std::uint64_t> context_switch_ns;
+  std::optional<std::uint64_t> wakeup_overhead_ns;
+};
+
+struct Trace {
+  int version = kFormatVersion;
+  std::string name;
+  std::string description;
+  Machine machine;
+  std::vector<CgroupSpec> cgroups;     // parents before children after validate()
+  std::vector<ProcessSpec> processes;
+  std::optional<std::uint64_t> duration_ns;  // stop time; absent = until all exit
+  nlohmann::json generator;            // provenance: {"kind":..., "seed":..., "options":{...}}
+  // Sections owned by other parts (e.g. "gpu"), carried through unchanged by
+  // parse and write until a typed form exists for them.
+  nlohmann::json extra = nlohmann::json::object();
+  std::string source;                  // file name, for run-time error messages
+};
+
+// An invalid trace: what, where and what was expected.
+class TraceError : public std::runtime_error {
+ public:
+  TraceError(std::string file, std::uint32_t line, std::string pointer, std::string message);
+  const std::string& file() const { return file_; }
+  std::uint32_t line() const { return line_; }
+  const std::string& pointer() const { return pointer_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  std::string file_;
+  std::uint32_t line_;
+  std::string pointer_;
+  std::string message_;
+};
+
+// JSON text -> validated Trace. `source` names the input in errors.
+Trace parse_trace(const std::string& text, const std::string& source);
+Trace load_trace_file(const std::string& path);
+// Semantic checks on a Trace built in code (parse_trace calls it too):
+// unknown cgroups, duplicate pids, parent cycles, missing start times, ...
+void validate(const Trace& trace);
+// Trace -> JSON (deterministic: fixed key order, no floats except sigma).
+nlohmann::json to_json(const Trace& trace);
+void write_trace_file(const Trace& trace, const std::string& path);
+
+// Generators: KIND in agent, fork-storm, io, hogs, mixed (and GPU kinds added
+// by the GPU model). Options are the CLI's --key value pairs without dashes;
+// unknown keys and bad values throw std::invalid_argument naming the key.
+Trace generate(const std::string& kind, std::uint64_t seed,
+               const std::map<std::string, std::string>& options);
+// One line per kind with its options and defaults, for --help.
+std::string generator_help();
+
+}  // namespace agentcg::trace
