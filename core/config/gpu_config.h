@@ -1,14 +1,58 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// Configuration of the GPU policies (`gpu:` section). Placeholder filled by
-// the GPU-policy work: see core/include/agentcg/gpu/.
+// Configuration of the GPU policies: the `gpu:` section of the shared YAML
+// config (parsed by core/config/gpu_yaml.cc), used by the simulator
+// (sim/gpu/) and by the GPU daemon (live/gpud) through
+// core/include/agentcg/gpu/policy.h. Defaults are those of the design
+// (seeds 002/003, GPU_NOTES.md); every field says where its default comes
+// from. Invariant (checked by the parser): ranges below hold.
+//
+// Mapping of the seed's environment settings (the daemon may also read the
+// AGENTCG_GPU_* names, which override the file):
+//   NVSHARE_SWITCH_TIME_MODE        -> switch_time_mode      AGENTCG_GPU_SWITCH_TIME_MODE
+//   NVSHARE_SWITCH_TIME_FIXED       -> switch_time_fixed_s   AGENTCG_GPU_SWITCH_TIME_FIXED_S
+//   NVSHARE_SWITCH_TIME_MULTIPLIER  -> switch_time_multiplier AGENTCG_GPU_SWITCH_TIME_MULTIPLIER
+//   NVSHARE_MEMORY_RESERVE_PERCENT  -> memory_reserve_mb + context_overhead_mb (the seed's
+//                                      own review, section 10.1, replaces the percentage by a
+//                                      fixed reserve plus a per-context overhead)
+//   NVSHARE_COMPUTE_WINDOW_MS       -> compute_window_ms     AGENTCG_GPU_COMPUTE_WINDOW_MS
+//   NVSHARE_QUOTA_CARRYOVER_PERCENT -> carryover_pct         AGENTCG_GPU_CARRYOVER_PCT
+//   NVSHARE_DROP_TAIL_BILLING_PERCENT -> drop_tail_billing_pct AGENTCG_GPU_DROP_TAIL_BILLING_PCT
+//   nvshare's TQ (nvsharectl -T)    -> time_quantum_ms       AGENTCG_GPU_TIME_QUANTUM_MS
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace agentcg::config {
 
 struct GpuConfig {
-  std::uint64_t time_quantum_ms = 30000;  // nvshare TQ (default 30 s)
+  // --- nvshare (baseline) ---
+  std::uint64_t time_quantum_ms = 30000;  // nvshare TQ, default 30 s (nvshare README)
+  std::uint64_t idle_release_ms = 5000;   // client idle release after 5 s without work (nvshare client)
+  bool scheduler_on = true;               // false = nvshare "off": everyone runs at once
+
+  // --- memory-aware (seed 002) ---
+  std::string switch_time_mode = "auto";      // "auto" | "fixed" (seed 002 section 8.1)
+  std::uint64_t switch_time_fixed_s = 60;     // seed 002 section 8.4 default
+  std::uint64_t switch_time_multiplier = 5;   // seed 002 section 8.2 default
+  std::uint64_t switch_time_min_s = 10;       // seed 002 clamp [10, 300] s
+  std::uint64_t switch_time_max_s = 300;
+  std::uint64_t memory_reserve_mb = 500;      // seed 002 section 10.1: fixed reserve 500 MB
+  std::uint64_t context_overhead_mb = 300;    // seed 002 section 10.1: 300 MB per active context
+  // 0 = use the GPU's own swap bandwidth (GpuCapacity::swap_bytes_per_s).
+  std::uint64_t swap_bandwidth_mb_per_s = 0;
+  bool prefetch_on_switch_in = true;          // seed 002 section 10.2
+  // No client waits longer than this for memory before backfilling stops and
+  // the running set is switched out (seed 002 section 6: "最大等待时间").
+  std::uint64_t max_wait_s = 600;
+
+  // --- compute-limit (seed 003) ---
+  std::uint64_t compute_window_ms = 10000;    // seed 003 section 2.2.1 (the fork used 2 s)
+  std::uint64_t carryover_pct = 25;           // seed 003 section 5 item 2 (fork default)
+  std::uint64_t drop_tail_billing_pct = 70;   // seed 003 section 5 item 3: default 70
+  // Most work (ns of kernels) a limited client may have queued; queued
+  // kernels that run after a DROP made the fork's 25 % deliver ~35 % (GPU_NOTES).
+  std::uint64_t max_queued_work_ms = 20;
 };
 
 }  // namespace agentcg::config
