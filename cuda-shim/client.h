@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The scheduling client inside the user's process: the shim's logic, apart
+ * from symbol interposition (shim.cc). It
+ *  - turns device allocations into managed memory and tracks them, reporting
+ *    the total to agentcg-gpud after every change (seed 002: self-report);
+ *  - gates GPU work on the daemon's lock: before_work() blocks until the
+ *    client holds a grant (or runs unscheduled); a DROP_LOCK drains queued
+ *    work (context synchronise) and answers LOCK_RELEASED with the grant's
+ *    generation;
+ *  - bounds queued launches with a window (nvshare's adaptive window for
+ *    unlimited clients; the daemon's launch_window while limited, because
+ *    kernels queued after a DROP run past the quota: GPU_NOTES.md);
+ *  - prefetches the allocations it has touched when a grant says so.
+ *
+ * Invariants: never exits or aborts the process; one warning when the daemon
+ * is absent, then runs unscheduled and re-registers when it returns; no
+ * logging on the hot paths (before_work/after_work/alloc/free). Lock order:
+ * mu_ before send_mu_ (send_mu_ is innermost); mem_mu_ is never held with mu_.
+ *
+ * Called by shim.cc (the exported CUDA entry points) and by
+ * tests/shim/client_test.cc with a DriverTable of test functions.
+ */
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "cuda-shim/driver_table.h"
+
+namespace agentcg::shim {
+
+struct ClientOptions {
+  std::string socket_path = "/run/agentcg/gpud.sock";
+  std::uint32_t core_limit_pct = 100;
+  std::uint64_t memory_limit_bytes = 0;  // 0 = none
+  std::uint32_t device = 0;
+  std::uint32_t idle_release_ms = 5000;  // nvshare: release after 5 s without work
+  std::uint32_t reconnect_ms = 500;
+  bool connect = true;                   // false: never talk to a daemon (tests)
+  std::string name;
+};
+
+// Parses "4096", "512K", "4G", "1.5G" is rejected (integers only). Returns
+// nullopt on a malformed value.
+std::optional<std::uint64_t> parse_bytes(const char* text);
+
+// Reads AGENTCG_GPU_SOCKET, AGENTCG_GPU_CORE_LIMIT (1..100),
+// AGENTCG_GPU_MEMORY_LIMIT, AGENTCG_GPU_DEVICE, AGENTCG_GPU_IDLE_RELEASE_MS.
+// A malformed value is ignored with one warning naming the variable.
+ClientOptions options_from_env();
+
+enum class LockState : int {
+  kConnecting,   // first connection attempt in progress: work waits
+  kUnscheduled,  // no daemon: work runs freely
+  kIdle,         // registered, no grant, nothing requested
+  kRequested,    // REQ_LOCK sent, waiting for LOCK_OK
+  kHeld,         // grant held
+  kDraining,     // DROP_LOCK received: new work waits, queued work drains
+};
+
+class Client {
+ public:
+  Client(const DriverTable& driver, ClientOptions options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Starts the daemon link (thread) once; cheap when already started, and
+  // restarts it in a forked child.
+  void ensure_started();
+
+  // Hot path: gate a unit of GPU work. before_work() blocks until allowed.
+  void before_work();
+  void after_work(bool is_launch);
+
+  // Allocation hooks (return the driver's result).
+  CUresult mem_alloc(CUdeviceptr* dptr, std::size_t bytes);
+  CUresult mem_alloc_pitch(CUdeviceptr* dptr, std::size_t* pitch, std::size_t width_bytes,
+                           std::size_t height, unsigned int element_bytes);
+  CUresult mem_alloc_managed(CUdeviceptr* dptr, std::size_t bytes, unsigned int flags);
+  // Frees a tracked pointer; nullopt when `dptr` is not ours (caller passes through).
+  std::optional<CUresult> mem_free(CUdeviceptr dptr, CUstream stream_or_null, bool async);
+  CUresult mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes);
+
+  // Introspection (tests, gpuctl-free debugging).
+  std::uint64_t tracked_bytes() const;
+  LockState state() const;
+  std::uint64_t generation() const;
+  std::uint32_t window() const;
+  std::uint64_t prefetched_bytes() const { return prefetched_bytes_.load(); }
+  std::uint64_t drops() const { return drops_.load(); }
+  std::uint64_t capacity_bytes() const;
+
+ private:
+  void run_link();
+  bool connect_and_register();
+  void disconnect_locked(std::unique_lock<std::mutex>& lk);
+  bool send_raw(const void* data, std::size_t n);
+  template <typename T>
+  bool send(int type, const T& payload);
+  void handle_message(std::uint16_t type, const unsigned char* payload);
+  void drain_and_release(std::uint64_t generation, bool from_drop);
+  void prefetch_touched();
+  void report_memory();
+  CUresult track_new(CUresult r, CUdeviceptr* dptr, std::size_t bytes);
+  void sync_context(CUcontext ctx);
+  std::uint64_t effective_memory_limit() const;
+
+  const DriverTable& driver_;
+  ClientOptions opt_;
+  std::uint64_t session_token_;
+
+  // Link and lock state (mu_).
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  LockState state_ = LockState::kConnecting;
+  std::uint64_t generation_ = 0;
+  bool limited_ = false;
+  std::uint32_t launch_window_ = 2;    // daemon's bound while limited
+  std::uint32_t window_ = 1;           // current window (launches between syncs)
+  std::uint32_t launches_since_sync_ = 0;
+  std::uint32_t inflight_ = 0;
+  std::uint64_t last_work_ns_ = 0;
+  CUcontext ctx_ = nullptr;            // last context seen in before_work (drain target)
+  std::uint64_t capacity_bytes_ = 0;   // scheduled capacity from the daemon (0 = unknown)
+  std::uint64_t daemon_memory_limit_ = 0;
+  bool warned_absent_ = false;
+  bool stop_ = false;
+  int pid_ = 0;
+  std::thread link_;
+  int wake_pipe_[2] = {-1, -1};
+
+  // Socket (send_mu_ serialises writers; the link thread is the only reader).
+  std::mutex send_mu_;
+  std::atomic<int> fd_{-1};
+
+  // Allocations (mem_mu_).
+  mutable std::mutex mem_mu_;
+  struct Alloc {
+    std::size_t bytes;
+    bool touched;  // GPU work ran while it existed: worth prefetching on switch-in
+  };
+  std::map<CUdeviceptr, Alloc> allocs_;
+  std::uint64_t total_bytes_ = 0;
+  std::atomic<bool> any_untouched_{false};
+
+  std::atomic<std::uint64_t> prefetched_bytes_{0};
+  std::atomic<std::uint64_t> drops_{0};
+};
+
+std::uint64_t monotonic_ns();
+
+}  // namespace agentcg::shim

@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The wire protocol between libagentcg-cuda.so (the shim, cuda-shim/), the
+ * GPU scheduler daemon agentcg-gpud and the control CLI agentcg-gpuctl, over
+ * one Unix stream socket (default /run/agentcg/gpud.sock).
+ *
+ * Every message is a 12-byte header {magic, version, type, length} followed
+ * by exactly `length` payload bytes whose layout is fixed per type (packed by
+ * construction: only naturally aligned fixed-width fields, checked by the
+ * static_asserts below). Host byte order: both ends run on the same machine.
+ * The golden files tests/shim/golden/<type>.bin pin these layouts byte for
+ * byte (tests/shim/protocol_test.cc), so a change here that changes the bytes
+ * must bump kProtocolVersion.
+ *
+ * Invariants: a receiver rejects (and the daemon disconnects) a message with a
+ * wrong magic or version, an unknown type, or a length different from the
+ * type's fixed size (kListReply is the one variable-length type: a multiple
+ * of sizeof(ClientInfo), at most kMaxListEntries entries). Every grant carries
+ * the daemon's generation counter; a client answers DROP_LOCK with
+ * LOCK_RELEASED carrying the same generation, and the daemon ignores stale
+ * releases (nvshare's `scheduling_round`).
+ *
+ * Unlike nvshare (one 537-byte packed struct without a version), the header
+ * is versioned and each type has its own payload.
+ *
+ * Callers: cuda-shim/client.cc (shim side), live/gpud/daemon.cc and
+ * live/gpud/gpuctl.cc, tests/shim/protocol_test.cc.
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace agentcg::gpud::proto {
+
+inline constexpr std::uint32_t kMagic = 0x47434741u;  // "AGCG" in little-endian memory
+inline constexpr std::uint16_t kProtocolVersion = 1;
+inline constexpr std::uint32_t kMaxListEntries = 1024;
+inline constexpr std::size_t kNameLen = 32;
+
+// One X-macro list of message types with explicit numbers (STYLE.md).
+// X(Name, number, payload struct, direction)
+#define AGENTCG_GPU_MSG_TYPES(X)                                                  \
+  X(Register, 1, RegisterMsg, "shim->daemon: hello, limits, current memory")    \
+  X(Registered, 2, RegisteredMsg, "daemon->shim: client id, scheduled capacity") \
+  X(MemUpdate, 3, MemUpdateMsg, "shim->daemon: total managed bytes now")        \
+  X(ReqLock, 4, ReqLockMsg, "shim->daemon: wants the GPU")                      \
+  X(LockOk, 5, LockOkMsg, "daemon->shim: grant with generation")                \
+  X(DropLock, 6, DropLockMsg, "daemon->shim: drain and release")                \
+  X(LockReleased, 7, LockReleasedMsg, "shim->daemon: released generation")      \
+  X(WaitMem, 8, WaitMemMsg, "daemon->shim: queued until memory fits")           \
+  X(Prefetched, 9, PrefetchedMsg, "shim->daemon: bytes prefetched on grant")    \
+  X(SetLimits, 10, SetLimitsMsg, "daemon->shim: limits changed at run time")    \
+  X(CtlList, 20, CtlListMsg, "ctl->daemon: list clients")                       \
+  X(ListReply, 21, ClientInfo, "daemon->ctl: N x ClientInfo (variable)")        \
+  X(CtlSet, 22, CtlSetMsg, "ctl->daemon: set a knob")                           \
+  X(CtlAck, 23, CtlAckMsg, "daemon->ctl: result of CtlSet")
+
+enum class MsgType : std::uint16_t {
+#define AGENTCG_X(name, num, payload, doc) k##name = num,
+  AGENTCG_GPU_MSG_TYPES(AGENTCG_X)
+#undef AGENTCG_X
+};
+
+struct Header {
+  std::uint32_t magic;
+  std::uint16_t version;
+  std::uint16_t type;    // MsgType
+  std::uint32_t length;  // payload bytes after the header
+};
+
+struct RegisterMsg {
+  std::uint64_t session_token;     // random per process; kept across re-registration
+  std::uint64_t memory_bytes;      // managed bytes already allocated
+  std::uint64_t memory_limit_bytes;  // 0 = none (AGENTCG_GPU_MEMORY_LIMIT)
+  std::uint32_t device;            // CUDA ordinal the client uses
+  std::uint32_t core_limit_pct;    // 1..100 (AGENTCG_GPU_CORE_LIMIT), 100 = none
+  char name[kNameLen];             // program name, NUL-padded
+};
+
+struct RegisteredMsg {
+  std::uint64_t client_id;
+  std::uint64_t capacity_bytes;    // scheduled capacity of the device (cuMemGetInfo)
+  std::uint32_t launch_window;     // outstanding launches allowed while limited
+  std::uint32_t device;            // device the daemon placed the client on
+};
+
+struct MemUpdateMsg {
+  std::uint64_t memory_bytes;
+};
+
+struct ReqLockMsg {
+  std::uint64_t reserved;
+};
+
+// LockOk flags.
+inline constexpr std::uint32_t kGrantLimited = 1u << 0;   // bound queued work
+inline constexpr std::uint32_t kGrantPrefetch = 1u << 1;  // prefetch touched pages now
+
+struct LockOkMsg {
+  std::uint64_t generation;
+  std::uint32_t flags;          // kGrant*
+  std::uint32_t launch_window;  // max outstanding launches when kGrantLimited
+};
+
+struct DropLockMsg {
+  std::uint64_t generation;
+};
+
+struct LockReleasedMsg {
+  std::uint64_t generation;
+};
+
+struct WaitMemMsg {
+  std::uint64_t generation;
+};
+
+struct PrefetchedMsg {
+  std::uint64_t bytes;
+};
+
+struct SetLimitsMsg {
+  std::uint64_t memory_limit_bytes;  // 0 = none
+  std::uint32_t core_limit_pct;      // 1..100
+  std::uint32_t launch_window;
+};
+
+struct CtlListMsg {
+  std::uint64_t reserved;
+};
+
+// Client states as reported by CtlList (X-macro shared with metrics).
+#define AGENTCG_GPU_CLIENT_STATES(X) \
+  X(Idle, 0, "idle")                 \
+  X(Waiting, 1, "waiting")           \
+  X(WaitingMemory, 2, "waiting-memory") \
+  X(Running, 3, "running")           \
+  X(Draining, 4, "draining")         \
+  X(Throttled, 5, "throttled")
+
+enum class ClientState : std::uint32_t {
+#define AGENTCG_X(name, num, str) k##name = num,
+  AGENTCG_GPU_CLIENT_STATES(AGENTCG_X)
+#undef AGENTCG_X
+};
+
+inline const char* client_state_name(std::uint32_t s) {
+  switch (s) {
+#define AGENTCG_X(name, num, str) \
+  case num:                       \
+    return str;
+    AGENTCG_GPU_CLIENT_STATES(AGENTCG_X)
+#undef AGENTCG_X
+  }
+  return "unknown";
+}
+
+struct ClientInfo {
+  std::uint64_t client_id;
+  std::uint64_t memory_bytes;
+  std::uint64_t memory_limit_bytes;
+  std::uint64_t run_ns;            // time holding the GPU since registration
+  std::uint64_t registered_ns;     // age (now - registration)
+  std::uint32_t pid;
+  std::uint32_t uid;
+  std::uint32_t device;
+  std::uint32_t state;             // ClientState
+  std::uint32_t core_limit_pct;
+  std::uint32_t share_permille;    // achieved share of GPU time (run_ns / age)
+  char name[kNameLen];
+};
+
+// CtlSet knobs.
+#define AGENTCG_GPU_CTL_KNOBS(X)                                     \
+  X(QuantumMs, 1, "quantum", "time quantum in ms (0 = auto)")        \
+  X(Mode, 2, "mode", "0 = scheduler off, 1 = on")                     \
+  X(CoreLimit, 3, "core-limit", "client's compute limit, 1..100 %")   \
+  X(MemoryLimit, 4, "memory-limit", "client's memory limit, bytes")
+
+enum class CtlKnob : std::uint32_t {
+#define AGENTCG_X(name, num, str, doc) k##name = num,
+  AGENTCG_GPU_CTL_KNOBS(AGENTCG_X)
+#undef AGENTCG_X
+};
+
+struct CtlSetMsg {
+  std::uint64_t client_id;  // 0 for global knobs
+  std::uint64_t value;
+  std::uint32_t knob;       // CtlKnob
+  std::uint32_t reserved;
+};
+
+struct CtlAckMsg {
+  std::int32_t status;      // 0 = ok, else an errno value
+  std::uint32_t reserved;
+  char message[64];         // NUL-terminated reason
+};
+
+static_assert(sizeof(Header) == 12 && offsetof(Header, type) == 6 && offsetof(Header, length) == 8);
+static_assert(sizeof(RegisterMsg) == 64 && offsetof(RegisterMsg, name) == 32);
+static_assert(sizeof(RegisteredMsg) == 24);
+static_assert(sizeof(MemUpdateMsg) == 8 && sizeof(ReqLockMsg) == 8);
+static_assert(sizeof(LockOkMsg) == 16 && offsetof(LockOkMsg, launch_window) == 12);
+static_assert(sizeof(DropLockMsg) == 8 && sizeof(LockReleasedMsg) == 8 && sizeof(WaitMemMsg) == 8);
+static_assert(sizeof(PrefetchedMsg) == 8 && sizeof(CtlListMsg) == 8);
+static_assert(sizeof(SetLimitsMsg) == 16);
+static_assert(sizeof(ClientInfo) == 96 && offsetof(ClientInfo, name) == 64);
+static_assert(sizeof(CtlSetMsg) == 24 && sizeof(CtlAckMsg) == 72);
+#define AGENTCG_X(name, num, payload, doc)                                       \
+  static_assert(std::is_trivially_copyable_v<payload> && alignof(payload) <= 8, \
+                #payload " must be a plain fixed layout");
+AGENTCG_GPU_MSG_TYPES(AGENTCG_X)
+#undef AGENTCG_X
+
+// Fixed payload size of a type, 0 for an unknown type. ListReply: the entry size.
+inline std::size_t payload_size(std::uint16_t type) {
+  switch (type) {
+#define AGENTCG_X(name, num, payload, doc) \
+  case num:                                \
+    return sizeof(payload);
+    AGENTCG_GPU_MSG_TYPES(AGENTCG_X)
+#undef AGENTCG_X
+  }
+  return 0;
+}
+
+inline const char* type_name(std::uint16_t type) {
+  switch (type) {
+#define AGENTCG_X(name, num, payload, doc) \
+  case num:                                \
+    return #name;
+    AGENTCG_GPU_MSG_TYPES(AGENTCG_X)
+#undef AGENTCG_X
+  }
+  return "unknown";
+}
+
+// Why a header is rejected; kOk when it is acceptable.
+enum class HeaderError { kOk, kBadMagic, kBadVersion, kBadType, kBadLength };
+
+inline HeaderError check_header(const Header& h) {
+  if (h.magic != kMagic) return HeaderError::kBadMagic;
+  if (h.version != kProtocolVersion) return HeaderError::kBadVersion;
+  const std::size_t size = payload_size(h.type);
+  if (size == 0) return HeaderError::kBadType;
+  if (h.type == static_cast<std::uint16_t>(MsgType::kListReply)) {
+    if (h.length % size != 0 || h.length / size > kMaxListEntries) return HeaderError::kBadLength;
+    return HeaderError::kOk;
+  }
+  if (h.length != size) return HeaderError::kBadLength;
+  return HeaderError::kOk;
+}
+
+inline const char* header_error_name(HeaderError e) {
+  switch (e) {
+    case HeaderError::kOk: return "ok";
+    case HeaderError::kBadMagic: return "bad magic";
+    case HeaderError::kBadVersion: return "unsupported protocol version";
+    case HeaderError::kBadType: return "unknown message type";
+    case HeaderError::kBadLength: return "length does not match the type";
+  }
+  return "?";
+}
+
+// Serialises one message (header + fixed payload) into `out` (at least
+// sizeof(Header) + sizeof(T) bytes); returns the number of bytes.
+template <typename T>
+inline std::size_t encode(MsgType type, const T& payload, unsigned char* out) {
+  Header h{kMagic, kProtocolVersion, static_cast<std::uint16_t>(type),
+           static_cast<std::uint32_t>(sizeof(T))};
+  std::memcpy(out, &h, sizeof h);
+  std::memcpy(out + sizeof h, &payload, sizeof(T));
+  return sizeof h + sizeof(T);
+}
+
+inline constexpr std::size_t kMaxFixedMessage = sizeof(Header) + 96;
+
+}  // namespace agentcg::gpud::proto
