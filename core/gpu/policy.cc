@@ -1,0 +1,619 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The GPU policies behind core/include/agentcg/gpu/policy.h, in one class
+// parameterised by features, so that memory-aware and compute-limit compose:
+//
+//   none                        everyone runs at once (nvshare "off")
+//   nvshare                     FCFS exclusive lock, DROP at TQ even when alone
+//   memory-aware                co-location under a safe memory limit, a wait
+//                               queue for clients that do not fit, a forced
+//                               switch after a quantum (fixed or auto), a
+//                               switch on memory release, prefetch on
+//                               switch-in, placement, a starvation bound
+//   compute-limit               everyone runs at once; a limited client is
+//                               dropped when its quota in the window is used
+//   memory-aware+compute-limit  both
+//
+// Invariants: a client holds at most one grant; every grant has a fresh
+// generation; a release with another generation changes nothing; time
+// passed in never decreases (an earlier time is treated as the last one).
+// Callers: sim/gpu/gpu_sim.cc, live/gpud.
+//
+// Corrections to the seeds' pseudo-code (implementing the stated intent):
+//  - seed 002's timer recomputed its deadline each loop but (in the fork)
+//    never slept past the 2 s quota window, so the forced switch never
+//    fired; here the forced switch is a next_tick_ns deadline at
+//    granted_at + quantum, returned to the caller, and tested.
+//  - seed 002 section 4.3 moved the running client to the wait queue and
+//    granted the next one in the same step, before the first released the
+//    GPU; here the next client is granted only when the memory it needs is
+//    actually released (release()/disconnect()/memory_update()).
+//  - seed 002 section 8.2 assumed 1 GB/s and floor(GB) (a 0.9 GB set gave
+//    1 s); here the swap time is bytes(out + in) / the GPU's swap
+//    bandwidth, rounded up, times the multiplier, clamped.
+//  - seed 002's safe limit: total x 90 % replaced by capacity - reserve -
+//    overhead x contexts (the seed's own review, section 10.1).
+//  - seed 003 section 2.2.3 billed the full wall time to every running
+//    client ("full accounting") and slept before billing; its section 5
+//    replaced that by wall / concurrency, which is what is done here, with
+//    the divisor being all clients holding a grant on that GPU (a limited
+//    client sharing the GPU with an unlimited one gets half of it).
+//  - seed 003 reset usage to zero at a window boundary and cleared the
+//    throttle flag unconditionally; here the overage carries over at
+//    carryover_pct and the throttle is lifted only if usage is below quota.
+//  - the fork's "memory overloaded" flag is not needed: fit is recomputed
+//    from the reported allocations at every event.
+//
+// Limitations: clients are trusted to report allocations and to honour
+// DROP; a client that never releases after DROP keeps its grant (the
+// daemon should disconnect it after a timeout).
+#include "agentcg/gpu/policy.h"
+
+#include <algorithm>
+#include <map>
+
+namespace agentcg::gpu {
+namespace {
+
+constexpr std::uint64_t kMiB = 1024ull * 1024ull;
+constexpr std::uint64_t kNsPerMs = 1000000ull;
+constexpr std::uint64_t kNsPerS = 1000000000ull;
+
+struct Features {
+  bool serialise = false;     // nvshare exclusive lock
+  bool memory_aware = false;
+  bool compute_limit = false;
+};
+
+struct Client {
+  ClientId id = 0;
+  std::optional<GpuIndex> gpu;
+  std::uint64_t allocated = 0;
+  std::uint64_t touched = 0;       // bytes allocated when it last held the GPU
+  ClientLimits limits;
+  bool requesting = false;
+  std::uint64_t request_since_ns = 0;
+  std::uint64_t request_seq = 0;
+  bool granted = false;
+  bool dropped = false;            // DROP sent, release pending
+  bool re_request = false;         // asked again while its DROP was pending
+  bool told_wait = false;          // kWaitForMemory sent for this request
+  std::uint64_t generation = 0;
+  std::uint64_t granted_at_ns = 0;
+  std::uint64_t drop_at_ns = 0;
+  // compute limit
+  std::uint64_t used_ns = 0;       // billed in the current window
+  bool throttled = false;
+  std::uint64_t tail_estimate_ns = 0;  // billed DROP -> release tail (EWMA)
+  std::uint64_t tail_billed_ns = 0;    // billed since the current DROP
+};
+
+class Policy final : public GpuPolicy {
+ public:
+  Policy(std::string name, Features f, const config::GpuConfig& cfg, std::vector<GpuCapacity> gpus)
+      : name_(std::move(name)), f_(f), cfg_(cfg), gpus_(std::move(gpus)) {
+    tq_ns_ = cfg_.time_quantum_ms * kNsPerMs;
+    on_ = cfg_.scheduler_on && f_.serialise;
+    fixed_quantum_ = cfg_.switch_time_mode == "fixed";
+    fixed_quantum_ns_ = cfg_.switch_time_fixed_s * kNsPerS;
+  }
+
+  std::string name() const override { return name_; }
+
+  Decisions register_client(std::uint64_t now, ClientId id, std::optional<GpuIndex> hint,
+                            const ClientLimits& limits) override {
+    check_limits(limits);
+    if (hint && *hint >= gpus_.size())
+      throw PolicyError("client " + std::to_string(id) + ": GPU " + std::to_string(*hint) +
+                        " does not exist (have " + std::to_string(gpus_.size()) + ")");
+    advance(now);
+    Decisions out;
+    auto [it, fresh] = clients_.try_emplace(id);
+    Client& c = it->second;
+    if (fresh) {
+      c.id = id;
+      c.gpu = hint;
+    }
+    c.limits = limits;
+    if (limits.memory_bytes) out.list.push_back({DecisionKind::kMemoryLimit, id, 0, 0, limits.memory_bytes, 0});
+    evaluate(now, out);
+    return out;
+  }
+
+  Decisions memory_update(std::uint64_t now, ClientId id, std::uint64_t bytes) override {
+    advance(now);
+    Decisions out;
+    Client* c = find(id);
+    if (c) {
+      c->allocated = bytes;
+      if (f_.memory_aware && c->granted && c->gpu) shed_overflow(*c->gpu, out);
+    }
+    evaluate(now, out);
+    return out;
+  }
+
+  Decisions lock_request(std::uint64_t now, ClientId id) override {
+    advance(now);
+    Decisions out;
+    if (Client* c = find(id)) {
+      if (c->granted) {
+        if (c->dropped) c->re_request = true;
+      } else if (!c->requesting) {
+        enqueue(*c);
+      }
+    }
+    evaluate(now, out);
+    return out;
+  }
+
+  Decisions release(std::uint64_t now, ClientId id, std::uint64_t generation) override {
+    advance(now);
+    Decisions out;
+    Client* c = find(id);
+    if (c && c->granted && c->generation == generation) {
+      if (c->dropped) {
+        // Adaptive tail estimate (seed 003 section 6 item 4): half old, half new.
+        c->tail_estimate_ns = (c->tail_estimate_ns + c->tail_billed_ns) / 2;
+      }
+      c->granted = false;
+      c->dropped = false;
+      c->touched = c->allocated;
+      if (c->re_request) {
+        c->re_request = false;
+        enqueue(*c);
+      }
+    }
+    evaluate(now, out);
+    return out;
+  }
+
+  Decisions disconnect(std::uint64_t now, ClientId id) override {
+    advance(now);
+    clients_.erase(id);
+    Decisions out;
+    evaluate(now, out);
+    return out;
+  }
+
+  Decisions tick(std::uint64_t now) override {
+    advance(now);
+    Decisions out;
+    evaluate(now, out);
+    return out;
+  }
+
+  Decisions set_limits(std::uint64_t now, ClientId id, const ClientLimits& limits) override {
+    check_limits(limits);
+    Client* c = find(id);
+    if (!c) throw PolicyError("set_limits: unknown client " + std::to_string(id));
+    advance(now);
+    Decisions out;
+    // Usage is kept (seed 003 section 2.3): raising and lowering a limit
+    // repeatedly must not clear what was used in this window.
+    c->limits = limits;
+    if (c->throttled && c->used_ns < quota_ns(*c)) c->throttled = false;
+    if (limits.memory_bytes) out.list.push_back({DecisionKind::kMemoryLimit, id, 0, 0, limits.memory_bytes, 0});
+    evaluate(now, out);
+    return out;
+  }
+
+  Decisions set_quantum(std::uint64_t now, std::uint64_t quantum_ns) override {
+    if (quantum_ns == 0) throw PolicyError("set_quantum: the quantum must be > 0 ns");
+    advance(now);
+    tq_ns_ = quantum_ns;
+    fixed_quantum_ = true;
+    fixed_quantum_ns_ = quantum_ns;
+    Decisions out;
+    evaluate(now, out);
+    return out;
+  }
+
+  Decisions set_mode(std::uint64_t now, bool on) override {
+    advance(now);
+    mode_off_ = !on;
+    on_ = on && f_.serialise;
+    Decisions out;
+    if (on_) {
+      // Back to exclusive: keep the oldest holder of each GPU, drop the rest.
+      for (GpuIndex g = 0; g < gpus_.size(); ++g) {
+        const Client* keep = nullptr;
+        for (auto& [id, c] : clients_)
+          if (c.granted && c.gpu == g && (!keep || c.granted_at_ns < keep->granted_at_ns)) keep = &c;
+        for (auto& [id, c] : clients_)
+          if (c.granted && !c.dropped && c.gpu == g && &c != keep) drop(c, now, out);
+      }
+    }
+    evaluate(now, out);
+    return out;
+  }
+
+  std::vector<ClientView> clients() const override {
+    std::vector<ClientView> v;
+    for (const auto& [id, c] : clients_) {
+      v.push_back({id, c.gpu, c.granted, c.requesting, c.throttled, c.allocated, c.used_ns,
+                   c.limits.compute_pct});
+    }
+    return v;
+  }
+
+ private:
+  static void check_limits(const ClientLimits& l) {
+    if (l.compute_pct < 1 || l.compute_pct > 100)
+      throw PolicyError("compute limit " + std::to_string(l.compute_pct) +
+                        " % is outside 1..100");
+  }
+
+  Client* find(ClientId id) {
+    auto it = clients_.find(id);
+    return it == clients_.end() ? nullptr : &it->second;
+  }
+
+  void enqueue(Client& c) {
+    c.requesting = true;
+    c.request_seq = ++seq_;
+    c.told_wait = false;
+    c.request_since_ns = last_ns_;
+  }
+
+  bool limited(const Client& c) const { return f_.compute_limit && c.limits.compute_pct < 100; }
+
+  // Quota in the window: W x pct / 100, scaled down when the limits of the
+  // limited clients on the GPU sum above 100 (seed 003, GPU_NOTES).
+  std::uint64_t quota_ns(const Client& c) const {
+    const std::uint64_t w = cfg_.compute_window_ms * kNsPerMs;
+    std::uint64_t sum = 0;
+    for (const auto& [id, o] : clients_)
+      if (o.gpu == c.gpu && o.limits.compute_pct < 100) sum += o.limits.compute_pct;
+    const std::uint64_t pct = c.limits.compute_pct;
+    if (sum > 100) return w / sum * pct;  // w/sum first: no overflow for any window
+    return w / 100 * pct;
+  }
+
+  std::size_t holders(GpuIndex g) const {
+    std::size_t n = 0;
+    for (const auto& [id, c] : clients_)
+      if (c.granted && c.gpu == g) ++n;
+    return n;
+  }
+
+  // Bills [last_ns_, to) to the holders of each GPU: wall time divided by
+  // the number of holders; a dropped holder's tail at drop_tail_billing_pct.
+  void accrue(std::uint64_t to) {
+    if (to <= last_ns_) return;
+    const std::uint64_t dt = to - last_ns_;
+    for (GpuIndex g = 0; g < gpus_.size(); ++g) {
+      const std::size_t n = holders(g);
+      if (n == 0) continue;
+      for (auto& [id, c] : clients_) {
+        if (!c.granted || c.gpu != g) continue;
+        std::uint64_t share = dt / n;
+        if (c.dropped) {
+          share = share * cfg_.drop_tail_billing_pct / 100;
+          c.tail_billed_ns += share;
+        }
+        c.used_ns += share;
+      }
+    }
+    last_ns_ = to;
+  }
+
+  void reset_window() {
+    for (auto& [id, c] : clients_) {
+      const std::uint64_t q = quota_ns(c);
+      const std::uint64_t over = c.used_ns > q ? c.used_ns - q : 0;
+      c.used_ns = over * cfg_.carryover_pct / 100;
+      if (c.throttled && c.used_ns < q) c.throttled = false;
+    }
+  }
+
+  void advance(std::uint64_t now) {
+    if (now < last_ns_) now = last_ns_;
+    if (!window_started_) {
+      window_started_ = true;
+      window_start_ns_ = now;
+      last_ns_ = now;
+    }
+    const std::uint64_t w = cfg_.compute_window_ms * kNsPerMs;
+    if (now >= window_start_ns_ + w) {
+      accrue(window_start_ns_ + w);
+      window_start_ns_ += w;
+      reset_window();
+      if (now >= window_start_ns_ + w) {
+        // Idle for whole windows: nothing was billed in them.
+        accrue(now);
+        const std::uint64_t k = (now - window_start_ns_) / w;
+        window_start_ns_ += k * w;
+        reset_window();
+      }
+    }
+    accrue(now);
+  }
+
+  void drop(Client& c, std::uint64_t now, Decisions& out) {
+    c.dropped = true;
+    c.drop_at_ns = now;
+    c.tail_billed_ns = 0;
+    out.list.push_back({DecisionKind::kDrop, c.id, *c.gpu, c.generation, 0, 0});
+  }
+
+  std::uint64_t safe_limit(GpuIndex g, const Client* extra) const {
+    std::uint64_t contexts = 0;
+    for (const auto& [id, c] : clients_)
+      if (c.gpu == g || &c == extra) ++contexts;
+    const std::uint64_t reserve =
+        (cfg_.memory_reserve_mb + cfg_.context_overhead_mb * contexts) * kMiB;
+    const std::uint64_t cap = gpus_[g].memory_bytes;
+    return cap > reserve ? cap - reserve : 0;
+  }
+
+  std::uint64_t running_bytes(GpuIndex g) const {
+    std::uint64_t s = 0;
+    for (const auto& [id, c] : clients_)
+      if (c.granted && c.gpu == g) s += c.allocated;
+    return s;
+  }
+
+  // A client fits if nobody holds the GPU, or the holders plus itself stay
+  // under the safe limit (seed 002 section 8.3 with 10.1's limit).
+  bool fits(GpuIndex g, const Client& c) const {
+    if (holders(g) == 0) return true;
+    return running_bytes(g) + c.allocated <= safe_limit(g, &c);
+  }
+
+  // Auto quantum: time to swap the running set out and `in` in at the GPU's
+  // swap bandwidth, times the multiplier, clamped (seed 002 section 8.2).
+  std::uint64_t quantum_ns(GpuIndex g, const Client& in) const {
+    if (fixed_quantum_) return fixed_quantum_ns_;
+    const std::uint64_t bw = cfg_.swap_bandwidth_mb_per_s ? cfg_.swap_bandwidth_mb_per_s * kMiB
+                                                          : gpus_[g].swap_bytes_per_s;
+    const std::uint64_t bytes = running_bytes(g) + in.allocated;
+    std::uint64_t swap_s = bw ? (bytes + bw - 1) / bw : cfg_.switch_time_max_s;
+    std::uint64_t q_s = std::clamp(swap_s * cfg_.switch_time_multiplier, cfg_.switch_time_min_s,
+                                   cfg_.switch_time_max_s);
+    return q_s * kNsPerS;
+  }
+
+  // Placement at the first request (seed 002 challenge 3): an idle GPU
+  // first, then one it fits on, then the one with the fewest clients.
+  void place(Client& c) {
+    GpuIndex best = 0;
+    std::uint64_t best_score = ~0ull;
+    for (GpuIndex g = 0; g < gpus_.size(); ++g) {
+      std::uint64_t n = 0;
+      for (const auto& [id, o] : clients_)
+        if (o.gpu == g && (o.granted || o.requesting)) ++n;
+      std::uint64_t score = 0;
+      if (n == 0) {
+        score = 0;
+      } else if (f_.memory_aware && running_bytes(g) + c.allocated <= safe_limit(g, &c)) {
+        score = 1ull << 32 | n;
+      } else {
+        score = 2ull << 32 | n;
+      }
+      if (score < best_score) {
+        best_score = score;
+        best = g;
+      }
+    }
+    c.gpu = best;
+  }
+
+  void grant(Client& c, std::uint64_t now, Decisions& out) {
+    if (c.told_wait) out.list.push_back({DecisionKind::kWake, c.id, *c.gpu, 0, 0, 0});
+    if (f_.memory_aware && cfg_.prefetch_on_switch_in && c.touched > 0) {
+      out.list.push_back(
+          {DecisionKind::kPrefetch, c.id, *c.gpu, 0, std::min(c.touched, c.allocated), 0});
+    }
+    c.requesting = false;
+    c.told_wait = false;
+    c.granted = true;
+    c.dropped = false;
+    c.generation = ++generation_;
+    c.granted_at_ns = now;
+    const std::uint64_t q = limited(c) ? cfg_.max_queued_work_ms * kNsPerMs : 0;
+    out.list.push_back({DecisionKind::kGrant, c.id, *c.gpu, c.generation, 0, q});
+  }
+
+  // Waiting requests on g in FIFO order.
+  std::vector<Client*> waiters(GpuIndex g) {
+    std::vector<Client*> w;
+    for (auto& [id, c] : clients_)
+      if (c.requesting && c.gpu == g) w.push_back(&c);
+    std::sort(w.begin(), w.end(),
+              [](const Client* a, const Client* b) { return a->request_seq < b->request_seq; });
+    return w;
+  }
+
+  // memory-aware: after a holder grows, drop the newest holders (never the
+  // last one) until the running set fits again.
+  void shed_overflow(GpuIndex g, Decisions& out) {
+    for (;;) {
+      std::vector<Client*> h;
+      for (auto& [id, c] : clients_)
+        if (c.granted && !c.dropped && c.gpu == g) h.push_back(&c);
+      std::uint64_t sum = 0;
+      for (auto& [id, c] : clients_)
+        if (c.granted && c.gpu == g) sum += c.allocated;
+      if (h.size() <= 1 || sum <= safe_limit(g, nullptr)) return;
+      Client* newest = *std::max_element(h.begin(), h.end(), [](const Client* a, const Client* b) {
+        return a->granted_at_ns < b->granted_at_ns ||
+               (a->granted_at_ns == b->granted_at_ns && a->generation < b->generation);
+      });
+      drop(*newest, last_ns_, out);
+    }
+  }
+
+  void evaluate(std::uint64_t now, Decisions& out) {
+    const bool off = mode_off_ || (!f_.memory_aware && !f_.serialise) || (f_.serialise && !on_);
+    std::optional<std::uint64_t> next;
+    auto want = [&next](std::uint64_t t) { next = next ? std::min(*next, t) : t; };
+
+    // Placement of new requests.
+    for (auto& [id, c] : clients_)
+      if (c.requesting && !c.gpu) place(c);
+
+    // 1. Compute quota: targeted throttling of the over-quota client only.
+    if (f_.compute_limit) {
+      for (auto& [id, c] : clients_) {
+        if (!limited(c)) continue;
+        const std::uint64_t q = quota_ns(c);
+        if (c.used_ns >= q) c.throttled = true;
+        if (c.granted && !c.dropped && c.used_ns + c.tail_estimate_ns >= q) {
+          c.throttled = true;
+          drop(c, now, out);
+        }
+      }
+    }
+
+    for (GpuIndex g = 0; g < gpus_.size(); ++g) {
+      // 2. Time quantum.
+      if (on_ && !mode_off_) {
+        for (auto& [id, c] : clients_) {
+          if (!c.granted || c.dropped || c.gpu != g) continue;
+          // nvshare: DROP at TQ even when nobody waits.
+          if (now >= c.granted_at_ns + tq_ns_) drop(c, now, out);
+        }
+      }
+      if (f_.memory_aware && !mode_off_) forced_switch(g, now, out, want);
+
+      // 3. Grants.
+      auto w = waiters(g);
+      if (off) {
+        for (Client* c : w)
+          if (!c->throttled) grant(*c, now, out);
+      } else if (f_.serialise) {
+        if (holders(g) == 0) {
+          for (Client* c : w) {
+            if (c->throttled) continue;
+            grant(*c, now, out);
+            break;
+          }
+        }
+      } else {  // memory-aware
+        bool blocked = false;  // the oldest waiter has starved: no backfill
+        for (Client* c : w) {
+          if (c->throttled) continue;
+          if (fits(g, *c)) {
+            if (!blocked) grant(*c, now, out);
+            continue;
+          }
+          if (!c->told_wait) {
+            c->told_wait = true;
+            out.list.push_back({DecisionKind::kWaitForMemory, c->id, g, 0, 0, 0});
+          }
+          const std::uint64_t bound = cfg_.max_wait_s * kNsPerS;
+          if (now >= c->request_since_ns + bound) blocked = true;
+        }
+      }
+
+      // 4. Timers.
+      for (auto& [id, c] : clients_) {
+        if (c.gpu != g || !c.granted || c.dropped) continue;
+        if (on_ && !mode_off_) want(c.granted_at_ns + tq_ns_);
+        if (limited(c)) {
+          const std::uint64_t q = quota_ns(c);
+          const std::uint64_t used = c.used_ns + c.tail_estimate_ns;
+          if (used < q) want(now + (q - used) * holders(g));
+        }
+      }
+    }
+    if (f_.compute_limit) {
+      bool any = false;
+      for (const auto& [id, c] : clients_) any = any || limited(c);
+      if (any) want(window_start_ns_ + cfg_.compute_window_ms * kNsPerMs);
+    }
+    if (next && *next <= now) next = now + 1;
+    out.next_tick_ns = next;
+  }
+
+  // Forced switch (seed 002 section 3, fixed): when the oldest waiter does
+  // not fit, holders whose quantum has run out are dropped, oldest first,
+  // until it would fit; a waiter past max_wait_s forces it at once.
+  template <typename Want>
+  void forced_switch(GpuIndex g, std::uint64_t now, Decisions& out, Want& want) {
+    Client* head = nullptr;
+    for (Client* c : waiters(g)) {
+      if (c->throttled || fits(g, *c)) continue;
+      head = c;
+      break;
+    }
+    if (!head) return;
+    const std::uint64_t q = quantum_ns(g, *head);
+    const bool starving = now >= head->request_since_ns + cfg_.max_wait_s * kNsPerS;
+    if (!starving) want(head->request_since_ns + cfg_.max_wait_s * kNsPerS);
+    std::vector<Client*> h;
+    for (auto& [id, c] : clients_)
+      if (c.granted && !c.dropped && c.gpu == g) h.push_back(&c);
+    std::sort(h.begin(), h.end(), [](const Client* a, const Client* b) {
+      return a->granted_at_ns < b->granted_at_ns ||
+             (a->granted_at_ns == b->granted_at_ns && a->generation < b->generation);
+    });
+    // Memory that stays on the GPU if we drop nobody else.
+    std::uint64_t staying = 0;
+    for (Client* c : h) staying += c->allocated;
+    const std::uint64_t limit = safe_limit(g, head);
+    for (Client* c : h) {
+      if (staying + head->allocated <= limit) break;
+      if (starving || now >= c->granted_at_ns + q) {
+        drop(*c, now, out);
+        staying -= c->allocated;
+      } else {
+        want(c->granted_at_ns + q);
+        break;
+      }
+    }
+  }
+
+  std::string name_;
+  Features f_;
+  config::GpuConfig cfg_;
+  std::vector<GpuCapacity> gpus_;
+  std::map<ClientId, Client> clients_;
+  std::uint64_t tq_ns_ = 0;
+  bool on_ = false;
+  bool mode_off_ = false;
+  bool fixed_quantum_ = false;
+  std::uint64_t fixed_quantum_ns_ = 0;
+  std::uint64_t generation_ = 0;
+  std::uint64_t seq_ = 0;
+  std::uint64_t last_ns_ = 0;
+  bool window_started_ = false;
+  std::uint64_t window_start_ns_ = 0;
+};
+
+}  // namespace
+
+std::vector<std::string> gpu_policy_kinds() {
+  return {"none", "nvshare", "memory-aware", "compute-limit", "memory-aware+compute-limit"};
+}
+
+std::unique_ptr<GpuPolicy> make_gpu_policy(const std::string& kind, const config::GpuConfig& config,
+                                           const std::vector<GpuCapacity>& gpus) {
+  if (gpus.empty()) throw PolicyError("GPU policy '" + kind + "': no GPUs given");
+  for (std::size_t i = 0; i < gpus.size(); ++i)
+    if (gpus[i].memory_bytes == 0)
+      throw PolicyError("GPU policy '" + kind + "': GPU " + std::to_string(i) + " has no memory");
+  Features f;
+  if (kind == "none") {
+    f.serialise = true;
+    config::GpuConfig off = config;
+    off.scheduler_on = false;
+    return std::make_unique<Policy>(kind, f, off, gpus);
+  }
+  if (kind == "nvshare") {
+    f.serialise = true;
+  } else if (kind == "memory-aware") {
+    f.memory_aware = true;
+  } else if (kind == "compute-limit") {
+    f.compute_limit = true;
+  } else if (kind == "memory-aware+compute-limit") {
+    f.memory_aware = true;
+    f.compute_limit = true;
+  } else {
+    throw PolicyError("unknown GPU policy '" + kind +
+                      "' (expected none, nvshare, memory-aware, compute-limit or "
+                      "memory-aware+compute-limit)");
+  }
+  return std::make_unique<Policy>(kind, f, config, gpus);
+}
+
+}  // namespace agentcg::gpu
