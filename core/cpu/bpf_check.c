@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * BPF-safety check of the CPU policy headers: compiled by the CTest test
+ * core_cpu_bpf_check (core/cpu.cmake, core/cpu/bpf_check.cmake) with
+ * `clang -target bpf -O2 -c` and no system headers. It calls every entry
+ * point so that their bodies are code-generated (an unused static inline is
+ * only type-checked): a libc call, a floating-point operation, a signed
+ * division or an unbounded loop would fail here, as it would when
+ * bpf/agentcg.bpf.c includes the headers.
+ *
+ * Not linked anywhere; the functions below have external linkage only so
+ * that the compiler keeps them.
+ */
+#include "agentcg/agentcg.h"
+#include "agentcg/bandwidth.h"
+#include "agentcg/counters.h"
+#include "agentcg/flatcg.h"
+#include "agentcg/tunables.h"
+#include "agentcg/types.h"
+
+u32 check_enqueue(struct agentcg_cgrp *root, struct agentcg_cgrp *cg, struct agentcg_task *p,
+		  struct agentcg_global *g, u64 now);
+u32 check_enqueue(struct agentcg_cgrp *root, struct agentcg_cgrp *cg, struct agentcg_task *p,
+		  struct agentcg_global *g, u64 now)
+{
+	struct agentcg_tunables t = agentcg_tunables_default();
+	struct agentcg_cgrp *chain[2] = {root, cg};
+	u32 ev = 0;
+
+	if (!cg->nr_runnable) {
+		ev |= agentcg_on_runnable(cg, g, now, &t);
+		if (agentcg_cgrp_bound_lag(cg, g, agentcg_base_slice_ns(&t)))
+			ev |= AGENTCG_EV(lag_clamps);
+		agentcg_update_active(chain, 2, g, true);
+	}
+	if (now & 1)
+		ev |= agentcg_on_wakeup(cg, now, &t);
+	agentcg_sync_weight(cg, root, g, &t);
+	agentcg_task_enqueue(p, cg, agentcg_base_slice_ns(&t));
+	return ev;
+}
+
+u64 check_dispatch(struct agentcg_cgrp *root, struct agentcg_cgrp *cg, struct agentcg_task *p,
+		   struct agentcg_global *g, u64 now);
+u64 check_dispatch(struct agentcg_cgrp *root, struct agentcg_cgrp *cg, struct agentcg_task *p,
+		   struct agentcg_global *g, u64 now)
+{
+	struct agentcg_tunables t = agentcg_tunables_default();
+	struct agentcg_cgrp *chain[2] = {root, cg};
+	u64 v = agentcg_eff_vtime(cg, now, &t);
+
+	agentcg_refresh_hweight(chain, 2, g);
+	agentcg_cgrp_picked(g, cg);
+	agentcg_task_picked(cg, p);
+	p->boosted = agentcg_has_boost(cg, now, &t);
+	return v + agentcg_slice_ns(cg, now, &t);
+}
+
+void check_stopping(struct agentcg_cgrp *root, struct agentcg_cgrp *cg, struct agentcg_task *p,
+		    struct agentcg_global *g, u64 now);
+void check_stopping(struct agentcg_cgrp *root, struct agentcg_cgrp *cg, struct agentcg_task *p,
+		    struct agentcg_global *g, u64 now)
+{
+	struct agentcg_cgrp *chain[2] = {root, cg};
+	u64 ran = now - p->started_at_ns;
+	u32 share = agentcg_refresh_hweight(chain, 2, g);
+
+	agentcg_cgrp_charge(cg, share, ran);
+	agentcg_task_charge(p, ran);
+	if (!(now & 1) && cg->nr_runnable == 1) {
+		agentcg_on_quiescent(cg, now);
+		agentcg_update_active(chain, 2, g, false);
+	}
+}
+
+u32 check_fork(struct agentcg_cgrp *root, struct agentcg_cgrp *cg, struct agentcg_global *g,
+	       u64 now);
+u32 check_fork(struct agentcg_cgrp *root, struct agentcg_cgrp *cg, struct agentcg_global *g,
+	       u64 now)
+{
+	struct agentcg_tunables t = agentcg_tunables_default();
+	u32 ev = agentcg_on_fork(cg, now, &t);
+
+	if (agentcg_fork_tick(cg, now, &t) || (ev & AGENTCG_EV(fork_storms)))
+		agentcg_sync_weight(cg, root, g, &t);
+	agentcg_cgrp_init(root, 100);
+	return ev;
+}
+
+u32 check_mem(struct agentcg_mem_state *s, struct agentcg_cgrp *cg, u64 high, u64 now);
+u32 check_mem(struct agentcg_mem_state *s, struct agentcg_cgrp *cg, u64 high, u64 now)
+{
+	struct agentcg_tunables t = agentcg_tunables_default();
+	u32 ev = agentcg_mem_penalty_update(s, high, now, &t);
+
+	cg->mem_penalty = s->penalty;
+	return ev + agentcg_eff_weight(cg, &t);
+}
+
+u64 check_preempt(struct agentcg_cgrp *a, struct agentcg_cgrp *b, struct agentcg_task *p, u64 now);
+u64 check_preempt(struct agentcg_cgrp *a, struct agentcg_cgrp *b, struct agentcg_task *p, u64 now)
+{
+	struct agentcg_tunables t = agentcg_tunables_default();
+	struct agentcg_preempt r = agentcg_should_preempt(a, b, p, now, &t);
+
+	agentcg_task_init(p, 100);
+	return r.verdict == AGENTCG_PREEMPT_AT ? r.at_ns : r.verdict;
+}
+
+u64 check_bw(struct agentcg_bw_pool *pool, s64 *local, u64 now);
+u64 check_bw(struct agentcg_bw_pool *pool, s64 *local, u64 now)
+{
+	if (!pool->period_ns)
+		agentcg_bw_init(pool, 50000000ULL, 100000000ULL);
+	if (agentcg_bw_acquire(pool, local, AGENTCG_BW_DEFAULT_SLICE_NS, now))
+		agentcg_bw_charge(pool, local, 1000);
+	agentcg_bw_return(pool, local);
+	return agentcg_bw_refill(pool, now) + pool->runtime_ns;
+}
