@@ -13,6 +13,8 @@
 
 namespace agentcg::sim {
 
+__extension__ typedef unsigned __int128 uint128_t;  // GCC/Clang builtin, for Lemire's method
+
 inline std::uint64_t splitmix64(std::uint64_t& x) {
   std::uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -55,12 +57,12 @@ class RandomStream {
   // Uniform integer in [0, bound) without modulo bias (Lemire).
   std::uint64_t below(std::uint64_t bound) {
     if (bound == 0) return 0;
-    unsigned __int128 m = static_cast<unsigned __int128>(next_u64()) * bound;
+    uint128_t m = static_cast<uint128_t>(next_u64()) * bound;
     auto lo = static_cast<std::uint64_t>(m);
     if (lo < bound) {
       const std::uint64_t threshold = -bound % bound;
       while (lo < threshold) {
-        m = static_cast<unsigned __int128>(next_u64()) * bound;
+        m = static_cast<uint128_t>(next_u64()) * bound;
         lo = static_cast<std::uint64_t>(m);
       }
     }

@@ -107,8 +107,14 @@ static inline void agentcg_bw_return(struct agentcg_bw_pool *p, s64 *local_ns)
 {
 	if (!agentcg_bw_limited(p))
 		return;
-	if (*local_ns > 0)
+	if (*local_ns > 0) {
 		p->runtime_ns += (u64)*local_ns;
+	} else if (*local_ns < 0) {
+		/* an overrun (the last slice ran past the local runtime) is
+		 * paid from the pool, never forgiven */
+		u64 debt = (u64)(-*local_ns);
+		p->runtime_ns = debt < p->runtime_ns ? p->runtime_ns - debt : 0;
+	}
 	if (p->runtime_ns > p->quota_ns)
 		p->runtime_ns = p->quota_ns;
 	*local_ns = 0;

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// run(): one simulation = one Simulator, the CPU model with the chosen
+// scheduling class, and (when the trace has GPU jobs) the GPU model.
+#include "sim/api.h"
+
+#include <stdexcept>
+
+#include "sim/cpu/cfs.h"
+#include "sim/cpu/cpu_model.h"
+#include "sim/event_queue.h"
+#include "sim/gpu/gpu_sim.h"
+#include "sim/schedule_log.h"
+#if __has_include("sim/cpu/scx_class.h")
+#include "sim/cpu/scx_class.h"
+#define AGENTCG_HAVE_SCX 1
+#endif
+
+namespace agentcg::sim {
+
+namespace {
+
+std::unique_ptr<SchedClass> make_class(const std::string& policy, const config::Config& cfg) {
+  if (policy == "cfs") return make_cfs_class(cfg.cfs);
+  if (policy == "fifo") return make_fifo_class();
+#ifdef AGENTCG_HAVE_SCX
+  if (auto c = make_scx_class(policy, cfg.scheduler)) return c;
+#endif
+  std::string known;
+  for (const auto& p : cpu_policies()) known += (known.empty() ? "" : ", ") + p;
+  throw std::invalid_argument("unknown policy '" + policy + "' (expected one of: " + known + ")");
+}
+
+nlohmann::json config_json(const config::Config& c) {
+  const auto& s = c.scheduler;
+  nlohmann::json j;
+  j["machine"] = {{"context_switch_ns", c.machine.context_switch_ns},
+                  {"wakeup_overhead_ns", c.machine.wakeup_overhead_ns},
+                  {"speed_pct", c.machine.speed_pct}};
+  j["cfs"] = {{"latency_ns", c.cfs.latency_ns},
+              {"min_granularity_ns", c.cfs.min_granularity_ns},
+              {"wakeup_granularity_ns", c.cfs.wakeup_granularity_ns},
+              {"bandwidth_slice_ns", c.cfs.bandwidth_slice_ns}};
+  j["scheduler"] = {{"features", s.features},
+                    {"startup_boost_window_ms", s.startup_boost_window_ms},
+                    {"startup_boost_vtime_ms", s.startup_boost_vtime_ms},
+                    {"wakeup_boost_vtime_ms", s.wakeup_boost_vtime_ms},
+                    {"base_slice_ms", s.base_slice_ms},
+                    {"boosted_slice_ms", s.boosted_slice_ms},
+                    {"min_slice_us", s.min_slice_us},
+                    {"fork_window_sec", s.fork_window_sec},
+                    {"fork_storm_threshold", s.fork_storm_threshold},
+                    {"io_bound_wakeup_rate", s.io_bound_wakeup_rate},
+                    {"mem_penalty_max", s.mem_penalty_max},
+                    {"mem_penalty_decay_sec", s.mem_penalty_decay_sec}};
+  return j;
+}
+
+}  // namespace
+
+std::vector<std::string> cpu_policies() {
+#ifdef AGENTCG_HAVE_SCX
+  return {"cfs", "fifo", "flatcg", "agentcg"};
+#else
+  return {"cfs", "fifo"};
+#endif
+}
+
+std::vector<std::string> gpu_policies() {
+  return {"none", "nvshare", "memory-aware", "compute-limit", "memory-aware+compute-limit"};
+}
+
+nlohmann::json run(const trace::Trace& trace, const RunOptions& options) {
+  auto cls = make_class(options.policy, options.config);
+  Simulator sim;
+  ScheduleLog log;
+  const bool want_log = !options.perfetto_path.empty();
+  CpuModel cpu(sim, trace, *cls, options.config.machine, options.seed, want_log ? &log : nullptr);
+  std::unique_ptr<gpu::GpuSimulation> gpu_sim;
+#ifdef AGENTCG_HAVE_GPU_SIM
+  if (gpu::trace_has_gpu(trace)) {
+    gpu_sim = gpu::make_gpu_simulation(sim, trace, options.gpu_policy, options.config.gpu, options.seed);
+  } else
+#endif
+  if (options.gpu_policy != "none") {
+    bool known = false;
+    for (const auto& g : gpu_policies()) known = known || g == options.gpu_policy;
+    if (!known) throw std::invalid_argument("unknown gpu policy '" + options.gpu_policy + "'");
+  }
+  cpu.start();
+  if (gpu_sim) gpu_sim->start();
+  // The run ends at the trace's duration, or when every process has exited
+  // and every GPU job has finished.
+  for (;;) {
+    if (cpu.finished() && (!gpu_sim || gpu_sim->done() || trace.duration_ns)) break;
+    if (!sim.step()) break;
+  }
+  cpu.finish();
+  sim.check_accounting();
+
+  nlohmann::json r = cpu.results();
+  r["format"] = "agentcg-results";
+  r["version"] = 1;
+  r["trace"] = trace.name;
+  r["policy"] = options.policy;
+  r["gpu_policy"] = options.gpu_policy;
+  r["seed"] = options.seed;
+  r["config"] = config_json(options.config);
+  r["events"] = sim.executed_count();
+  if (gpu_sim) r["gpu"] = gpu_sim->results();
+  if (want_log) {
+#ifdef AGENTCG_HAVE_PERFETTO
+    write_perfetto(log, options.perfetto_path);
+#else
+    throw std::runtime_error("this build has no Perfetto writer (sim/perfetto.cc)");
+#endif
+  }
+  return r;
+}
+
+std::string dump_results(const nlohmann::json& results) { return results.dump(2) + "\n"; }
+
+}  // namespace agentcg::sim

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// agentcg-sim: the simulator's command line (the ./agentcg launcher runs it,
+// or the Python CLI that wraps the same entry points).
+//   run TRACE --policy P [--gpu-policy G] [--config F] [--seed N] --out DIR [--perfetto F]
+//   compare TRACE --policies a,b,c [--gpu-policy G] [--config F] [--seed N] --out DIR
+//   trace generate|validate|import|stats|merge ...
+//   policies
+// Exit codes: 0 ok, 1 invalid input (trace, config), 2 usage error.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/config/config.h"
+#include "sim/api.h"
+#include "sim/cli/args.h"
+#include "sim/trace/trace.h"
+#if __has_include("sim/cli/trace_cmd.h")
+#include "sim/cli/trace_cmd.h"
+#define AGENTCG_HAVE_TRACE_CMD 1
+#endif
+#if __has_include("sim/cli/import_cmd.h")
+#include "sim/cli/import_cmd.h"
+#define AGENTCG_HAVE_IMPORT_CMD 1
+#endif
+
+namespace fs = std::filesystem;
+using agentcg::cli::Args;
+using agentcg::cli::UsageError;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: agentcg <command> [options]\n"
+    "commands:\n"
+    "  run TRACE --policy P [--gpu-policy G] [--config FILE] [--seed N] --out DIR [--perfetto FILE]\n"
+    "  compare TRACE --policies cfs,flatcg,agentcg [--gpu-policy G] [--config FILE] [--seed N] --out DIR\n"
+    "  trace generate KIND --seed N -o FILE [--OPTION VALUE ...]\n"
+    "  trace validate FILE...\n"
+    "  trace import --from FORMAT INPUT -o OUT | trace stats FILE | trace merge A B ... -o OUT\n"
+    "  policies            list the CPU and GPU policies\n";
+
+std::string ms(std::uint64_t ns) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(ns < 10000000 ? 3 : 1) << static_cast<double>(ns) / 1e6;
+  return o.str();
+}
+std::string pct(double v) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(1) << v * 100 << "%";
+  return o.str();
+}
+
+agentcg::sim::RunOptions options_from(const Args& a) {
+  agentcg::sim::RunOptions o;
+  if (auto c = a.get("config")) o.config = agentcg::config::load_file(*c);
+  o.seed = a.get_u64("seed", 1);
+  o.gpu_policy = a.get("gpu-policy").value_or("none");
+  return o;
+}
+
+void write_file(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  const fs::path tmp = p.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    if (!out) throw std::runtime_error(p.string() + ": cannot write");
+  }
+  fs::rename(tmp, p);  // never leave a half-written results file
+}
+
+void print_summary(const json& r) {
+  std::cout << "trace " << r["trace"].get<std::string>() << "  policy " << r["policy"].get<std::string>()
+            << "  cpus " << r["cpus"] << "  simulated " << ms(r["duration_ns"]) << " ms\n";
+  std::cout << "  wakeup latency p50 " << ms(r["wakeup_latency_ns"]["p50"]) << " ms  p99 "
+            << ms(r["wakeup_latency_ns"]["p99"]) << " ms  max " << ms(r["wakeup_latency_ns"]["max"])
+            << " ms;  tool-call p50 " << ms(r["tool_call_latency_ns"]["p50"]) << " ms  p99 "
+            << ms(r["tool_call_latency_ns"]["p99"]) << " ms\n";
+  std::cout << "  context switches " << r["context_switches"] << "  utilisation "
+            << pct(r["cpu_utilization"]) << "  Jain " << r["jain_fairness"] << "\n";
+  std::cout << "  " << std::left << std::setw(28) << "cgroup" << std::right << std::setw(8) << "share"
+            << std::setw(10) << "entitled" << std::setw(11) << "wake p50" << std::setw(11) << "wake p99"
+            << std::setw(11) << "tool p99" << std::setw(12) << "throttled" << "\n";
+  for (const auto& [path, c] : r["cgroups"].items()) {
+    if (path != "/" && c["tasks"] == 0 && c["cpu_time_ns"] == 0) continue;
+    std::cout << "  " << std::left << std::setw(28) << path << std::right << std::setw(8)
+              << pct(c["cpu_share"]) << std::setw(10) << pct(c["entitled_share"]) << std::setw(11)
+              << ms(c["wakeup_latency_ns"]["p50"]) << std::setw(11) << ms(c["wakeup_latency_ns"]["p99"])
+              << std::setw(11) << ms(c["tool_call_latency_ns"]["p99"]) << std::setw(12)
+              << ms(c["throttled_ns"]) << "\n";
+  }
+  if (r.contains("gpu")) {
+    const auto& g = r["gpu"];
+    std::cout << "  gpu (" << r["gpu_policy"].get<std::string>() << "): makespan "
+              << ms(g.value("makespan_ns", 0)) << " ms  switches " << g.value("switches", 0)
+              << "  migrated " << g.value("bytes_migrated", 0) << " B\n";
+  }
+}
+
+int cmd_run(const std::vector<std::string>& argv) {
+  Args a(argv, {"policy", "gpu-policy", "config", "seed", "out", "perfetto"}, {"quiet"});
+  if (a.positional().size() != 1) throw UsageError("run takes exactly one TRACE");
+  auto o = options_from(a);
+  o.policy = a.require("policy");
+  o.perfetto_path = a.get("perfetto").value_or("");
+  const fs::path out = a.require("out");
+  const auto trace = agentcg::trace::load_trace_file(a.positional()[0]);
+  const json r = agentcg::sim::run(trace, o);
+  write_file(out / "results.json", agentcg::sim::dump_results(r));
+  if (!a.flag("quiet")) {
+    print_summary(r);
+    std::cout << "wrote " << (out / "results.json").string() << "\n";
+  }
+  return 0;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> v;
+  std::stringstream ss(s);
+  for (std::string x; std::getline(ss, x, ',');)
+    if (!x.empty()) v.push_back(x);
+  return v;
+}
+
+int cmd_compare(const std::vector<std::string>& argv) {
+  Args a(argv, {"policies", "gpu-policy", "config", "seed", "out"}, {"quiet"});
+  if (a.positional().size() != 1) throw UsageError("compare takes exactly one TRACE");
+  const auto base = options_from(a);
+  const auto policies = split(a.get("policies").value_or("cfs,flatcg,agentcg"));
+  if (policies.empty()) throw UsageError("--policies: expected a comma-separated list");
+  const fs::path out = a.require("out");
+  const auto trace = agentcg::trace::load_trace_file(a.positional()[0]);
+  std::vector<json> results;
+  for (const auto& p : policies) {
+    auto o = base;
+    o.policy = p;
+    results.push_back(agentcg::sim::run(trace, o));
+    write_file(out / p / "results.json", agentcg::sim::dump_results(results.back()));
+  }
+  // Side-by-side table: one row per metric, one column per policy.
+  std::cout << "trace " << trace.name << " (" << trace.machine.cpus << " CPUs, seed " << base.seed << ")\n";
+  std::cout << std::left << std::setw(44) << "metric" << std::right;
+  for (const auto& p : policies) std::cout << std::setw(12) << p;
+  std::cout << "\n";
+  auto row = [&](const std::string& name, auto&& cell) {
+    std::cout << std::left << std::setw(44) << name << std::right;
+    for (const auto& r : results) std::cout << std::setw(12) << cell(r);
+    std::cout << "\n";
+  };
+  row("wakeup p50 (ms)", [](const json& r) { return ms(r["wakeup_latency_ns"]["p50"]); });
+  row("wakeup p99 (ms)", [](const json& r) { return ms(r["wakeup_latency_ns"]["p99"]); });
+  row("tool-call p50 (ms)", [](const json& r) { return ms(r["tool_call_latency_ns"]["p50"]); });
+  row("tool-call p99 (ms)", [](const json& r) { return ms(r["tool_call_latency_ns"]["p99"]); });
+  row("context switches", [](const json& r) { return std::to_string(r["context_switches"].get<std::uint64_t>()); });
+  row("Jain fairness", [](const json& r) {
+    std::ostringstream o;
+    o << std::fixed << std::setprecision(3) << r["jain_fairness"].get<double>();
+    return o.str();
+  });
+  for (const auto& [path, c] : results.front()["cgroups"].items()) {
+    if (path == "/" || c["tasks"] == 0) continue;
+    row(path + " share / entitled", [&, p = path](const json& r) {
+      const auto& x = r["cgroups"][p];
+      return pct(x["cpu_share"]) + "/" + pct(x["entitled_share"]).substr(0, pct(x["entitled_share"]).size() - 1);
+    });
+    row(path + " wakeup p99 (ms)", [&, p = path](const json& r) { return ms(r["cgroups"][p]["wakeup_latency_ns"]["p99"]); });
+    if (c["tool_call_latency_ns"]["count"] != 0) {
+      row(path + " tool-call p50 (ms)", [&, p = path](const json& r) { return ms(r["cgroups"][p]["tool_call_latency_ns"]["p50"]); });
+      row(path + " tool-call p99 (ms)", [&, p = path](const json& r) { return ms(r["cgroups"][p]["tool_call_latency_ns"]["p99"]); });
+    }
+    if (c["nr_periods"] != 0)
+      row(path + " throttled (ms)", [&, p = path](const json& r) { return ms(r["cgroups"][p]["throttled_ns"]); });
+  }
+  std::cout << "wrote " << out.string() << "/<policy>/results.json\n";
+  return 0;
+}
+
+int cmd_trace(const std::vector<std::string>& argv) {
+  if (argv.empty()) throw UsageError("trace needs a subcommand: generate, validate, import, stats, merge");
+  const std::string sub = argv[0];
+  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
+#ifdef AGENTCG_HAVE_TRACE_CMD
+  if (sub == "generate") return trace_generate_main(rest);
+  if (sub == "validate") return trace_validate_main(rest);
+#endif
+#ifdef AGENTCG_HAVE_IMPORT_CMD
+  if (sub == "import") return trace_import_main(rest);
+  if (sub == "stats") return trace_stats_main(rest);
+  if (sub == "merge") return trace_merge_main(rest);
+#endif
+  throw UsageError("unknown trace subcommand '" + sub + "'");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string cmd = args[0];
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  try {
+    if (cmd == "run") return cmd_run(rest);
+    if (cmd == "compare") return cmd_compare(rest);
+    if (cmd == "trace") return cmd_trace(rest);
+    if (cmd == "policies") {
+      for (const auto& p : agentcg::sim::cpu_policies()) std::cout << "cpu " << p << "\n";
+      for (const auto& p : agentcg::sim::gpu_policies()) std::cout << "gpu " << p << "\n";
+      return 0;
+    }
+    throw UsageError("unknown command '" + cmd + "'");
+  } catch (const UsageError& e) {
+    std::cerr << "agentcg: " << e.what() << "\n" << kUsage;
+    return 2;
+  } catch (const agentcg::trace::TraceError& e) {
+    std::cerr << "agentcg: " << e.what() << "\n";
+    return 1;
+  } catch (const agentcg::config::ConfigError& e) {
+    std::cerr << "agentcg: " << e.what() << "\n";
+    return 1;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "agentcg: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "agentcg: error: " << e.what() << "\n";
+    return 1;
+  }
+}

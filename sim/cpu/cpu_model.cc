@@ -1,0 +1,587 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "sim/cpu/cpu_model.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "sim/metrics.h"
+
+namespace agentcg::sim {
+
+namespace {
+// A process that executes this many zero-time ops in a row makes no progress
+// (e.g. a repeat of annotations only): reject it instead of spinning.
+constexpr std::uint64_t kMaxInstantOps = 1000000;
+constexpr std::uint64_t kMinSliceNs = 1000;
+}  // namespace
+
+CpuModel::CpuModel(Simulator& sim, const trace::Trace& trace, SchedClass& cls,
+                   const config::MachineConfig& machine, std::uint64_t seed, ScheduleLog* log)
+    : sim_(sim),
+      trace_(trace),
+      cls_(cls),
+      machine_(machine),
+      seed_(seed),
+      log_(log),
+      tree_(trace),
+      cpus_(trace.machine.cpus),
+      cg_(tree_.size()),
+      mem_(tree_.size()) {
+  if (trace.machine.context_switch_ns) machine_.context_switch_ns = *trace.machine.context_switch_ns;
+  if (trace.machine.wakeup_overhead_ns) machine_.wakeup_overhead_ns = *trace.machine.wakeup_overhead_ns;
+  for (std::size_t i = 0; i < trace.processes.size(); ++i) {
+    listed_by_pid_[trace.processes[i].pid] = i;
+    next_pid_ = std::max(next_pid_, trace.processes[i].pid + 1);
+  }
+  if (log_) {
+    log_->nr_cpus = trace.machine.cpus;
+    log_->cgroup_paths.clear();
+    for (std::size_t i = 0; i < tree_.size(); ++i) log_->cgroup_paths.push_back(tree_.path(static_cast<CgroupId>(i)));
+  }
+}
+
+void CpuModel::fail(const trace::SourceLoc& loc, const std::string& what) const {
+  throw trace::TraceError(trace_.source, loc.line, loc.pointer, what);
+}
+
+void CpuModel::start() {
+  cls_.init(*this);
+  for (std::size_t i = 0; i < tree_.size(); ++i) cls_.cgroup_init(tree_.info(static_cast<CgroupId>(i)));
+  for (std::size_t i = 0; i < trace_.processes.size(); ++i) {
+    const auto& p = trace_.processes[i];
+    if (p.start_ns) {
+      sim_.schedule(Time::from_ns(*p.start_ns), this, kProcStart, i);
+      ++pending_starts_;
+    }
+  }
+  if (trace_.duration_ns) sim_.schedule(Time::from_ns(*trace_.duration_ns), this, kStop);
+  if (pending_starts_ == 0) sim_.schedule(sim_.now(), this, kStop);
+}
+
+std::uint32_t CpuModel::new_task(const trace::ProcessSpec& spec, std::int64_t pid, CgroupId cg,
+                                 std::int64_t parent) {
+  const auto id = static_cast<std::uint32_t>(tasks_.size());
+  Task t;
+  t.id = id;
+  t.pid = pid;
+  t.cgroup = cg;
+  tasks_.push_back(t);
+  Proc p{.spec = &spec,
+         .stack = {Frame{&spec.ops, 0, 1}},
+         .parent = parent,
+         .rng = RandomStream(seed_, static_cast<std::uint64_t>(pid)),
+         .comm = spec.comm.empty() ? "pid" + std::to_string(pid) : spec.comm};
+  procs_.push_back(std::move(p));
+  if (parent >= 0) procs_[static_cast<std::size_t>(parent)].live_children++;
+  cg_[cg].tasks++;
+  ++live_;
+  if (log_) log_->pid_comm.emplace_back(pid, procs_.back().comm);
+  return id;
+}
+
+CgroupId CpuModel::cgroup_of_template(const trace::ProcessSpec& spec, CgroupId parent_cg) const {
+  if (spec.cgroup.empty()) return parent_cg;
+  try {
+    return tree_.find(spec.cgroup);
+  } catch (const std::out_of_range&) {
+    fail(spec.loc, "unknown cgroup '" + spec.cgroup + "'");
+  }
+}
+
+// A new task becomes runnable: init_task, select_cpu(WAKE_FORK), enqueue.
+void CpuModel::start_task(std::uint32_t id, bool fork, int parent_cpu) {
+  // The task interprets its first ops once it first gets a CPU (run_left_ns
+  // is 0), like a real child that must be scheduled before it does anything.
+  Task& t = tasks_[id];
+  cls_.init_task(t, fork);
+  t.state = TaskState::kRunnable;
+  t.runnable_since = sim_.now();
+  procs_[id].woken = true;
+  const int cpu = cls_.select_cpu(t, parent_cpu < 0 ? 0 : parent_cpu, kWakeFork);
+  t.cpu = cpu;
+  cls_.enqueue(t, kEnqNew);
+  if (cpu >= 0 && cpu_idle(cpu)) kick_cpu(cpu, false);
+}
+
+// Runs zero-time ops until the task has CPU demand, blocks or exits.
+CpuModel::Next CpuModel::advance(Task& t) {
+  Proc& p = procs_[t.id];
+  for (std::uint64_t steps = 0;; ++steps) {
+    if (steps > kMaxInstantOps) fail(p.spec->loc, "process " + std::to_string(t.pid) + " makes no progress (only zero-time ops)");
+    if (p.stack.empty()) return Next::kExit;
+    Frame& f = p.stack.back();
+    if (f.idx >= f.ops->size()) {
+      if (--f.left > 0) {
+        f.idx = 0;
+      } else {
+        p.stack.pop_back();
+      }
+      continue;
+    }
+    const trace::Op& op = (*f.ops)[f.idx++];
+    switch (op.kind) {
+      case trace::OpKind::kRun: {
+        const std::uint64_t ns = op.ns.sample(p.rng);
+        if (ns == 0) break;
+        p.run_left_ns = ns * 100 / machine_.speed_pct;
+        if (p.run_left_ns == 0) p.run_left_ns = 1;
+        return Next::kRun;
+      }
+      case trace::OpKind::kSleep:
+      case trace::OpKind::kIo: {
+        const std::uint64_t ns = op.ns.sample(p.rng);
+        if (ns == 0) break;
+        t.state = TaskState::kBlocked;
+        sim_.schedule_in(Time::from_ns(ns), this, kWake, t.id);
+        return Next::kBlock;
+      }
+      case trace::OpKind::kWait:
+        if (p.live_children == 0) break;
+        t.state = TaskState::kBlocked;
+        p.waiting = true;
+        return Next::kBlock;
+      case trace::OpKind::kExit:
+        p.stack.clear();
+        return Next::kExit;
+      case trace::OpKind::kFork: {
+        const trace::ProcessSpec* spec = nullptr;
+        std::int64_t pid;
+        if (op.child) {
+          spec = op.child.get();
+          pid = next_pid_++;
+        } else {
+          const auto it = listed_by_pid_.find(op.pid);
+          if (it == listed_by_pid_.end()) fail(op.loc, "fork of unknown pid " + std::to_string(op.pid));
+          spec = &trace_.processes[it->second];
+          pid = op.pid;
+        }
+        const CgroupId cg = op.child ? cgroup_of_template(*spec, t.cgroup) : tree_.find(spec->cgroup);
+        cg_[cg].forks++;
+        const std::uint32_t child = new_task(*spec, pid, cg, t.id);
+        start_task(child, true, t.cpu);
+        break;
+      }
+      case trace::OpKind::kExec:
+        p.comm = op.name;
+        break;
+      case trace::OpKind::kMem:
+        set_mem(t, op.bytes.sample(p.rng));
+        if (p.stack.empty()) return Next::kExit;  // OOM-killed
+        break;
+      case trace::OpKind::kRepeat:
+        if (op.count > 0 && !op.body.empty()) p.stack.push_back(Frame{&op.body, 0, op.count});
+        break;
+      case trace::OpKind::kToolBegin:
+        p.tool_start = sim_.now();
+        break;
+      case trace::OpKind::kToolEnd:
+        if (p.tool_start) {
+          const std::uint64_t lat = (sim_.now() - *p.tool_start).ns();
+          cg_[t.cgroup].tool.push_back(lat);
+          tool_all_.push_back(lat);
+          p.tool_start.reset();
+        }
+        break;
+      case trace::OpKind::kStep:
+        count("agent_steps");
+        break;
+    }
+  }
+}
+
+void CpuModel::set_mem(Task& t, std::uint64_t bytes) {
+  Proc& p = procs_[t.id];
+  const std::uint64_t old = p.mem_bytes;
+  p.mem_bytes = bytes;
+  // Walk from the task's cgroup to the root, charging or uncharging.
+  std::vector<CgroupId> chain;
+  for (CgroupId c = t.cgroup;; c = tree_.info(c).parent) {
+    chain.push_back(c);
+    if (c == kRootCgroup) break;
+  }
+  bool oom = false;
+  for (CgroupId c : chain) {
+    MemState& m = mem_[c];
+    m.usage = m.usage + bytes - old;
+    m.peak = std::max(m.peak, m.usage);
+  }
+  if (bytes <= old) return;
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    const auto& spec = tree_.spec(chain[i]);
+    const MemState& m = mem_[chain[i]];
+    const bool high = spec.memory_high && m.usage > *spec.memory_high;
+    const bool max = spec.memory_max && m.usage > *spec.memory_max;
+    // memory.events is hierarchical: the event counts in the breached
+    // cgroup and in every ancestor.
+    for (std::size_t j = i; j < chain.size(); ++j) {
+      if (high) mem_[chain[j]].events_high++;
+      if (max) {
+        mem_[chain[j]].events_max++;
+        mem_[chain[j]].oom_kill++;
+      }
+    }
+    oom = oom || max;
+  }
+  if (oom) {
+    count("oom_kills");
+    p.stack.clear();  // advance() sees the empty stack and exits the task
+  }
+}
+
+void CpuModel::do_wake(Task& t) {
+  t.runnable_since = sim_.now();
+  procs_[t.id].woken = true;
+  if (machine_.wakeup_overhead_ns > 0) {
+    sim_.schedule_in(Time::from_ns(machine_.wakeup_overhead_ns), this, kEnqueue, t.id);
+  } else {
+    do_enqueue(t);
+  }
+}
+
+void CpuModel::do_enqueue(Task& t) {
+  t.state = TaskState::kRunnable;
+  const int cpu = cls_.select_cpu(t, t.cpu < 0 ? 0 : t.cpu, kWakeTtwu);
+  t.cpu = cpu;
+  cls_.enqueue(t, kEnqWakeup);
+  if (cpu >= 0 && cpu_idle(cpu)) kick_cpu(cpu, false);
+}
+
+int CpuModel::pick_idle_cpu(int prefer) const {
+  if (prefer >= 0 && prefer < nr_cpus() && cpus_[static_cast<std::size_t>(prefer)].curr == nullptr &&
+      !cpus_[static_cast<std::size_t>(prefer)].kick_pending)
+    return prefer;
+  for (std::size_t i = 0; i < cpus_.size(); ++i)
+    if (cpus_[i].curr == nullptr && !cpus_[i].kick_pending) return static_cast<int>(i);
+  for (std::size_t i = 0; i < cpus_.size(); ++i)
+    if (cpus_[i].curr == nullptr) return static_cast<int>(i);
+  return -1;
+}
+
+void CpuModel::kick_cpu(int cpu, bool preempt) {
+  Cpu& c = cpus_.at(static_cast<std::size_t>(cpu));
+  c.kick_preempt = c.kick_preempt || preempt;
+  if (c.kick_pending) return;
+  c.kick_pending = true;
+  sim_.schedule(sim_.now(), this, kKick, static_cast<std::uint64_t>(cpu));
+}
+
+std::uint64_t CpuModel::arm_timer(Time at, std::uint64_t cookie) {
+  const std::uint64_t h = next_timer_++;
+  timers_[h] = {sim_.schedule(std::max(at, sim_.now()), this, kTimer, h), cookie};
+  return h;
+}
+
+void CpuModel::cancel_timer(std::uint64_t handle) {
+  const auto it = timers_.find(handle);
+  if (it == timers_.end()) return;
+  sim_.cancel(it->second.first);
+  timers_.erase(it);
+}
+
+void CpuModel::note_throttle(CgroupId id, bool throttled) {
+  CgStats& s = cg_.at(id);
+  if (throttled && !s.throttled_since) {
+    s.nr_throttled++;
+    s.throttled_since = sim_.now();
+  } else if (!throttled && s.throttled_since) {
+    s.throttled_ns += (sim_.now() - *s.throttled_since).ns();
+    s.throttled_since.reset();
+  }
+}
+
+void CpuModel::note_period(CgroupId id) { cg_.at(id).nr_periods++; }
+
+void CpuModel::count(std::string_view counter, std::uint64_t n) {
+  const auto it = counters_.find(counter);
+  if (it != counters_.end()) it->second += n;
+  else counters_.emplace(std::string(counter), n);
+}
+
+// Accounts the running task's CPU time since the last accounting point.
+void CpuModel::charge(Cpu& c, int cpu) {
+  Task& t = *c.curr;
+  const Time now = sim_.now();
+  if (now <= c.acct_from) return;
+  const std::uint64_t ran = (now - c.acct_from).ns();
+  Proc& p = procs_[t.id];
+  p.run_left_ns -= std::min(p.run_left_ns, ran);
+  t.sum_exec += Time::from_ns(ran);
+  CgStats& s = cg_[t.cgroup];
+  s.cpu_ns += ran;
+  // Spread over the series bins.
+  std::uint64_t from = c.acct_from.ns();
+  const std::uint64_t bin = series_bin_.ns();
+  while (from < now.ns()) {
+    const std::uint64_t b = from / bin;
+    const std::uint64_t to = std::min(now.ns(), (b + 1) * bin);
+    if (s.series.size() <= b) s.series.resize(b + 1, 0);
+    s.series[b] += to - from;
+    from = to;
+  }
+  if (log_) {
+    if (!log_->slices.empty() && log_->slices.back().cpu == static_cast<std::uint32_t>(cpu) &&
+        log_->slices.back().pid == t.pid && log_->slices.back().end_ns == c.acct_from.ns()) {
+      log_->slices.back().end_ns = now.ns();
+    } else {
+      log_->slices.push_back({static_cast<std::uint32_t>(cpu), t.pid, t.cgroup, c.acct_from.ns(), now.ns()});
+    }
+  }
+  c.acct_from = now;
+}
+
+void CpuModel::stop_curr(int cpu, bool runnable) {
+  Cpu& c = cpus_[static_cast<std::size_t>(cpu)];
+  Task& t = *c.curr;
+  charge(c, cpu);
+  sim_.cancel(c.ev);
+  c.curr = nullptr;
+  cls_.stopping(t, cpu, runnable);
+}
+
+void CpuModel::rearm_cpu(int cpu) {
+  Cpu& c = cpus_[static_cast<std::size_t>(cpu)];
+  sim_.cancel(c.ev);
+  const Proc& p = procs_[c.curr->id];
+  const Time done = c.acct_from + Time::from_ns(p.run_left_ns);
+  c.ev = sim_.schedule(std::min(done, c.slice_end), this, kCpuEvent, static_cast<std::uint64_t>(cpu));
+}
+
+void CpuModel::dispatch(int cpu, Task* prev) {
+  Cpu& c = cpus_[static_cast<std::size_t>(cpu)];
+  if (c.curr) throw std::logic_error("dispatch on a busy CPU");
+  const Dispatch d = cls_.dispatch(cpu, prev);
+  if (!d.task) return;  // idle
+  Task& t = *d.task;
+  if (t.state != TaskState::kRunnable) {
+    throw std::logic_error(std::string(cls_.name()) + ": dispatched task " + std::to_string(t.pid) +
+                           " that is not runnable");
+  }
+  const Time now = sim_.now();
+  Time cs;
+  if (c.last_task != t.id) {
+    cs = Time::from_ns(machine_.context_switch_ns);
+    ++context_switches_;
+    t.nr_switches++;
+  }
+  const Time start = now + cs;
+  const std::uint64_t waited = (start - t.runnable_since).ns();
+  max_runnable_wait_ns_ = std::max(max_runnable_wait_ns_, waited);
+  Proc& p = procs_[t.id];
+  if (p.woken) {
+    cg_[t.cgroup].wakeup.push_back(waited);
+    wakeup_all_.push_back(waited);
+    p.woken = false;
+  }
+  t.state = TaskState::kRunning;
+  t.cpu = cpu;
+  t.started_at = start;
+  c.curr = &t;
+  c.last_task = t.id;
+  c.acct_from = start;
+  c.slice_end = start + Time::from_ns(std::max<std::uint64_t>(d.slice.ns(), kMinSliceNs));
+  cls_.running(t, cpu);
+  rearm_cpu(cpu);
+}
+
+void CpuModel::preempt(int cpu) {
+  Cpu& c = cpus_[static_cast<std::size_t>(cpu)];
+  Task* t = c.curr;
+  stop_curr(cpu, true);
+  t->state = TaskState::kRunnable;
+  t->runnable_since = sim_.now();
+  cls_.enqueue(*t, kEnqPreempted);
+  dispatch(cpu, t);
+}
+
+void CpuModel::on_cpu_event(int cpu) {
+  Cpu& c = cpus_[static_cast<std::size_t>(cpu)];
+  Task& t = *c.curr;
+  charge(c, cpu);
+  Proc& p = procs_[t.id];
+  if (p.run_left_ns > 0) {  // slice used up
+    preempt(cpu);
+    return;
+  }
+  const Next n = advance(t);
+  if (n == Next::kRun) {
+    if (sim_.now() >= c.slice_end) preempt(cpu);
+    else rearm_cpu(cpu);
+    return;
+  }
+  stop_curr(cpu, false);
+  if (n == Next::kExit) exit_task(t);
+  dispatch(cpu, &t);
+}
+
+void CpuModel::exit_task(Task& t) {
+  Proc& p = procs_[t.id];
+  set_mem(t, 0);
+  cls_.exit_task(t);
+  t.state = TaskState::kExited;
+  --live_;
+  if (p.parent >= 0) {
+    Proc& parent = procs_[static_cast<std::size_t>(p.parent)];
+    Task& pt = tasks_[static_cast<std::size_t>(p.parent)];
+    if (parent.live_children > 0) parent.live_children--;
+    if (parent.live_children == 0 && parent.waiting && pt.state == TaskState::kBlocked) {
+      parent.waiting = false;
+      do_wake(pt);
+    }
+  }
+  // Orphans are not reparented to init: nobody waits for them.
+  maybe_finish();
+}
+
+void CpuModel::maybe_finish() {
+  if (live_ == 0 && pending_starts_ == 0 && !trace_.duration_ns) {
+    sim_.schedule(sim_.now(), this, kStop);
+  }
+}
+
+void CpuModel::on_event(Simulator& sim, std::uint32_t kind, std::uint64_t arg) {
+  switch (static_cast<EventKind>(kind)) {
+    case kProcStart: {
+      const auto& spec = trace_.processes[arg];
+      --pending_starts_;
+      std::int64_t parent = -1;
+      if (spec.parent) {
+        for (std::size_t i = 0; i < tasks_.size(); ++i) {
+          if (tasks_[i].pid == *spec.parent && tasks_[i].state != TaskState::kExited) {
+            parent = static_cast<std::int64_t>(i);
+            break;
+          }
+        }
+      }
+      const std::uint32_t id = new_task(spec, spec.pid, tree_.find(spec.cgroup), parent);
+      start_task(id, true, parent >= 0 ? tasks_[static_cast<std::size_t>(parent)].cpu : -1);
+      break;
+    }
+    case kCpuEvent:
+      on_cpu_event(static_cast<int>(arg));
+      break;
+    case kWake:
+      do_wake(tasks_[arg]);
+      break;
+    case kEnqueue:
+      do_enqueue(tasks_[arg]);
+      break;
+    case kKick: {
+      const int cpu = static_cast<int>(arg);
+      Cpu& c = cpus_[arg];
+      const bool pre = c.kick_preempt;
+      c.kick_pending = false;
+      c.kick_preempt = false;
+      if (!c.curr) dispatch(cpu, nullptr);
+      else if (pre) preempt(cpu);
+      break;
+    }
+    case kTimer: {
+      const auto it = timers_.find(arg);
+      if (it == timers_.end()) break;
+      const std::uint64_t cookie = it->second.second;
+      timers_.erase(it);
+      cls_.on_timer(cookie);
+      break;
+    }
+    case kStop:
+      if (!finished_) {
+        finished_ = true;
+        sim.stop();
+      }
+      break;
+  }
+}
+
+void CpuModel::finish() {
+  for (std::size_t i = 0; i < cpus_.size(); ++i)
+    if (cpus_[i].curr) charge(cpus_[i], static_cast<int>(i));
+  for (std::size_t i = 0; i < cg_.size(); ++i)
+    if (cg_[i].throttled_since) note_throttle(static_cast<CgroupId>(i), false);
+  end_time_ = sim_.now();
+  if (log_) log_->end_ns = end_time_.ns();
+}
+
+nlohmann::json CpuModel::results() const {
+  using nlohmann::json;
+  const std::size_t n = tree_.size();
+  const double total = static_cast<double>(end_time_.ns()) * static_cast<double>(cpus_.size());
+  // Hierarchical sums (ids are in topological order: children after parents).
+  std::vector<std::uint64_t> cpu_ns(n);
+  std::vector<std::vector<std::uint64_t>> wake(n), tool(n), series(n);
+  std::vector<std::uint32_t> tasks(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    cpu_ns[i] = cg_[i].cpu_ns;
+    wake[i] = cg_[i].wakeup;
+    tool[i] = cg_[i].tool;
+    series[i] = cg_[i].series;
+    tasks[i] = cg_[i].tasks;
+  }
+  for (std::size_t i = n; i-- > 1;) {
+    const std::size_t p = tree_.info(static_cast<CgroupId>(i)).parent;
+    cpu_ns[p] += cpu_ns[i];
+    wake[p].insert(wake[p].end(), wake[i].begin(), wake[i].end());
+    tool[p].insert(tool[p].end(), tool[i].begin(), tool[i].end());
+    if (series[p].size() < series[i].size()) series[p].resize(series[i].size(), 0);
+    for (std::size_t b = 0; b < series[i].size(); ++b) series[p][b] += series[i][b];
+  }
+  const std::vector<double> entitled = tree_.entitled_shares(static_cast<std::uint32_t>(cpus_.size()), tasks);
+
+  // Series: at most 200 bins of whole multiples of 100 ms.
+  const std::uint64_t end = end_time_.ns();
+  std::uint64_t nbins = (end + series_bin_.ns() - 1) / series_bin_.ns();
+  std::uint64_t merge = 1;
+  while (nbins / merge > 200) ++merge;
+  const std::uint64_t interval = series_bin_.ns() * merge;
+  json series_j = json::object();
+  json cgroups = json::object();
+  std::vector<double> jain_x;
+  for (std::size_t i = 0; i < n; ++i) {
+    json c;
+    const double share = total > 0 ? static_cast<double>(cpu_ns[i]) / total : 0.0;
+    c["cpu_share"] = round6(share);
+    c["entitled_share"] = round6(entitled[i]);
+    c["cpu_time_ns"] = cpu_ns[i];
+    c["tasks"] = cg_[i].tasks;
+    c["forks"] = cg_[i].forks;
+    c["wakeup_latency_ns"] = latency_summary(wake[i]);
+    c["tool_call_latency_ns"] = latency_summary(tool[i]);
+    c["throttled_ns"] = cg_[i].throttled_ns;
+    c["nr_throttled"] = cg_[i].nr_throttled;
+    c["nr_periods"] = cg_[i].nr_periods;
+    c["memory"] = {{"peak_bytes", mem_[i].peak},
+                   {"events_high", mem_[i].events_high},
+                   {"events_max", mem_[i].events_max},
+                   {"oom_kill", mem_[i].oom_kill}};
+    const std::string& path = tree_.path(static_cast<CgroupId>(i));
+    cgroups[path] = std::move(c);
+    if (cg_[i].tasks > 0 && entitled[i] > 0 && i != kRootCgroup) jain_x.push_back(share / entitled[i]);
+    json s = json::array();
+    for (std::uint64_t b = 0; b * merge < nbins; ++b) {
+      std::uint64_t sum = 0;
+      for (std::uint64_t k = b * merge; k < std::min(nbins, (b + 1) * merge); ++k)
+        if (k < series[i].size()) sum += series[i][k];
+      const std::uint64_t lo = b * interval, hi = std::min(end, (b + 1) * interval);
+      const double width = static_cast<double>(hi - lo) * static_cast<double>(cpus_.size());
+      s.push_back(width > 0 ? round6(static_cast<double>(sum) / width) : 0.0);
+    }
+    series_j[path] = std::move(s);
+  }
+  std::vector<std::uint64_t> wa = wakeup_all_, ta = tool_all_;
+  json r;
+  r["cpus"] = cpus_.size();
+  r["duration_ns"] = end;
+  r["wakeup_latency_ns"] = latency_summary(wa);
+  r["tool_call_latency_ns"] = latency_summary(ta);
+  r["context_switches"] = context_switches_;
+  r["max_runnable_wait_ns"] = max_runnable_wait_ns_;
+  r["cpu_utilization"] = round6(total > 0 ? static_cast<double>(cpu_ns[kRootCgroup]) / total : 0.0);
+  r["jain_fairness"] = round6(jain_index(jain_x));
+  r["tasks"] = tasks_.size();
+  r["counters"] = json::object();
+  for (const auto& [k, v] : counters_) r["counters"][k] = v;
+  r["cgroups"] = std::move(cgroups);
+  r["series"] = {{"interval_ns", interval}, {"cgroups", std::move(series_j)}};
+  return r;
+}
+
+}  // namespace agentcg::sim

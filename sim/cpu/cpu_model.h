@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The modelled machine: N CPUs, the cgroup tree, a minimal memory model, and
+// the replay of a trace's processes, driven by one scheduling class
+// (sim/cpu/sched_class.h) on a shared Simulator.
+//
+// What is modelled (and what is not) -- see README.md "The CPU model":
+//  - Each process is one task. Its ops are interpreted in order: `run`
+//    makes it runnable until it has received that much CPU time (scaled by
+//    machine.speed_pct), `sleep`/`io` block it for a duration, `wait` blocks
+//    until its children exit, `fork` starts a child (init_task with fork,
+//    select_cpu with WAKE_FORK), `mem` sets its memory use, annotations
+//    (step, tool_begin/tool_end) are recorded.
+//  - A CPU that switches to a different task pays machine.context_switch_ns
+//    before the task runs; a wakeup reaches the class
+//    machine.wakeup_overhead_ns after the task became runnable (the ttwu
+//    path); both count in the wakeup latency.
+//  - Slices end by an event at the slice's end (tickless); kicks (IPIs) are
+//    delivered as events at the current time, after the current event.
+//  - Memory: per-cgroup usage (hierarchical) against memory.high/max from
+//    the trace; every charge that leaves a cgroup above memory.high counts a
+//    memory.events "high" in it and its ancestors; above memory.max counts
+//    "max", "oom" and "oom_kill" and kills the charging process. Reclaim and
+//    memory.high throttling delays are not modelled.
+// Not modelled: SMT, caches and migration costs, interrupts and softirqs,
+// multi-threaded processes (a process is one task), nice values.
+//
+// Invariants: a task is on at most one CPU; time only moves forward; every
+// runnable task is either queued in the class or running.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config/config.h"
+#include "sim/cpu/cgroup_tree.h"
+#include "sim/cpu/sched_class.h"
+#include "sim/event_queue.h"
+#include "sim/random.h"
+#include "sim/schedule_log.h"
+#include "sim/trace/trace.h"
+
+namespace agentcg::sim {
+
+class CpuModel final : public SchedContext, public EventHandler {
+ public:
+  CpuModel(Simulator& sim, const trace::Trace& trace, SchedClass& cls,
+           const config::MachineConfig& machine, std::uint64_t seed, ScheduleLog* log = nullptr);
+  CpuModel(const CpuModel&) = delete;
+  CpuModel& operator=(const CpuModel&) = delete;
+
+  // Creates the cgroups in the class and schedules the process starts and
+  // the stop at trace.duration_ns.
+  void start();
+  // True once every process has exited (or the stop time was reached).
+  bool finished() const { return finished_; }
+  // Accounts running tasks up to now; called once after the run.
+  void finish();
+  // The CPU part of results.json (see README "results.json").
+  nlohmann::json results() const;
+  const CgroupTree& cgroups() const { return tree_; }
+  Time end_time() const { return end_time_; }
+
+  // SchedContext
+  Time now() const override { return sim_.now(); }
+  int nr_cpus() const override { return static_cast<int>(cpus_.size()); }
+  Task* cpu_curr(int cpu) const override { return cpus_.at(static_cast<std::size_t>(cpu)).curr; }
+  bool cpu_idle(int cpu) const override { return cpus_.at(static_cast<std::size_t>(cpu)).curr == nullptr; }
+  int pick_idle_cpu(int prefer) const override;
+  void kick_cpu(int cpu, bool preempt) override;
+  std::uint64_t arm_timer(Time at, std::uint64_t cookie) override;
+  void cancel_timer(std::uint64_t handle) override;
+  const CgroupInfo& cgroup(CgroupId id) const override { return tree_.info(id); }
+  std::size_t nr_cgroups() const override { return tree_.size(); }
+  const std::vector<CgroupId>& cgroup_children(CgroupId id) const override { return tree_.children(id); }
+  Task& task(std::uint32_t id) override { return tasks_.at(id); }
+  void note_throttle(CgroupId id, bool throttled) override;
+  void note_period(CgroupId id) override;
+  std::uint64_t memory_events_high(CgroupId id) const override { return mem_[id].events_high; }
+  void count(std::string_view counter, std::uint64_t n = 1) override;
+
+  // EventHandler
+  void on_event(Simulator& sim, std::uint32_t kind, std::uint64_t arg) override;
+
+ private:
+  enum EventKind : std::uint32_t { kProcStart, kCpuEvent, kWake, kEnqueue, kKick, kTimer, kStop };
+  enum class Next { kRun, kBlock, kExit };
+
+  struct Frame {
+    const std::vector<trace::Op>* ops;
+    std::size_t idx;
+    std::uint32_t left;  // iterations left of this frame (repeat bodies)
+  };
+  struct Proc {
+    const trace::ProcessSpec* spec = nullptr;
+    std::vector<Frame> stack;
+    std::uint64_t run_left_ns = 0;  // CPU demand left of the current run op
+    std::int64_t parent = -1;       // task id of the parent, -1 = none
+    std::uint32_t live_children = 0;
+    bool waiting = false;
+    bool woken = false;             // became runnable by a wakeup or fork (latency sample pending)
+    std::uint64_t mem_bytes = 0;
+    std::optional<Time> tool_start;
+    RandomStream rng;
+    std::string comm;
+  };
+  struct Cpu {
+    Task* curr = nullptr;
+    EventId ev;
+    Time acct_from;   // start of the not-yet-accounted part of curr's run
+    Time slice_end;
+    std::uint32_t last_task = UINT32_MAX;
+    bool kick_pending = false;
+    bool kick_preempt = false;
+  };
+  struct CgStats {
+    std::uint64_t cpu_ns = 0;  // direct (own tasks); summed up at results()
+    std::uint32_t tasks = 0;   // tasks that ever lived directly in it
+    std::vector<std::uint64_t> wakeup;  // wakeup latency samples, direct
+    std::vector<std::uint64_t> tool;    // tool-call latency samples, direct
+    std::vector<std::uint64_t> series;  // CPU ns per series bin, direct
+    std::uint64_t nr_throttled = 0, nr_periods = 0, throttled_ns = 0;
+    std::optional<Time> throttled_since;
+    std::uint64_t forks = 0;
+  };
+  struct MemState {
+    std::uint64_t usage = 0, peak = 0;
+    std::uint64_t events_high = 0, events_max = 0, oom_kill = 0;
+  };
+
+  std::uint32_t new_task(const trace::ProcessSpec& spec, std::int64_t pid, CgroupId cg,
+                         std::int64_t parent);
+  void start_task(std::uint32_t id, bool fork, int parent_cpu);
+  Next advance(Task& t);
+  void do_wake(Task& t);
+  void do_enqueue(Task& t);
+  void dispatch(int cpu, Task* prev);
+  void charge(Cpu& c, int cpu);
+  void stop_curr(int cpu, bool runnable);
+  void rearm_cpu(int cpu);
+  void on_cpu_event(int cpu);
+  void preempt(int cpu);
+  void exit_task(Task& t);
+  void set_mem(Task& t, std::uint64_t bytes);
+  void maybe_finish();
+  CgroupId cgroup_of_template(const trace::ProcessSpec& spec, CgroupId parent_cg) const;
+  [[noreturn]] void fail(const trace::SourceLoc& loc, const std::string& what) const;
+
+  Simulator& sim_;
+  const trace::Trace& trace_;
+  SchedClass& cls_;
+  config::MachineConfig machine_;
+  std::uint64_t seed_;
+  ScheduleLog* log_;
+  CgroupTree tree_;
+  std::vector<Cpu> cpus_;
+  std::vector<Task> tasks_;  // by id; never shrinks (ids are stable)
+  std::vector<Proc> procs_;  // parallel to tasks_
+  std::map<std::int64_t, std::size_t> listed_by_pid_;  // listed pid -> processes index
+  std::vector<CgStats> cg_;
+  std::vector<MemState> mem_;
+  std::map<std::string, std::uint64_t, std::less<>> counters_;
+  std::unordered_map<std::uint64_t, std::pair<EventId, std::uint64_t>> timers_;
+  std::uint64_t next_timer_ = 1;
+  std::int64_t next_pid_ = 1;
+  std::uint64_t live_ = 0;            // tasks not yet exited
+  std::uint64_t pending_starts_ = 0;  // listed processes still to start
+  std::uint64_t context_switches_ = 0;
+  std::uint64_t max_runnable_wait_ns_ = 0;
+  std::vector<std::uint64_t> wakeup_all_, tool_all_;
+  Time series_bin_ = Time::from_ms(100);
+  Time end_time_;
+  bool finished_ = false;
+};
+
+}  // namespace agentcg::sim

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The CPU model with the CFS baseline and FIFO: weighted fairness, nested
+// groups, CFS bandwidth control, wakeup latency, memory events,
+// determinism. Traces are built in code so each test states its workload.
+#include "sim/cpu/cpu_model.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/api.h"
+
+namespace agentcg::sim {
+namespace {
+
+using trace::Op;
+using trace::OpKind;
+using trace::Value;
+
+constexpr std::uint64_t kMs = 1000000;
+constexpr std::uint64_t kSec = 1000000000;
+
+Op run_op(std::uint64_t ns) {
+  Op o;
+  o.kind = OpKind::kRun;
+  o.ns = Value::fixed(ns);
+  return o;
+}
+Op io_op(std::uint64_t ns) {
+  Op o;
+  o.kind = OpKind::kIo;
+  o.ns = Value::fixed(ns);
+  return o;
+}
+Op repeat_op(std::uint32_t n, std::vector<Op> body) {
+  Op o;
+  o.kind = OpKind::kRepeat;
+  o.count = n;
+  o.body = std::move(body);
+  return o;
+}
+
+struct Builder {
+  trace::Trace t;
+  std::int64_t pid = 1;
+  explicit Builder(std::uint32_t cpus, std::uint64_t duration_ns) {
+    t.name = "test";
+    t.machine.cpus = cpus;
+    t.duration_ns = duration_ns;
+  }
+  trace::CgroupSpec& cgroup(const std::string& path, std::uint32_t weight) {
+    trace::CgroupSpec c;
+    c.path = path;
+    c.cpu_weight = weight;
+    t.cgroups.push_back(c);
+    return t.cgroups.back();
+  }
+  void process(const std::string& cg, std::vector<Op> ops, std::uint64_t start = 0) {
+    trace::ProcessSpec p;
+    p.pid = pid++;
+    p.cgroup = cg;
+    p.start_ns = start;
+    p.comm = "p" + std::to_string(p.pid);
+    p.ops = std::move(ops);
+    t.processes.push_back(p);
+  }
+  void hogs(const std::string& cg, int n) {
+    for (int i = 0; i < n; ++i) process(cg, {run_op(*t.duration_ns)});
+  }
+};
+
+nlohmann::json run(const trace::Trace& t, const std::string& policy = "cfs", std::uint64_t seed = 1) {
+  RunOptions o;
+  o.policy = policy;
+  o.seed = seed;
+  return sim::run(t, o);
+}
+
+double share(const nlohmann::json& r, const std::string& cg) { return r["cgroups"][cg]["cpu_share"].get<double>(); }
+
+TEST(CfsFairness, Weights100To300On2CpusGiveOneSixthStepsWithin1Percent) {
+  Builder b(2, 10 * kSec);
+  b.cgroup("/hog-0", 100);
+  b.cgroup("/hog-1", 200);
+  b.cgroup("/hog-2", 300);
+  for (int g = 0; g < 3; ++g) b.hogs("/hog-" + std::to_string(g), 2);
+  const auto r = run(b.t);
+  EXPECT_NEAR(share(r, "/hog-0"), 1.0 / 6, 0.01);
+  EXPECT_NEAR(share(r, "/hog-1"), 2.0 / 6, 0.01);
+  EXPECT_NEAR(share(r, "/hog-2"), 3.0 / 6, 0.01);
+  EXPECT_NEAR(r["cgroups"]["/hog-1"]["entitled_share"].get<double>(), 2.0 / 6, 1e-6);
+  EXPECT_GT(r["jain_fairness"].get<double>(), 0.99);
+  EXPECT_GT(r["cpu_utilization"].get<double>(), 0.99);
+}
+
+TEST(CfsFairness, NestedHierarchyGivesTheProductOfTheRatios) {
+  // /a (100) vs /b (300); inside /b: /b/x (100) vs /b/y (200).
+  // Expected: a = 1/4, b/x = 3/4 * 1/3 = 1/4, b/y = 3/4 * 2/3 = 1/2.
+  Builder b(2, 10 * kSec);
+  b.cgroup("/a", 100);
+  b.cgroup("/b", 300);
+  b.cgroup("/b/x", 100);
+  b.cgroup("/b/y", 200);
+  b.hogs("/a", 2);
+  b.hogs("/b/x", 2);
+  b.hogs("/b/y", 2);
+  const auto r = run(b.t);
+  EXPECT_NEAR(share(r, "/a"), 0.25, 0.01);
+  EXPECT_NEAR(share(r, "/b/x"), 0.25, 0.01);
+  EXPECT_NEAR(share(r, "/b/y"), 0.50, 0.01);
+  EXPECT_NEAR(share(r, "/b"), 0.75, 0.01);
+}
+
+TEST(CfsFairness, EntitlementIsCappedByTaskCount) {
+  // One task cannot use more than one of the two CPUs, whatever its weight.
+  Builder b(2, 2 * kSec);
+  b.cgroup("/big", 1000);
+  b.cgroup("/small", 100);
+  b.hogs("/big", 1);
+  b.hogs("/small", 2);
+  const auto r = run(b.t);
+  EXPECT_NEAR(r["cgroups"]["/big"]["entitled_share"].get<double>(), 0.5, 1e-6);
+  EXPECT_NEAR(share(r, "/big"), 0.5, 0.01);
+  EXPECT_NEAR(share(r, "/small"), 0.5, 0.01);
+}
+
+TEST(CfsBandwidth, HalfACpuQuotaGivesFiftyPercentAndKernelCounters) {
+  Builder b(2, 10 * kSec);
+  auto& c = b.cgroup("/limited", 100);
+  c.cpu_max = trace::CpuMax{50000, 100000};
+  b.hogs("/limited", 1);
+  const auto r = run(b.t);
+  const auto& g = r["cgroups"]["/limited"];
+  // 50 % of one CPU = 25 % of the two-CPU machine.
+  EXPECT_NEAR(g["cpu_share"].get<double>() * 2, 0.50, 0.01);
+  EXPECT_NEAR(g["entitled_share"].get<double>() * 2, 0.50, 1e-6);
+  // One throttle per 100 ms period, ~50 ms each: like cpu.stat.
+  EXPECT_NEAR(g["nr_periods"].get<double>(), 100, 1);
+  EXPECT_NEAR(g["nr_throttled"].get<double>(), 100, 1);
+  EXPECT_NEAR(g["throttled_ns"].get<double>(), 5.0 * kSec, 0.1 * kSec);
+}
+
+TEST(CfsBandwidth, QuotaAcrossSeveralTasksAndCpusHoldsForTheGroup) {
+  // 4 hogs on 4 CPUs under a 1.5-CPU quota, beside an unlimited group.
+  Builder b(4, 5 * kSec);
+  auto& c = b.cgroup("/limited", 100);
+  c.cpu_max = trace::CpuMax{150000, 100000};
+  b.cgroup("/free", 100);
+  b.hogs("/limited", 4);
+  b.hogs("/free", 4);
+  const auto r = run(b.t);
+  EXPECT_NEAR(share(r, "/limited") * 4, 1.5, 0.04);
+  EXPECT_NEAR(share(r, "/free") * 4, 2.5, 0.04);
+}
+
+TEST(CfsBandwidth, ParentQuotaLimitsChildren) {
+  Builder b(2, 5 * kSec);
+  auto& p = b.cgroup("/parent", 100);
+  p.cpu_max = trace::CpuMax{50000, 100000};
+  b.cgroup("/parent/a", 100);
+  b.cgroup("/parent/b", 100);
+  b.hogs("/parent/a", 1);
+  b.hogs("/parent/b", 1);
+  const auto r = run(b.t);
+  EXPECT_NEAR(share(r, "/parent") * 2, 0.5, 0.01);
+  EXPECT_NEAR(share(r, "/parent/a") * 2, 0.25, 0.02);
+}
+
+TEST(CfsWakeup, IoTaskLatencyIsBoundedByTheLatencyTargetNotByHogs) {
+  // Hogs that never block, and an I/O-bound task: 200 us of CPU, 5 ms of I/O.
+  Builder b(2, 5 * kSec);
+  b.cgroup("/io", 100);
+  b.cgroup("/batch", 100);
+  b.hogs("/batch", 4);
+  b.process("/io", {repeat_op(1000000, {run_op(200000), io_op(5 * kMs)})});
+  const auto r = run(b.t);
+  const auto& w = r["cgroups"]["/io"]["wakeup_latency_ns"];
+  EXPECT_GT(w["count"].get<int>(), 500);
+  // 2 CPUs: latency target 6 ms x (1 + ilog2(2)) = 12 ms; the hogs would
+  // otherwise run for 5 s.
+  EXPECT_LT(w["max"].get<std::uint64_t>(), 12 * kMs);
+  EXPECT_LT(w["p50"].get<std::uint64_t>(), 1 * kMs);
+  // The same workload under FIFO: a waking task waits behind 20 ms slices.
+  const auto f = run(b.t, "fifo");
+  EXPECT_GT(f["cgroups"]["/io"]["wakeup_latency_ns"]["p50"].get<std::uint64_t>(), 10 * kMs);
+}
+
+TEST(CpuModel, ForkWaitAndToolCallLatency) {
+  // An agent: tool call = fork 2 children of 10 ms CPU each, wait, 3 times.
+  Builder b(2, 1 * kSec);
+  b.cgroup("/agent", 100);
+  auto child = std::make_shared<trace::ProcessSpec>();
+  child->comm = "worker";
+  child->cgroup = "";
+  child->ops = {run_op(10 * kMs)};
+  Op fork;
+  fork.kind = OpKind::kFork;
+  fork.child = child;
+  Op begin, end, wait, sleep;
+  begin.kind = OpKind::kToolBegin;
+  begin.name = "Bash";
+  end.kind = OpKind::kToolEnd;
+  wait.kind = OpKind::kWait;
+  sleep.kind = OpKind::kSleep;
+  sleep.ns = Value::fixed(50 * kMs);
+  b.process("/agent", {repeat_op(3, {begin, fork, fork, wait, end, sleep})});
+  b.t.duration_ns.reset();
+  const auto r = run(b.t);
+  const auto& tool = r["cgroups"]["/agent"]["tool_call_latency_ns"];
+  EXPECT_EQ(tool["count"], 3);
+  // Two 10 ms children on two idle CPUs: ~10 ms plus switch/wakeup costs.
+  EXPECT_GE(tool["p50"].get<std::uint64_t>(), 10 * kMs);
+  EXPECT_LT(tool["max"].get<std::uint64_t>(), 11 * kMs);
+  EXPECT_EQ(r["cgroups"]["/agent"]["tasks"], 7);
+  EXPECT_EQ(r["cgroups"]["/agent"]["forks"], 6);
+  // The run ends when the last process exits: 3 x (~10 ms + 50 ms).
+  EXPECT_NEAR(r["duration_ns"].get<double>(), 180.0 * kMs, 2.0 * kMs);
+}
+
+TEST(CpuModel, MemoryHighAndMaxEvents) {
+  Builder b(1, 1 * kSec);
+  auto& c = b.cgroup("/m", 100);
+  c.memory_high = 100 << 20;
+  c.memory_max = 200 << 20;
+  Op mem1, mem2, mem3, sleep;
+  mem1.kind = mem2.kind = mem3.kind = OpKind::kMem;
+  mem1.bytes = Value::fixed(50 << 20);
+  mem2.bytes = Value::fixed(150 << 20);   // above high: one event
+  mem3.bytes = Value::fixed(300 << 20);   // above max: OOM kill
+  sleep.kind = OpKind::kSleep;
+  sleep.ns = Value::fixed(10 * kMs);
+  b.process("/m", {mem1, sleep, mem2, sleep, mem3, sleep, run_op(100 * kMs)});
+  const auto r = run(b.t);
+  const auto& m = r["cgroups"]["/m"]["memory"];
+  EXPECT_EQ(m["events_high"], 2);  // the 150 MB and 300 MB charges
+  EXPECT_EQ(m["events_max"], 1);
+  EXPECT_EQ(m["oom_kill"], 1);
+  EXPECT_EQ(r["cgroups"]["/"]["memory"]["events_high"], 2);  // hierarchical
+  EXPECT_EQ(r["cgroups"]["/m"]["cpu_time_ns"], 0);  // killed before its run
+}
+
+TEST(CpuModel, SameSeedIsByteIdenticalOtherSeedDiffers) {
+  Builder b(2, 2 * kSec);
+  b.cgroup("/x", 100);
+  Op run_r;
+  run_r.kind = OpKind::kRun;
+  run_r.ns = Value{Value::Dist::kExponential, 2 * kMs, 0, 0.0, 0};
+  Op io_r;
+  io_r.kind = OpKind::kIo;
+  io_r.ns = Value{Value::Dist::kUniform, 1 * kMs, 9 * kMs, 0.0, 0};
+  for (int i = 0; i < 4; ++i) b.process("/x", {repeat_op(100000, {run_r, io_r})});
+  const auto a1 = dump_results(run(b.t, "cfs", 5));
+  const auto a2 = dump_results(run(b.t, "cfs", 5));
+  const auto a3 = dump_results(run(b.t, "cfs", 6));
+  EXPECT_EQ(a1, a2);
+  EXPECT_NE(a1, a3);
+}
+
+TEST(CpuModel, UnknownPolicyIsAClearError) {
+  Builder b(1, kSec);
+  try {
+    run(b.t, "nope");
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown policy 'nope'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("cfs"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace agentcg::sim
