@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Importer for scheduler recordings as text: `trace-cmd report`, the tracefs
+// `trace` file, and `perf script` output of the sched tracepoints
+// (sched_switch, sched_waking, sched_wakeup, sched_wakeup_new,
+// sched_process_fork/exec/exit, sched_migrate_task).
+//
+// Reconstruction, per task (a kernel tid): on-CPU time between a wakeup and
+// the switch-out that blocks it is one `run` (preemptions, prev_state R/R+,
+// do not end a run: the time spent waiting for a CPU is the scheduler's, not
+// the task's); from a blocking switch-out (S/I/T/P: `sleep`, D: `io`) to its
+// next wakeup is the sleep. Fork, exec and exit become ops at their place in
+// the task's sequence. Worked example:
+//   switch-in bash@0, fork@1ms, switch-out S@3ms, waking@10ms, switch-in@10.2ms,
+//   exit@11ms  ->  run 1ms, fork, run 2ms, sleep 7ms, run 0.8ms, exit
+// and one observed wakeup latency of 0.2 ms (like `perf sched latency`: from
+// the first of sched_waking/sched_wakeup after a sleep, or sched_wakeup_new,
+// to the switch that runs the task).
+//
+// Accepted line shapes (payload key=value, or the compact sched_switch /
+// sched_wakeup form printed by trace-cmd's and perf's sched plugin):
+//   tracefs:   "  bash-1234  [001] d..2.  100.000100: sched_switch: prev_comm=..."
+//   trace-cmd: "  bash-1234  [001]  100.000100: sched_switch: bash:1234 [120] S ==> ..."
+//   perf:      "  bash  1234 [001]  100.000100: sched:sched_switch: prev_comm=..."
+// prev_state may be a letter (R, R+, S, D, I, T, t, X, Z, P, combinations
+// such as D|K) or a number (TASK_REPORT bits since Linux 4.14: 0x1 S, 0x2 D,
+// 0x4 T, 0x8 t, 0x10 X, 0x20 Z, 0x40 P, 0x80 I; values with only bits above
+// 0x80 set are TASK_REPORT_MAX, "preempted"; include/trace/events/sched.h).
+//
+// Limitations (counted in the report): migrations and CPU placement (the
+// simulator places tasks itself); priorities/nice; tasks already running at
+// the start (their earlier CPU time is unknown; they start at first sight);
+// threads are separate processes (the tracepoints do not say clone vs fork).
+//
+// Who calls it: import_any() / `trace import --from ftrace|perf`, trace stats.
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <unordered_map>
+
+#include "sim/import/builder.h"
+#include "sim/import/import.h"
+
+namespace agentcg::import {
+
+namespace {
+
+enum class TaskState { kNew, kRunning, kRunnable, kSleeping, kDead };
+enum class SwitchOut { kRunnable, kSleep, kIo, kDead };
+
+struct Task {
+  TaskState state = TaskState::kNew;
+  std::uint64_t since_ns = 0;           // running: on-CPU since; sleeping: asleep since
+  trace::OpKind sleep_kind = trace::OpKind::kSleep;
+  std::optional<std::uint64_t> wakeup_ns;  // pending wakeup for the latency figure
+};
+
+struct KeyValue {
+  std::string_view key;
+  std::string_view value;
+};
+
+bool is_key_token(std::string_view tok) {
+  const auto eq = tok.find('=');
+  if (eq == std::string_view::npos || eq == 0) return false;
+  for (std::size_t i = 0; i < eq; ++i) {
+    const char c = tok[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+// key=value pairs; a value runs until the next key token, so comms with
+// spaces ("Bun Pool 2") survive. "==>" separators are skipped.
+std::vector<KeyValue> parse_kv(std::string_view payload) {
+  std::vector<KeyValue> out;
+  std::size_t i = 0;
+  const char* value_end = nullptr;
+  while (i < payload.size()) {
+    while (i < payload.size() && payload[i] == ' ') ++i;
+    if (i >= payload.size()) break;
+    std::size_t j = i;
+    while (j < payload.size() && payload[j] != ' ') ++j;
+    const std::string_view tok = payload.substr(i, j - i);
+    if (tok == "==>") {
+      value_end = nullptr;
+    } else if (is_key_token(tok)) {
+      const auto eq = tok.find('=');
+      out.push_back(KeyValue{tok.substr(0, eq), tok.substr(eq + 1)});
+      value_end = tok.data() + tok.size();
+    } else if (!out.empty() && value_end != nullptr) {
+      // continuation of the previous value (a comm with spaces)
+      KeyValue& kv = out.back();
+      value_end = tok.data() + tok.size();
+      kv.value = std::string_view(kv.value.data(), static_cast<std::size_t>(value_end - kv.value.data()));
+    }
+    i = j;
+  }
+  return out;
+}
+
+std::optional<std::string_view> get(const std::vector<KeyValue>& kvs, std::string_view key) {
+  for (const KeyValue& kv : kvs)
+    if (kv.key == key) return kv.value;
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> to_int(std::string_view s) {
+  std::int64_t v = 0;
+  int base = 10;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    s.remove_prefix(2);
+    base = 16;
+  }
+  if (s.empty()) return std::nullopt;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+// "comm:pid [prio]..." -> comm, pid (the compact plugin form).
+bool parse_comm_pid(std::string_view s, std::string_view& comm, std::int64_t& pid,
+                    std::string_view& rest) {
+  s = trim(s);
+  const auto br = s.find(" [");
+  const std::string_view head = br == std::string_view::npos ? s : s.substr(0, br);
+  rest = br == std::string_view::npos ? std::string_view() : s.substr(br + 1);
+  const auto colon = head.find_last_of(':');
+  if (colon == std::string_view::npos) return false;
+  comm = head.substr(0, colon);
+  const auto p = to_int(head.substr(colon + 1));
+  if (!p) return false;
+  pid = *p;
+  return true;
+}
+
+std::optional<SwitchOut> parse_state(std::string_view s) {
+  s = trim(s);
+  if (s.empty()) return std::nullopt;
+  if ((s[0] >= '0' && s[0] <= '9')) {
+    const auto v = to_int(s);
+    if (!v || *v < 0) return std::nullopt;
+    if (*v == 0) return SwitchOut::kRunnable;
+    if (*v & 0x30) return SwitchOut::kDead;
+    if (*v & 0x2) return SwitchOut::kIo;
+    if (*v & 0xcd) return SwitchOut::kSleep;
+    return SwitchOut::kRunnable;  // only TASK_REPORT_MAX-style bits: preempted
+  }
+  if (s.find('+') != std::string_view::npos || s[0] == 'R') return SwitchOut::kRunnable;
+  if (s.find('X') != std::string_view::npos || s.find('Z') != std::string_view::npos)
+    return SwitchOut::kDead;
+  if (s[0] == 'D') return SwitchOut::kIo;
+  const std::string_view sleepy = "SITtPWKNx";
+  if (sleepy.find(s[0]) != std::string_view::npos) return SwitchOut::kSleep;
+  return std::nullopt;
+}
+
+std::string basename_of(std::string_view path) {
+  const auto slash = path.find_last_of('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+class FtraceImporter {
+ public:
+  FtraceImporter(const std::string& source, const Options& opts) : source_(source), opts_(opts) {
+    report_.format = "ftrace";
+    report_.input = source;
+  }
+
+  void line(std::string_view text) {
+    ++report_.lines;
+    text = rstrip(text);
+    std::size_t lead = 0;
+    while (lead < text.size() && text[lead] == ' ') ++lead;
+    text.remove_prefix(lead);
+    if (text.empty() || text[0] == '#') {
+      if (auto p = text.find("#P:"); p != std::string_view::npos) header_cpus(text.substr(p + 3));
+      return;
+    }
+    if (text.substr(0, 5) == "cpus=") {
+      header_cpus(text.substr(5));
+      return;
+    }
+    // The timestamp is the token before the first ": " whose token is a number.
+    std::optional<std::uint64_t> ts;
+    std::size_t after = 0;
+    for (std::size_t i = text.find(':'); i != std::string_view::npos; i = text.find(':', i + 1)) {
+      if (i + 1 < text.size() && text[i + 1] != ' ') continue;
+      std::size_t b = i;
+      while (b > 0 && text[b - 1] != ' ') --b;
+      ts = parse_seconds_ns(text.substr(b, i - b));
+      if (ts) {
+        after = i + 1;
+        prefix_cpu(text.substr(0, b));
+        break;
+      }
+    }
+    if (!ts) {
+      if (text.find("sched_") != std::string_view::npos)
+        malformed(report_, opts_, source_, report_.lines, "sched event line without a timestamp");
+      return;  // banners such as "CPU 0 is empty", "version = 6"
+    }
+    std::string_view rest = trim(text.substr(after));
+    std::size_t colon = std::string_view::npos;
+    for (std::size_t i = rest.find(':'); i != std::string_view::npos; i = rest.find(':', i + 1)) {
+      if (i + 1 == rest.size() || rest[i + 1] == ' ') {
+        colon = i;
+        break;
+      }
+    }
+    if (colon == std::string_view::npos) {
+      malformed(report_, opts_, source_, report_.lines, "expected 'EVENT: fields' after the timestamp");
+      return;
+    }
+    std::string_view event = rest.substr(0, colon);
+    if (auto c = event.find_last_of(':'); c != std::string_view::npos) event.remove_prefix(c + 1);
+    const std::string_view payload = colon + 1 < rest.size() ? trim(rest.substr(colon + 1)) : "";
+    if (event.substr(0, 6) != "sched_") {
+      report_.note_unrepresented("non-scheduler events");
+      return;
+    }
+    if (t0_ && *ts < last_ts_) {
+      malformed(report_, opts_, source_, report_.lines,
+                "timestamp goes backwards (expected a time-sorted report)");
+      return;
+    }
+    if (!t0_) t0_ = *ts;
+    last_ts_ = *ts;
+    const std::uint64_t t = *ts - *t0_;
+    std::string why;
+    if (!dispatch(event, payload, t, why)) {
+      if (why.empty()) {
+        report_.note_unrepresented("other sched_* events");
+      } else {
+        malformed(report_, opts_, source_, report_.lines, std::string(event) + ": " + why);
+      }
+      return;
+    }
+    ++report_.events;
+  }
+
+  Result finish() {
+    const std::uint64_t end = t0_ ? last_ts_ - *t0_ : 0;
+    for (ProcessTable::Entry& e : table_.entries()) {
+      if (e.builder.exited()) continue;
+      Task& task = tasks_[e.recorded_pid];
+      if (table_.find(e.recorded_pid) != &e) continue;  // an earlier holder of a reused pid
+      if (task.state == TaskState::kRunning) e.builder.run(end - task.since_ns);
+      if (task.state == TaskState::kSleeping) e.builder.sleep_for(end - task.since_ns, task.sleep_kind);
+    }
+    if (table_.reused() != 0) report_.note_unrepresented("reused pids renumbered", table_.reused());
+    report_.counters["tasks"] = table_.entries().size();
+    report_.counters["wakeup_latency_samples"] = report_.wakeup_latency_ns.size();
+    Result r;
+    r.trace.machine.cpus = opts_.cpus != 0 ? opts_.cpus : std::max<std::uint32_t>(1, max_cpu_ + 1);
+    add_cgroup_chain(r.trace, opts_.cgroup);
+    r.trace.processes = table_.take();
+    r.trace.duration_ns.reset();
+    finish_trace(r.trace, report_, opts_,
+                 "per-task run and sleep phases from sched_switch/wakeup, with fork, exec and exit");
+    r.report = std::move(report_);
+    return r;
+  }
+
+ private:
+  void header_cpus(std::string_view s) {
+    std::size_t n = 0;
+    while (n < s.size() && s[n] >= '0' && s[n] <= '9') ++n;
+    if (auto v = to_int(s.substr(0, n)); v && *v > 0 && *v < 65536)
+      max_cpu_ = std::max<std::uint32_t>(max_cpu_, static_cast<std::uint32_t>(*v - 1));
+  }
+  void prefix_cpu(std::string_view prefix) {
+    const auto a = prefix.find('[');
+    const auto b = prefix.find(']', a == std::string_view::npos ? 0 : a);
+    if (a == std::string_view::npos || b == std::string_view::npos) return;
+    if (auto v = to_int(prefix.substr(a + 1, b - a - 1)); v && *v >= 0 && *v < 65536)
+      max_cpu_ = std::max<std::uint32_t>(max_cpu_, static_cast<std::uint32_t>(*v));
+  }
+
+  // The live entry for a tid, created at first sight (already running or
+  // sleeping before the recording: it starts at `t` as a root process).
+  ProcessTable::Entry& task_entry(std::int64_t pid, std::string_view comm, std::uint64_t t) {
+    if (ProcessTable::Entry* e = table_.find(pid)) return *e;
+    ProcessTable::Entry& e = table_.create(pid, std::string(comm), opts_.cgroup, t);
+    e.spec->start_ns = t;
+    tasks_[pid] = Task{};
+    report_.note_unrepresented("tasks present before their first event (earlier CPU unknown)");
+    return e;
+  }
+
+  // Ends a running stretch at t (keeps the task running).
+  void account_run(ProcessTable::Entry& e, Task& task, std::uint64_t t) {
+    if (task.state != TaskState::kRunning) return;
+    e.builder.run(t - std::min(t, task.since_ns));
+    task.since_ns = t;
+  }
+
+  void wake(std::int64_t pid, std::string_view comm, std::uint64_t t, bool is_new) {
+    ProcessTable::Entry& e = task_entry(pid, comm, t);
+    Task& task = tasks_[pid];
+    switch (task.state) {
+      case TaskState::kSleeping:
+        e.builder.sleep_for(t - std::min(t, task.since_ns), task.sleep_kind);
+        task.state = TaskState::kRunnable;
+        task.wakeup_ns = t;
+        break;
+      case TaskState::kNew:
+        task.state = TaskState::kRunnable;
+        task.wakeup_ns = t;
+        break;
+      case TaskState::kRunnable:
+        // sched_waking then sched_wakeup: keep the first; a preempted task
+        // (no pending wakeup) is not woken.
+        break;
+      case TaskState::kRunning:
+      case TaskState::kDead:
+        break;
+    }
+    (void)is_new;
+  }
+
+  bool dispatch(std::string_view event, std::string_view payload, std::uint64_t t, std::string& why) {
+    if (event == "sched_switch") return on_switch(payload, t, why);
+    if (event == "sched_waking" || event == "sched_wakeup" || event == "sched_wakeup_new") {
+      std::string_view comm;
+      std::int64_t pid = 0;
+      const auto kvs = parse_kv(payload);
+      if (auto p = get(kvs, "pid")) {
+        const auto v = to_int(*p);
+        if (!v) return (why = "pid is not a number", false);
+        pid = *v;
+        comm = get(kvs, "comm").value_or("");
+      } else {
+        std::string_view rest;
+        if (!parse_comm_pid(payload, comm, pid, rest))
+          return (why = "expected pid=N or COMM:PID", false);
+      }
+      if (pid == 0) return true;
+      wake(pid, comm, t, event == "sched_wakeup_new");
+      return true;
+    }
+    const auto kvs = parse_kv(payload);
+    if (event == "sched_process_fork") {
+      const auto ppid = to_int(get(kvs, "pid").value_or(""));
+      const auto cpid = to_int(get(kvs, "child_pid").value_or(""));
+      if (!ppid || !cpid || *cpid <= 0) return (why = "expected pid=N and child_pid=N", false);
+      const std::string_view child_comm = get(kvs, "child_comm").value_or(get(kvs, "comm").value_or(""));
+      if (*ppid == 0) {  // forked by the idle task (early boot only): a root task
+        task_entry(*cpid, child_comm, t);
+        return true;
+      }
+      ProcessTable::Entry& parent = task_entry(*ppid, get(kvs, "comm").value_or(""), t);
+      Task& ptask = tasks_[*ppid];
+      account_run(parent, ptask, t);
+      if (table_.find(*cpid) != nullptr) table_.retire(*cpid);  // pid reused after exit
+      ProcessTable::Entry& child = table_.create(*cpid, std::string(child_comm), opts_.cgroup, t);
+      // The parent entry reference stays valid: the table is a deque.
+      parent.builder.fork(child.spec->pid);
+      child.spec->parent = parent.spec->pid;
+      if (parent.builder.exited()) {
+        child.spec->parent.reset();
+        child.spec->start_ns = t;
+      }
+      tasks_[*cpid] = Task{};
+      ++report_.counters["forks"];
+      return true;
+    }
+    if (event == "sched_process_exec") {
+      const auto pid = to_int(get(kvs, "pid").value_or(""));
+      const auto file = get(kvs, "filename");
+      if (!pid || !file) return (why = "expected filename=PATH and pid=N", false);
+      ProcessTable::Entry& e = task_entry(*pid, basename_of(*file), t);
+      account_run(e, tasks_[*pid], t);
+      e.builder.exec(basename_of(*file));
+      return true;
+    }
+    if (event == "sched_process_exit") {
+      const auto pid = to_int(get(kvs, "pid").value_or(""));
+      if (!pid) return (why = "expected pid=N", false);
+      if (*pid == 0) return true;
+      ProcessTable::Entry& e = task_entry(*pid, get(kvs, "comm").value_or(""), t);
+      Task& task = tasks_[*pid];
+      account_run(e, task, t);
+      e.builder.exit();
+      task.state = TaskState::kDead;
+      return true;
+    }
+    if (event == "sched_migrate_task") {
+      report_.note_unrepresented("migrations (the simulator places tasks itself)");
+      return true;
+    }
+    return false;
+  }
+
+  bool on_switch(std::string_view payload, std::uint64_t t, std::string& why) {
+    std::string_view prev_comm, next_comm, state_text;
+    std::int64_t prev_pid = 0, next_pid = 0;
+    const auto kvs = parse_kv(payload);
+    if (get(kvs, "prev_pid")) {
+      const auto pp = to_int(get(kvs, "prev_pid").value_or(""));
+      const auto np = to_int(get(kvs, "next_pid").value_or(""));
+      const auto st = get(kvs, "prev_state");
+      if (!pp || !np || !st) return (why = "expected prev_pid=, prev_state= and next_pid=", false);
+      prev_pid = *pp;
+      next_pid = *np;
+      state_text = *st;
+      prev_comm = get(kvs, "prev_comm").value_or("");
+      next_comm = get(kvs, "next_comm").value_or("");
+    } else {
+      const auto arrow = payload.find("==>");
+      if (arrow == std::string_view::npos)
+        return (why = "expected 'prev_pid=...' fields or 'COMM:PID [PRIO] STATE ==> COMM:PID [PRIO]'", false);
+      std::string_view rest;
+      if (!parse_comm_pid(payload.substr(0, arrow), prev_comm, prev_pid, rest))
+        return (why = "cannot read the previous task's COMM:PID", false);
+      const auto close = rest.find(']');
+      state_text = close == std::string_view::npos ? rest : rest.substr(close + 1);
+      std::string_view unused;
+      if (!parse_comm_pid(payload.substr(arrow + 3), next_comm, next_pid, unused))
+        return (why = "cannot read the next task's COMM:PID", false);
+    }
+    const auto out = parse_state(state_text);
+    if (!out) return (why = "unknown prev_state '" + std::string(trim(state_text)) + "'", false);
+    if (prev_pid != 0) {
+      ProcessTable::Entry& e = task_entry(prev_pid, prev_comm, t);
+      Task& task = tasks_[prev_pid];
+      if (task.state == TaskState::kNew) {
+        task.state = TaskState::kRunning;  // running before its first event
+        task.since_ns = t;
+      }
+      account_run(e, task, t);
+      if (task.state != TaskState::kDead) {
+        switch (*out) {
+          case SwitchOut::kRunnable:
+            task.state = TaskState::kRunnable;
+            break;
+          case SwitchOut::kSleep:
+          case SwitchOut::kIo:
+            task.state = TaskState::kSleeping;
+            task.since_ns = t;
+            task.sleep_kind = *out == SwitchOut::kIo ? trace::OpKind::kIo : trace::OpKind::kSleep;
+            break;
+          case SwitchOut::kDead:
+            e.builder.exit();
+            task.state = TaskState::kDead;
+            break;
+        }
+      }
+    }
+    if (next_pid != 0) {
+      ProcessTable::Entry& e = task_entry(next_pid, next_comm, t);
+      Task& task = tasks_[next_pid];
+      if (task.state == TaskState::kSleeping) {
+        // The wakeup event was not recorded (filtered or lost).
+        e.builder.sleep_for(t - std::min(t, task.since_ns), task.sleep_kind);
+        report_.note_unrepresented("switch-ins without a recorded wakeup");
+      }
+      if (task.state != TaskState::kDead) {
+        if (task.wakeup_ns) report_.wakeup_latency_ns.push_back(t - std::min(t, *task.wakeup_ns));
+        task.wakeup_ns.reset();
+        task.state = TaskState::kRunning;
+        task.since_ns = t;
+      }
+    }
+    return true;
+  }
+
+  std::string source_;
+  Options opts_;
+  Report report_;
+  ProcessTable table_;
+  std::unordered_map<std::int64_t, Task> tasks_;  // by recorded tid; lookup only, never iterated
+  std::optional<std::uint64_t> t0_;
+  std::uint64_t last_ts_ = 0;
+  std::uint32_t max_cpu_ = 0;
+};
+
+}  // namespace
+
+Result import_ftrace(std::istream& in, const std::string& source, const Options& opts) {
+  FtraceImporter imp(source, opts);
+  std::string line;
+  while (std::getline(in, line)) imp.line(line);
+  if (in.bad()) throw ImportError(source, 0, "read error");
+  return imp.finish();
+}
+
+Result import_ftrace_file(const std::string& path, const Options& opts) {
+  std::ifstream in(path);
+  if (!in) throw ImportError(path, 0, "cannot open file (expected trace-cmd report / perf script text)");
+  Result r = import_ftrace(in, path, opts);
+  return r;
+}
+
+}  // namespace agentcg::import

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Importers: recorded traces (AgentCgroup eBPF JSON lines, AgentCgroup task
+// folders, Linux ftrace / perf script text) -> trace::Trace (sim/trace/trace.h).
+//
+// Invariants shared by every importer:
+// - streaming: input is read line by line (JSON documents through a parser
+//   callback that discards each element once used), so memory grows with the
+//   trace produced and the set of live tasks, never with the input's size;
+// - a malformed line is either skipped and counted (default) or, with
+//   `strict`, raised as ImportError naming file and line;
+// - what the trace format cannot represent is counted in Report::unrepresented
+//   (ordered keys, so output is deterministic) and written into the trace's
+//   description and generator provenance;
+// - time 0 of the produced trace is the recording's first timestamp.
+//
+// Who calls it: sim/import/commands.cc (`trace import`, `trace stats`), tests.
+#pragma once
+
+#include <cstdint>
+#include <istream>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sim/trace/trace.h"
+
+namespace agentcg::import {
+
+// Bad input: what, where (file, 1-based line; 0 = whole file) and why.
+class ImportError : public std::runtime_error {
+ public:
+  ImportError(const std::string& file, std::uint64_t line, const std::string& message);
+  const std::string& file() const { return file_; }
+  std::uint64_t line() const { return line_; }
+
+ private:
+  std::string file_;
+  std::uint64_t line_;
+};
+
+struct Options {
+  bool strict = false;      // fail on the first malformed line instead of skipping it
+  std::string name;         // trace name; empty = derived from the input's file name
+  std::string cgroup = "/"; // cgroup that receives the imported processes
+  std::uint32_t cpus = 0;   // machine CPUs; 0 = the importer's default
+  // agentcgroup-ebpf: a process that never got a RESOURCE_DETAIL sample (it
+  // lived < 100 ms) has no CPU counter; true models its lifetime as CPU run
+  // time instead of sleep (then total CPU exceeds the recorded counters).
+  bool unsampled_as_run = false;
+};
+
+// What happened during an import, for the stderr summary and provenance.
+struct Report {
+  std::string format;
+  std::string input;
+  std::uint64_t lines = 0;            // lines (or JSON elements) read
+  std::uint64_t events = 0;           // events turned into ops
+  std::uint64_t malformed = 0;        // skipped malformed lines
+  std::vector<std::string> malformed_examples;  // first few "file:line: why"
+  std::map<std::string, std::uint64_t> unrepresented;  // what -> count
+  std::map<std::string, std::uint64_t> counters;       // importer figures
+  // Scheduler recordings (ftrace): wakeup -> running latencies observed, ns,
+  // in input order.
+  std::vector<std::uint64_t> wakeup_latency_ns;
+
+  void note_unrepresented(const std::string& what, std::uint64_t n = 1) { unrepresented[what] += n; }
+  // Human-readable multi-line summary (stderr).
+  std::string summary() const;
+  nlohmann::json to_json() const;
+};
+
+struct Result {
+  trace::Trace trace;
+  Report report;
+};
+
+// Called for a malformed line: throws in strict mode, else counts it.
+void malformed(Report& report, const Options& opts, const std::string& file,
+               std::uint64_t line, const std::string& why);
+
+// agentcgroup-ebpf: JSON lines (one event per line).
+Result import_agentcgroup_ebpf(std::istream& in, const std::string& source, const Options& opts);
+Result import_agentcgroup_ebpf_file(const std::string& path, const Options& opts);
+
+// agentcgroup-task: a folder with resources.json and tool_calls.json.
+Result import_agentcgroup_task(std::istream& resources, const std::string& resources_name,
+                               std::istream& tool_calls, const std::string& tool_calls_name,
+                               const Options& opts);
+Result import_agentcgroup_task_dir(const std::string& dir, const Options& opts);
+
+// ftrace: trace-cmd report / tracefs `trace` text / perf script text.
+Result import_ftrace(std::istream& in, const std::string& source, const Options& opts);
+Result import_ftrace_file(const std::string& path, const Options& opts);
+
+// Dispatch by format name (agentcgroup-ebpf, agentcgroup-task, ftrace, perf
+// is an alias of ftrace). Throws std::invalid_argument for an unknown format.
+Result import_any(const std::string& format, const std::string& path, const Options& opts);
+// Formats import_any knows, comma-separated, for usage text.
+std::string formats();
+
+// Parses "SSS.fff" seconds (any number of fraction digits, truncated to ns)
+// into integer ns without floating point; nullopt if not a number.
+std::optional<std::uint64_t> parse_seconds_ns(std::string_view text);
+// "2026-02-07T09:41:11.704Z" (UTC, fraction optional) -> ns since the epoch.
+std::optional<std::uint64_t> parse_iso8601_utc_ns(std::string_view text);
+
+}  // namespace agentcg::import
