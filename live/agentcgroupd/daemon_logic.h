@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The parts of agentcgroupd that need no kernel: tunables from the config,
+// walking the cgroup v2 tree, parsing memory.events, the memory monitor
+// (core's agentcg_mem_penalty_update(), the same function the simulator
+// runs), and the Prometheus text. main.cc is the thin I/O shell around
+// these; daemon_logic_test.cc tests them without BPF or root.
+//
+// Invariants: every output is ordered by cgroup path (std::map / sorted
+// vectors), so /metrics is stable between scrapes and runs.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agentcg/agentcg.h"
+#include "agentcg/counters.h"
+#include "bpf/agentcg_intf.h"
+#include "core/config/config.h"
+
+namespace agentcg::live {
+
+// The BPF program's mode and tunables for a config (flatcg = no features).
+enum agentcg_mode mode_of(const config::Config& c);
+agentcg_tunables tunables_of(const config::Config& c);
+
+struct CgroupEntry {
+  std::string path;  // relative to the cgroup root, "/" for the root itself
+  std::uint64_t id;  // cgroup id = inode number of the directory (kernfs id)
+};
+
+// All cgroups under `root` (directories, recursively, bounded depth),
+// sorted by path. A missing root gives an empty list.
+std::vector<CgroupEntry> walk_cgroups(const std::string& root);
+
+// The `high N` count of a memory.events file's text; nullopt if absent.
+std::optional<std::uint64_t> parse_memory_events_high(const std::string& text);
+
+// Reads a whole small file (cgroup attribute); nullopt if it cannot.
+std::optional<std::string> read_small_file(const std::string& path);
+
+// The memory monitor: one agentcg_mem_state per cgroup path.
+class MemMonitor {
+ public:
+  // One poll of `path`'s memory.events high count; returns the new penalty
+  // and adds the core event mask to `events`.
+  std::uint32_t poll(const std::string& path, std::uint64_t high_events, std::uint64_t now_ns,
+                     const agentcg_tunables& t, std::uint32_t* events = nullptr);
+  void forget(const std::string& path) { states_.erase(path); }
+  std::uint32_t penalty(const std::string& path) const;
+  const std::map<std::string, agentcg_mem_state>& states() const { return states_; }
+
+ private:
+  std::map<std::string, agentcg_mem_state> states_;
+};
+
+struct CgroupMetrics {
+  std::string path;
+  std::uint32_t mem_penalty = 0;  // as computed by the daemon
+  agentcg_cgrp_stat stat{};       // from the BPF map (zero if none)
+  bool has_stat = false;
+};
+
+struct MetricsSnapshot {
+  bool attached = false;
+  std::string mode;
+  std::array<std::uint64_t, AGENTCG_NR_COUNTERS> counters{};
+  std::array<std::uint64_t, AGENTCG_NR_BPF_STATS> bpf_stats{};
+  std::uint64_t mem_penalty_events[2] = {0, 0};  // applied, released (daemon side)
+  std::uint64_t config_reloads = 0;
+  std::uint64_t config_reload_errors = 0;
+  std::uint64_t cgroups_seen = 0;
+  std::vector<CgroupMetrics> cgroups;  // sorted by path
+};
+
+// Prometheus text exposition (version 0.0.4), every family with # HELP/# TYPE.
+std::string render_metrics(const MetricsSnapshot& s);
+
+// A label value with \, " and newline escaped.
+std::string escape_label(const std::string& v);
+
+}  // namespace agentcg::live

@@ -1,0 +1,459 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// agentcgroupd: loads and attaches the agentcg sched_ext scheduler
+// (bpf/agentcg.bpf.c) through its libbpf skeleton and runs the user-space
+// half of the design (seed 000 section 5): cgroup watcher (inotify over the
+// cgroup v2 tree + a periodic rescan), memory monitor (memory.events ->
+// mem_penalty with core's agentcg_mem_penalty_update()), Prometheus metrics
+// (cpp-httplib), config reload on SIGHUP, clean detach on SIGTERM/SIGINT.
+//
+// One event loop on CLOCK_MONOTONIC: poll() over a signalfd and the inotify
+// fd with a timeout of monitor.poll_interval_ms. The metrics thread only
+// copies the last rendered text (under metrics_mu), so it never touches
+// libbpf or the monitor state.
+//
+// Exit codes: 0 after a clean detach on a signal; 1 when the kernel ejected
+// the scheduler (watchdog stall, scx error: the reason from ops.exit is
+// logged) and daemon.reattach_on_eject is false; 2 for a bad command line
+// or config at start; 3 when loading/attaching fails.
+#include <poll.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <httplib.h>
+
+#include "agentcg/tunables.h"
+#include "bpf/agentcg_intf.h"
+#include "core/config/config.h"
+#include "live/agentcgroupd/daemon_logic.h"
+#include "agentcg.skel.h"
+
+namespace {
+
+using agentcg::config::Config;
+using agentcg::config::ConfigError;
+namespace live = agentcg::live;
+
+int g_level = 1;  // 0 debug, 1 info, 2 warn, 3 error
+
+int level_of(const std::string& s) {
+  if (s == "debug") return 0;
+  if (s == "warn") return 2;
+  if (s == "error") return 3;
+  return 1;
+}
+
+#define LOG(lvl, tag, ...)                                   \
+  do {                                                       \
+    if ((lvl) >= g_level) {                                  \
+      std::fprintf(stderr, "agentcgroupd: " tag ": " __VA_ARGS__); \
+      std::fputc('\n', stderr);                              \
+    }                                                        \
+  } while (0)
+#define LOGD(...) LOG(0, "debug", __VA_ARGS__)
+#define LOGI(...) LOG(1, "info", __VA_ARGS__)
+#define LOGW(...) LOG(2, "warn", __VA_ARGS__)
+#define LOGE(...) LOG(3, "error", __VA_ARGS__)
+
+std::uint64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+int libbpf_log(enum libbpf_print_level level, const char* fmt, va_list ap) {
+  if (level == LIBBPF_DEBUG && g_level > 0) return 0;
+  return std::vfprintf(stderr, fmt, ap);
+}
+
+struct Options {
+  std::string config_path = "/etc/agentcg/config.yaml";
+  bool config_given = false;
+  std::string mode_override;  // fifo, flatcg, agentcg
+  bool check_only = false;
+};
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: agentcgroupd [--config FILE] [--mode agentcg|flatcg|fifo] [--check-config]\n"
+               "  --config FILE    YAML config (default /etc/agentcg/config.yaml; built-in\n"
+               "                   defaults when the default file does not exist)\n"
+               "  --mode MODE      override daemon.mode (fifo: trivial baseline scheduler)\n"
+               "  --check-config   validate the config and exit (0 ok, 2 bad)\n");
+}
+
+class Daemon {
+ public:
+  Daemon(Options opt, Config cfg) : opt_(std::move(opt)), cfg_(std::move(cfg)) {}
+  int run();
+
+ private:
+  bool attach();
+  void detach();
+  void rescan();
+  void poll_memory();
+  void refresh_metrics(bool force);
+  void reload();
+  bool check_ejected();
+  std::string mode_name() const;
+
+  Options opt_;
+  Config cfg_;
+  agentcg_bpf* skel_ = nullptr;
+  bpf_link* link_ = nullptr;
+  int inotify_fd_ = -1;
+  std::map<std::string, std::uint64_t> cgroups_;  // path -> id
+  std::map<int, std::string> watches_;            // inotify wd -> path
+  live::MemMonitor mem_;
+  std::uint64_t penalty_events_[2] = {0, 0};
+  std::uint64_t reloads_ = 0, reload_errors_ = 0;
+  std::uint64_t last_metrics_ns_ = 0, last_rescan_ns_ = 0;
+  std::mutex metrics_mu_;
+  std::string metrics_text_;  // guarded by metrics_mu_ (read by the HTTP thread)
+  httplib::Server http_;
+  std::thread http_thread_;
+};
+
+std::string Daemon::mode_name() const {
+  return opt_.mode_override.empty() ? cfg_.daemon.mode : opt_.mode_override;
+}
+
+bool Daemon::attach() {
+  skel_ = agentcg_bpf__open();
+  if (!skel_) {
+    LOGE("opening the BPF skeleton failed: %s", std::strerror(errno));
+    return false;
+  }
+  const std::string mode = mode_name();
+  agentcg_tunables t = live::tunables_of(cfg_);
+  enum agentcg_mode m = live::mode_of(cfg_);
+  if (mode == "fifo") m = AGENTCG_MODE_FIFO;
+  if (mode == "flatcg") {
+    m = AGENTCG_MODE_FLATCG;
+    t.features = 0;
+  }
+  if (mode == "agentcg") m = AGENTCG_MODE_AGENTCG;
+  skel_->rodata->agentcg_mode = m;
+  skel_->rodata->tun = t;
+  const int ncpu = libbpf_num_possible_cpus();
+  skel_->rodata->nr_cpus = ncpu > 0 ? static_cast<u32>(ncpu) : 1;
+  if (int err = agentcg_bpf__load(skel_); err) {
+    LOGE("loading the BPF program failed: %s (does this kernel have CONFIG_SCHED_CLASS_EXT?)",
+         std::strerror(-err));
+    agentcg_bpf__destroy(skel_);
+    skel_ = nullptr;
+    return false;
+  }
+  link_ = bpf_map__attach_struct_ops(skel_->maps.agentcg_ops);
+  if (!link_) {
+    LOGE("attaching the scheduler failed: %s (another sched_ext scheduler attached?)",
+         std::strerror(errno));
+    agentcg_bpf__destroy(skel_);
+    skel_ = nullptr;
+    return false;
+  }
+  LOGI("attached sched_ext scheduler agentcg, mode %s, features 0x%x, %d CPUs", mode.c_str(),
+       t.features, ncpu);
+  cgroups_.clear();
+  return true;
+}
+
+void Daemon::detach() {
+  if (link_) bpf_link__destroy(link_);
+  link_ = nullptr;
+  if (skel_) agentcg_bpf__destroy(skel_);
+  skel_ = nullptr;
+}
+
+bool Daemon::check_ejected() {
+  if (!skel_) return false;
+  const agentcg_exit_info& ei = skel_->bss->exit_info;
+  if (__atomic_load_n(&ei.kind, __ATOMIC_ACQUIRE) == 0) return false;
+  LOGE("the kernel ejected the scheduler: kind %d, code %lld, reason '%.*s', message '%.*s'", ei.kind,
+       static_cast<long long>(ei.exit_code), static_cast<int>(sizeof(ei.reason)), ei.reason,
+       static_cast<int>(sizeof(ei.msg)), ei.msg);
+  return true;
+}
+
+void Daemon::rescan() {
+  const auto list = live::walk_cgroups(cfg_.monitor.cgroup_root);
+  std::set<std::string> now_paths;
+  for (const auto& e : list) {
+    now_paths.insert(e.path);
+    auto it = cgroups_.find(e.path);
+    if (it != cgroups_.end() && it->second == e.id) continue;
+    cgroups_[e.path] = e.id;
+    const std::string full = cfg_.monitor.cgroup_root + (e.path == "/" ? "" : e.path);
+    if (inotify_fd_ >= 0) {
+      const int wd = inotify_add_watch(inotify_fd_, full.c_str(), IN_CREATE | IN_DELETE | IN_ONLYDIR);
+      if (wd >= 0) watches_[wd] = e.path;
+    }
+    if (skel_) {
+      agentcg_cgrp_ctl ctl{};
+      ctl.mem_penalty = mem_.penalty(e.path);
+      bpf_map__update_elem(skel_->maps.cgrp_ctl, &e.id, sizeof(e.id), &ctl, sizeof(ctl), BPF_ANY);
+    }
+    LOGD("cgroup %s (id %llu) watched", e.path.c_str(), static_cast<unsigned long long>(e.id));
+  }
+  for (auto it = cgroups_.begin(); it != cgroups_.end();) {
+    if (now_paths.count(it->first)) {
+      ++it;
+      continue;
+    }
+    LOGD("cgroup %s removed", it->first.c_str());
+    if (skel_) bpf_map__delete_elem(skel_->maps.cgrp_ctl, &it->second, sizeof(it->second), 0);
+    mem_.forget(it->first);
+    it = cgroups_.erase(it);
+  }
+  last_rescan_ns_ = now_ns();
+}
+
+void Daemon::poll_memory() {
+  const agentcg_tunables t = live::tunables_of(cfg_);
+  const std::uint64_t now = now_ns();
+  for (const auto& [path, id] : cgroups_) {
+    if (path == "/") continue;  // the root has no memory.events
+    const auto text = live::read_small_file(cfg_.monitor.cgroup_root + path + "/memory.events");
+    if (!text) continue;
+    const auto high = live::parse_memory_events_high(*text);
+    if (!high) continue;
+    const std::uint32_t before = mem_.penalty(path);
+    std::uint32_t ev = 0;
+    const std::uint32_t pen = mem_.poll(path, *high, now, t, &ev);
+    if (ev & AGENTCG_EV(penalties_applied)) penalty_events_[0]++;
+    if (ev & AGENTCG_EV(penalties_released)) penalty_events_[1]++;
+    if (pen != before && skel_) {
+      agentcg_cgrp_ctl ctl{};
+      ctl.mem_penalty = pen;
+      bpf_map__update_elem(skel_->maps.cgrp_ctl, &id, sizeof(id), &ctl, sizeof(ctl), BPF_ANY);
+      LOGI("cgroup %s: mem_penalty %u -> %u (memory.events high %llu)", path.c_str(), before, pen,
+           static_cast<unsigned long long>(*high));
+    }
+  }
+}
+
+void Daemon::refresh_metrics(bool force) {
+  const std::uint64_t now = now_ns();
+  if (!force && now - last_metrics_ns_ < 200000000ULL) return;
+  last_metrics_ns_ = now;
+  live::MetricsSnapshot s;
+  s.attached = link_ != nullptr;
+  s.mode = mode_name();
+  s.mem_penalty_events[0] = penalty_events_[0];
+  s.mem_penalty_events[1] = penalty_events_[1];
+  s.config_reloads = reloads_;
+  s.config_reload_errors = reload_errors_;
+  if (skel_) {
+    const int ncpu = libbpf_num_possible_cpus();
+    std::vector<std::uint64_t> per(ncpu > 0 ? static_cast<size_t>(ncpu) : 1);
+    for (std::uint32_t i = 0; i < AGENTCG_NR_COUNTERS; i++) {
+      if (bpf_map__lookup_elem(skel_->maps.stats, &i, sizeof(i), per.data(),
+                               per.size() * sizeof(std::uint64_t), 0) == 0)
+        for (const auto v : per) s.counters[i] += v;
+    }
+    for (std::uint32_t i = 0; i < AGENTCG_NR_BPF_STATS; i++) {
+      if (bpf_map__lookup_elem(skel_->maps.bpf_stats, &i, sizeof(i), per.data(),
+                               per.size() * sizeof(std::uint64_t), 0) == 0)
+        for (const auto v : per) s.bpf_stats[i] += v;
+    }
+  }
+  for (const auto& [path, id] : cgroups_) {
+    live::CgroupMetrics c;
+    c.path = path;
+    c.mem_penalty = mem_.penalty(path);
+    if (skel_)
+      c.has_stat = bpf_map__lookup_elem(skel_->maps.cgrp_stat, &id, sizeof(id), &c.stat,
+                                        sizeof(c.stat), 0) == 0;
+    s.cgroups.push_back(c);
+  }
+  std::string text = live::render_metrics(s);
+  std::lock_guard<std::mutex> lock(metrics_mu_);
+  metrics_text_ = std::move(text);
+}
+
+void Daemon::reload() {
+  Config next;
+  try {
+    next = agentcg::config::load_file(opt_.config_path);
+  } catch (const ConfigError& e) {
+    reload_errors_++;
+    LOGE("SIGHUP: config rejected, keeping the old one: %s", e.what());
+    return;
+  }
+  if (next.daemon.mode != cfg_.daemon.mode || std::memcmp(&next.scheduler, &cfg_.scheduler, sizeof(next.scheduler)) != 0)
+    LOGW("SIGHUP: daemon.mode and scheduler.* are fixed when the BPF program loads; they take effect on restart");
+  if (next.daemon.metrics_port != cfg_.daemon.metrics_port ||
+      next.daemon.metrics_address != cfg_.daemon.metrics_address)
+    LOGW("SIGHUP: daemon.metrics_port/metrics_address take effect on restart");
+  // What the daemon itself uses changes now; the scheduler's rodata stays.
+  const agentcg_tunables loaded = cfg_.scheduler;
+  const std::string loaded_mode = cfg_.daemon.mode;
+  const auto port = cfg_.daemon.metrics_port;
+  const auto addr = cfg_.daemon.metrics_address;
+  cfg_ = next;
+  cfg_.daemon.mode = loaded_mode;
+  cfg_.scheduler.features = loaded.features;
+  cfg_.daemon.metrics_port = port;
+  cfg_.daemon.metrics_address = addr;
+  g_level = level_of(cfg_.daemon.log_level);
+  reloads_++;
+  LOGI("SIGHUP: config %s reloaded (poll_interval_ms %u, cgroup_root %s)", opt_.config_path.c_str(),
+       cfg_.monitor.poll_interval_ms, cfg_.monitor.cgroup_root.c_str());
+  rescan();
+}
+
+int Daemon::run() {
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGHUP);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);  // before any thread starts, so all inherit it
+  const int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sfd < 0) {
+    LOGE("signalfd: %s", std::strerror(errno));
+    return 3;
+  }
+  if (!attach()) return 3;
+  inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (inotify_fd_ < 0) LOGW("inotify unavailable (%s): relying on the periodic rescan", std::strerror(errno));
+  rescan();
+  refresh_metrics(true);
+  if (cfg_.daemon.metrics_port) {
+    http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      std::string body;
+      {
+        std::lock_guard<std::mutex> lock(metrics_mu_);
+        body = metrics_text_;
+      }
+      res.set_content(body, "text/plain; version=0.0.4");
+    });
+    if (!http_.bind_to_port(cfg_.daemon.metrics_address.c_str(), static_cast<int>(cfg_.daemon.metrics_port))) {
+      LOGE("cannot listen on %s:%u for /metrics", cfg_.daemon.metrics_address.c_str(), cfg_.daemon.metrics_port);
+      detach();
+      return 3;
+    }
+    http_thread_ = std::thread([this] { http_.listen_after_bind(); });
+    LOGI("metrics on http://%s:%u/metrics", cfg_.daemon.metrics_address.c_str(), cfg_.daemon.metrics_port);
+  }
+  std::printf("agentcgroupd: ready\n");
+  std::fflush(stdout);
+
+  int rc = 0;
+  for (;;) {
+    pollfd fds[2] = {{sfd, POLLIN, 0}, {inotify_fd_, POLLIN, 0}};
+    const int n = ::poll(fds, inotify_fd_ >= 0 ? 2 : 1, static_cast<int>(cfg_.monitor.poll_interval_ms));
+    if (n < 0 && errno != EINTR) {
+      LOGE("poll: %s", std::strerror(errno));
+      rc = 3;
+      break;
+    }
+    bool stop = false;
+    if (n > 0 && (fds[0].revents & POLLIN)) {
+      signalfd_siginfo si{};
+      while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+        if (si.ssi_signo == SIGHUP) {
+          reload();
+        } else {
+          LOGI("signal %u: detaching", si.ssi_signo);
+          stop = true;
+        }
+      }
+    }
+    if (stop) break;
+    if (n > 0 && inotify_fd_ >= 0 && (fds[1].revents & POLLIN)) {
+      alignas(inotify_event) char buf[4096];
+      while (read(inotify_fd_, buf, sizeof(buf)) > 0) {
+      }
+      rescan();
+    }
+    if (check_ejected()) {
+      detach();
+      if (!cfg_.daemon.reattach_on_eject) {
+        rc = 1;
+        break;
+      }
+      LOGI("daemon.reattach_on_eject: re-attaching");
+      sleep(1);
+      if (!attach()) {
+        rc = 3;
+        break;
+      }
+      rescan();
+    }
+    if (now_ns() - last_rescan_ns_ > 1000000000ULL) rescan();
+    poll_memory();
+    refresh_metrics(false);
+  }
+  detach();
+  refresh_metrics(true);
+  if (http_thread_.joinable()) {
+    http_.stop();
+    http_thread_.join();
+  }
+  if (rc == 0) LOGI("detached cleanly");
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  for (int i = 1; i < argc; i++) {
+    const std::string a = argv[i];
+    if (a == "--config" && i + 1 < argc) {
+      opt.config_path = argv[++i];
+      opt.config_given = true;
+    } else if (a == "--mode" && i + 1 < argc) {
+      opt.mode_override = argv[++i];
+      if (opt.mode_override != "fifo" && opt.mode_override != "flatcg" && opt.mode_override != "agentcg") {
+        std::fprintf(stderr, "agentcgroupd: --mode: expected agentcg, flatcg or fifo, got '%s'\n",
+                     opt.mode_override.c_str());
+        return 2;
+      }
+    } else if (a == "--check-config") {
+      opt.check_only = true;
+    } else if (a == "--help" || a == "-h") {
+      usage();
+      return 0;
+    } else {
+      std::fprintf(stderr, "agentcgroupd: unknown argument '%s'\n", a.c_str());
+      usage();
+      return 2;
+    }
+  }
+  Config cfg;
+  if (opt.config_given || access(opt.config_path.c_str(), F_OK) == 0) {
+    try {
+      cfg = agentcg::config::load_file(opt.config_path);
+    } catch (const ConfigError& e) {
+      std::fprintf(stderr, "agentcgroupd: bad config: %s\n", e.what());
+      return 2;
+    }
+  } else {
+    std::fprintf(stderr, "agentcgroupd: %s does not exist: using the built-in defaults\n",
+                 opt.config_path.c_str());
+  }
+  if (opt.check_only) {
+    std::printf("agentcgroupd: config %s is valid\n", opt.config_path.c_str());
+    return 0;
+  }
+  g_level = level_of(cfg.daemon.log_level);
+  libbpf_set_print(libbpf_log);
+  Daemon d(std::move(opt), std::move(cfg));
+  return d.run();
+}
