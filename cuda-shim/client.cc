@@ -14,8 +14,8 @@
  *  - seed 002 prefetches right after allocation; pages do not exist before
  *    first touch, so that is a no-op. Prefetch happens on a grant with the
  *    prefetch flag and targets only allocations that GPU work has touched.
- *  - a limited client (core limit < 100) keeps at most the daemon's
- *    launch_window launches queued, so a DROP_LOCK is not followed by 16-32
+ *  - a grant that bounds queued work (a limited client) keeps at most
+ *    max_queued_ns of kernels queued, so a DROP_LOCK is not followed by 16-32
  *    queued kernels that overshoot the quota (GPU_NOTES.md).
  */
 #include "cuda-shim/client.h"
@@ -33,6 +33,7 @@
 #include <cstring>
 #include <vector>
 
+#include "live/gpud/bytes.h"
 #include "live/gpud/protocol.h"
 
 namespace agentcg::shim {
@@ -84,32 +85,7 @@ std::uint64_t random_token() {
 
 }  // namespace
 
-std::optional<std::uint64_t> parse_bytes(const char* text) {
-  if (text == nullptr || *text == '\0') return std::nullopt;
-  std::uint64_t v = 0;
-  const char* p = text;
-  if (*p < '0' || *p > '9') return std::nullopt;
-  while (*p >= '0' && *p <= '9') {
-    const std::uint64_t d = static_cast<std::uint64_t>(*p - '0');
-    if (v > (UINT64_MAX - d) / 10) return std::nullopt;
-    v = v * 10 + d;
-    ++p;
-  }
-  unsigned shift = 0;
-  switch (*p) {
-    case '\0': break;
-    case 'k': case 'K': shift = 10; ++p; break;
-    case 'm': case 'M': shift = 20; ++p; break;
-    case 'g': case 'G': shift = 30; ++p; break;
-    case 't': case 'T': shift = 40; ++p; break;
-    default: return std::nullopt;
-  }
-  if (shift != 0 && (*p == 'i' || *p == 'I')) ++p;     // 4Gi
-  if (shift != 0 && (*p == 'b' || *p == 'B')) ++p;     // 4GB, 4GiB
-  if (*p != '\0') return std::nullopt;
-  if (shift != 0 && v > (UINT64_MAX >> shift)) return std::nullopt;
-  return v << shift;
-}
+std::optional<std::uint64_t> parse_bytes(const char* text) { return gpud::parse_bytes(text); }
 
 ClientOptions options_from_env() {
   ClientOptions o;
@@ -342,7 +318,6 @@ void Client::handle_message(std::uint16_t type, const unsigned char* payload) {
       std::memcpy(&m, payload, sizeof m);
       std::lock_guard<std::mutex> lk(mu_);
       capacity_bytes_ = m.capacity_bytes;
-      launch_window_ = m.launch_window == 0 ? 1 : m.launch_window;
       return;
     }
     case proto::MsgType::kLockOk: {
@@ -354,11 +329,15 @@ void Client::handle_message(std::uint16_t type, const unsigned char* payload) {
           state_ == LockState::kHeld) {
         state_ = LockState::kHeld;
         generation_ = m.generation;
-        limited_ = (m.flags & proto::kGrantLimited) != 0;
-        if (m.launch_window != 0) launch_window_ = m.launch_window;
-        window_ = limited_ ? launch_window_ : 1;
+        max_queued_ns_ = m.max_queued_ns;
+        window_ = 1;
+        if (max_queued_ns_ != 0 && launch_ns_est_ != 0) {
+          const std::uint64_t w = max_queued_ns_ / launch_ns_est_;
+          window_ = static_cast<std::uint32_t>(w < 1 ? 1 : (w > 2048 ? 2048 : w));
+        }
         launches_since_sync_ = 0;
         last_work_ns_ = monotonic_ns();
+        last_sync_ns_ = last_work_ns_;
         cv_.notify_all();
       }
       return;
@@ -378,7 +357,6 @@ void Client::handle_message(std::uint16_t type, const unsigned char* payload) {
       std::lock_guard<std::mutex> lk(mu_);
       daemon_memory_limit_ = m.memory_limit_bytes;
       opt_.core_limit_pct = m.core_limit_pct;
-      if (m.launch_window != 0) launch_window_ = m.launch_window;
       return;
     }
     case proto::MsgType::kRegister:
@@ -456,7 +434,6 @@ void Client::before_work() {
 
 void Client::after_work(bool is_launch) {
   bool need_sync = false;
-  bool limited = false;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (inflight_ > 0) --inflight_;
@@ -464,17 +441,25 @@ void Client::after_work(bool is_launch) {
     if (is_launch && (state_ == LockState::kHeld || state_ == LockState::kDraining)) {
       if (++launches_since_sync_ >= window_) need_sync = true;
     }
-    limited = limited_;
     if (state_ == LockState::kDraining && inflight_ == 0) cv_.notify_all();
   }
   if (!need_sync) return;
   const std::uint64_t t0 = monotonic_ns();
   (void)driver_.cuCtxSynchronize();
-  const std::uint64_t dt = monotonic_ns() - t0;
+  const std::uint64_t t1 = monotonic_ns();
+  const std::uint64_t dt = t1 - t0;
   std::lock_guard<std::mutex> lk(mu_);
+  // GPU time per launch: the whole period since the last sync (the client
+  // kept the GPU busy in between) over the launches in it.
+  if (launches_since_sync_ > 0 && t1 > last_sync_ns_) {
+    const std::uint64_t per = (t1 - last_sync_ns_) / launches_since_sync_;
+    launch_ns_est_ = launch_ns_est_ == 0 ? per : (3 * launch_ns_est_ + per) / 4;
+  }
+  last_sync_ns_ = t1;
   launches_since_sync_ = 0;
-  if (limited) {
-    window_ = launch_window_;
+  if (max_queued_ns_ != 0) {
+    const std::uint64_t w = launch_ns_est_ == 0 ? 1 : max_queued_ns_ / launch_ns_est_;
+    window_ = static_cast<std::uint32_t>(w < 1 ? 1 : (w > 2048 ? 2048 : w));
   } else if (dt >= 10000000000ull) {  // nvshare: a >= 10 s sync resets the window
     window_ = 1;
   } else if (dt >= 1000000000ull) {   // >= 1 s halves it
@@ -651,6 +636,10 @@ std::uint64_t Client::generation() const {
 std::uint32_t Client::window() const {
   std::lock_guard<std::mutex> lk(mu_);
   return window_;
+}
+std::uint64_t Client::launch_ns_estimate() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return launch_ns_est_;
 }
 std::uint64_t Client::capacity_bytes() const {
   std::lock_guard<std::mutex> lk(mu_);

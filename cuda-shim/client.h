@@ -8,9 +8,11 @@
  *    client holds a grant (or runs unscheduled); a DROP_LOCK drains queued
  *    work (context synchronise) and answers LOCK_RELEASED with the grant's
  *    generation;
- *  - bounds queued launches with a window (nvshare's adaptive window for
- *    unlimited clients; the daemon's launch_window while limited, because
- *    kernels queued after a DROP run past the quota: GPU_NOTES.md);
+ *  - bounds queued launches with a window: nvshare's adaptive window (1 ..
+ *    2048) when the grant is unbounded; when the grant bounds queued work
+ *    (max_queued_ns, a limited client) the window is max_queued_ns divided
+ *    by the measured time per launch, because kernels queued after a DROP
+ *    run past the quota (GPU_NOTES.md);
  *  - prefetches the allocations it has touched when a grant says so.
  *
  * Invariants: never exits or aborts the process; one warning when the daemon
@@ -99,6 +101,7 @@ class Client {
   std::uint64_t prefetched_bytes() const { return prefetched_bytes_.load(); }
   std::uint64_t drops() const { return drops_.load(); }
   std::uint64_t capacity_bytes() const;
+  std::uint64_t launch_ns_estimate() const;
 
  private:
   void run_link();
@@ -124,8 +127,9 @@ class Client {
   std::condition_variable cv_;
   LockState state_ = LockState::kConnecting;
   std::uint64_t generation_ = 0;
-  bool limited_ = false;
-  std::uint32_t launch_window_ = 2;    // daemon's bound while limited
+  std::uint64_t max_queued_ns_ = 0;    // grant's bound on queued kernel time (0 = none)
+  std::uint64_t launch_ns_est_ = 0;    // measured GPU time per launch (EWMA), 0 = unknown
+  std::uint64_t last_sync_ns_ = 0;     // end of the previous window sync (or the grant)
   std::uint32_t window_ = 1;           // current window (launches between syncs)
   std::uint32_t launches_since_sync_ = 0;
   std::uint32_t inflight_ = 0;

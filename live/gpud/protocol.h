@@ -83,8 +83,8 @@ struct RegisterMsg {
 struct RegisteredMsg {
   std::uint64_t client_id;
   std::uint64_t capacity_bytes;    // scheduled capacity of the device (cuMemGetInfo)
-  std::uint32_t launch_window;     // outstanding launches allowed while limited
-  std::uint32_t device;            // device the daemon placed the client on
+  std::uint32_t device;            // the device the daemon accounts the client on
+  std::uint32_t reserved;
 };
 
 struct MemUpdateMsg {
@@ -96,13 +96,13 @@ struct ReqLockMsg {
 };
 
 // LockOk flags.
-inline constexpr std::uint32_t kGrantLimited = 1u << 0;   // bound queued work
-inline constexpr std::uint32_t kGrantPrefetch = 1u << 1;  // prefetch touched pages now
+inline constexpr std::uint32_t kGrantPrefetch = 1u << 0;  // prefetch touched pages now
 
 struct LockOkMsg {
   std::uint64_t generation;
+  std::uint64_t max_queued_ns;  // bound on queued kernel time; 0 = unbounded
+  std::uint32_t gpu;            // the GPU the grant is for
   std::uint32_t flags;          // kGrant*
-  std::uint32_t launch_window;  // max outstanding launches when kGrantLimited
 };
 
 struct DropLockMsg {
@@ -124,7 +124,7 @@ struct PrefetchedMsg {
 struct SetLimitsMsg {
   std::uint64_t memory_limit_bytes;  // 0 = none
   std::uint32_t core_limit_pct;      // 1..100
-  std::uint32_t launch_window;
+  std::uint32_t reserved;
 };
 
 struct CtlListMsg {
@@ -202,7 +202,7 @@ static_assert(sizeof(Header) == 12 && offsetof(Header, type) == 6 && offsetof(He
 static_assert(sizeof(RegisterMsg) == 64 && offsetof(RegisterMsg, name) == 32);
 static_assert(sizeof(RegisteredMsg) == 24);
 static_assert(sizeof(MemUpdateMsg) == 8 && sizeof(ReqLockMsg) == 8);
-static_assert(sizeof(LockOkMsg) == 16 && offsetof(LockOkMsg, launch_window) == 12);
+static_assert(sizeof(LockOkMsg) == 24 && offsetof(LockOkMsg, flags) == 20);
 static_assert(sizeof(DropLockMsg) == 8 && sizeof(LockReleasedMsg) == 8 && sizeof(WaitMemMsg) == 8);
 static_assert(sizeof(PrefetchedMsg) == 8 && sizeof(CtlListMsg) == 8);
 static_assert(sizeof(SetLimitsMsg) == 16);

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * agentcg-gpud's core: a thin I/O shell around a core/ GPU policy
+ * (core/include/agentcg/gpu/policy.h). One poll() event loop on
+ * CLOCK_MONOTONIC serves the Unix socket (shim clients and gpuctl), turns
+ * wire messages into policy events and the policy's decisions into wire
+ * messages, and calls tick() at the deadline the policy asked for. Metrics
+ * are kept in a snapshot under metrics_mu_ that the HTTP thread renders.
+ *
+ * Invariants: every grant carries the policy's generation; a client that
+ * sends a malformed message (bad magic/version/type/length, or a second
+ * Register) is disconnected (counted as a release by the policy) and the
+ * others are served on; no decision is ever applied to a closed connection.
+ * Callers: live/gpud/main.cc; the tests in tests/shim drive it as a process.
+ */
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agentcg/gpu/policy.h"
+#include "core/config/gpu_config.h"
+#include "live/gpud/protocol.h"
+
+namespace agentcg::gpud {
+
+struct DaemonOptions {
+  std::string socket_path = "/run/agentcg/gpud.sock";
+  std::string policy = "nvshare";
+  config::GpuConfig gpu;                 // from the config file (gpu: section)
+  std::vector<gpu::GpuCapacity> gpus;    // detected or --gpu-memory
+  std::optional<std::uint64_t> quantum_ms;  // --quantum-ms overrides gpu.time_quantum_ms
+  std::string metrics_address = "127.0.0.1";
+  std::uint32_t metrics_port = 0;        // 0 = no metrics endpoint
+  std::uint64_t release_timeout_ms = 0;  // disconnect a client that ignores DROP this long (0 = never)
+  bool verbose = false;
+};
+
+class Daemon {
+ public:
+  explicit Daemon(DaemonOptions options);  // throws gpu::PolicyError / std::runtime_error
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Creates the socket (directory 0750, socket 0660). Throws std::runtime_error.
+  void listen();
+  // Runs until stop() (async-signal-safe: writes a pipe) is called.
+  void run();
+  void stop();
+
+  // Prometheus text exposition of the current snapshot.
+  std::string render_metrics() const;
+
+ private:
+  struct Conn {
+    int fd = -1;
+    pid_t pid = 0;
+    uid_t uid = 0;
+    bool registered = false;
+    bool is_ctl = false;
+    gpu::ClientId id = 0;
+    std::string name;
+    std::uint32_t device = 0;
+    std::vector<unsigned char> in;
+    std::vector<unsigned char> out;
+    // Bookkeeping for listing and metrics.
+    std::uint64_t memory_bytes = 0;
+    std::uint64_t memory_limit = 0;
+    std::uint32_t core_limit = 100;
+    bool holding = false;
+    bool dropped = false;
+    bool wait_memory = false;
+    bool requested = false;
+    bool pending_prefetch = false;
+    std::uint64_t generation = 0;
+    std::uint64_t run_start_ns = 0;
+    std::uint64_t run_ns = 0;
+    std::uint64_t drop_sent_ns = 0;
+    std::uint64_t registered_ns = 0;
+    std::uint64_t grants = 0;
+    std::uint64_t drops = 0;
+    std::uint64_t throttles = 0;
+    bool was_throttled = false;
+    std::uint64_t prefetched_bytes = 0;
+  };
+
+  void accept_clients(std::uint64_t now);
+  void read_conn(Conn& c, std::uint64_t now);
+  bool handle(Conn& c, const proto::Header& h, const unsigned char* payload, std::uint64_t now);
+  void handle_ctl_set(Conn& c, const proto::CtlSetMsg& m, std::uint64_t now);
+  void send_list(Conn& c, std::uint64_t now);
+  void close_conn(int fd, std::uint64_t now, const char* why);
+  void apply(const gpu::Decisions& d, std::uint64_t now);
+  void flush(Conn& c);
+  template <typename T>
+  void send(Conn& c, proto::MsgType type, const T& payload);
+  Conn* by_id(gpu::ClientId id);
+  void update_snapshot(std::uint64_t now);
+  void check_release_timeouts(std::uint64_t now);
+
+  DaemonOptions opt_;
+  std::unique_ptr<gpu::GpuPolicy> policy_;
+  int listen_fd_ = -1;
+  int wake_pipe_[2] = {-1, -1};
+  std::map<int, std::unique_ptr<Conn>> conns_;  // by fd (ordered: deterministic iteration)
+  std::map<gpu::ClientId, int> fd_of_;
+  gpu::ClientId next_id_ = 1;
+  std::optional<std::uint64_t> next_tick_ns_;
+  std::uint64_t last_holder_set_ = 0;  // hash of holders, to count switches
+
+  // Counters and the metrics snapshot (metrics_mu_: the HTTP thread reads).
+  mutable std::mutex metrics_mu_;
+  struct Snapshot {
+    std::vector<proto::ClientInfo> clients;
+    std::vector<std::uint64_t> client_grants, client_drops, client_throttles, client_prefetched;
+    std::uint64_t switches = 0;
+    std::uint64_t grants = 0;
+    std::uint64_t drops = 0;
+    std::uint64_t prefetched_bytes = 0;
+    std::uint64_t protocol_errors = 0;
+    std::uint64_t registrations = 0;
+    std::uint64_t reclaimed = 0;
+  } snap_;
+  std::uint64_t switches_ = 0, grants_ = 0, drops_ = 0, prefetched_ = 0, protocol_errors_ = 0,
+                registrations_ = 0, reclaimed_ = 0;
+};
+
+// Capacities of the machine's GPUs from the driver (dlopen libcuda.so.1,
+// cuDeviceTotalMem); empty when no driver or no device. `error` says why.
+std::vector<gpu::GpuCapacity> detect_gpus(std::string& error);
+
+// Returns the monotonic clock in ns.
+std::uint64_t monotonic_ns();
+
+}  // namespace agentcg::gpud

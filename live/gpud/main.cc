@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * agentcg-gpud: the GPU scheduler daemon. Parses the command line and the
+ * shared YAML config (gpu: section), detects GPU capacities through the
+ * driver (or takes --gpu-memory), starts the Prometheus endpoint on
+ * 127.0.0.1 and runs the event loop (daemon.cc) until SIGINT/SIGTERM.
+ * Exit status: 0 after a signal, 1 on a run-time error, 2 on bad usage or
+ * configuration (the message says what, where and what was expected).
+ */
+#include <signal.h>
+
+#include <httplib.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "core/config/config.h"
+#include "live/gpud/bytes.h"
+#include "live/gpud/daemon.h"
+
+namespace {
+
+agentcg::gpud::Daemon* g_daemon = nullptr;
+
+void on_signal(int) {
+  if (g_daemon != nullptr) g_daemon->stop();
+}
+
+const char* kUsage =
+    "usage: agentcg-gpud [options]\n"
+    "  --socket PATH            Unix socket (default /run/agentcg/gpud.sock; env AGENTCG_GPU_SOCKET)\n"
+    "  --policy KIND            none | nvshare | memory-aware | compute-limit |\n"
+    "                           memory-aware+compute-limit (default nvshare)\n"
+    "  --config FILE            YAML config; its gpu: section sets the policy knobs\n"
+    "  --gpu-memory SIZE[,SIZE] scheduled capacity per GPU (e.g. 16G), below the real one\n"
+    "                           to test safely on a large GPU; default: detected\n"
+    "  --quantum-ms MS          time quantum (nvshare TQ, memory-aware fixed quantum)\n"
+    "  --compute-window-ms MS   compute-limit window\n"
+    "  --swap-bandwidth BYTES/S effective switch bandwidth for the auto quantum (default 3G)\n"
+    "  --metrics-port PORT      Prometheus endpoint on 127.0.0.1 (default 9401, 0 = off)\n"
+    "  --metrics-address ADDR   address of the endpoint (default 127.0.0.1)\n"
+    "  --release-timeout-ms MS  disconnect a client that ignores DROP_LOCK this long (0 = never)\n"
+    "  --verbose                log every grant and drop\n";
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  std::fprintf(stderr, "agentcg-gpud: %s\n%s", msg.c_str(), kUsage);
+  std::exit(2);
+}
+
+std::uint64_t parse_u64(const std::string& flag, const char* v, std::uint64_t min, std::uint64_t max) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long x = std::strtoull(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || x < min || x > max) {
+    usage_error(flag + " '" + v + "': expected an integer " + std::to_string(min) + ".." + std::to_string(max));
+  }
+  return x;
+}
+
+// AGENTCG_GPU_* environment overrides of the file (core/config/gpu_config.h).
+void env_overrides(agentcg::config::GpuConfig& g) {
+  struct U64 {
+    const char* name;
+    std::uint64_t* field;
+    std::uint64_t min, max;
+  };
+  const U64 vars[] = {
+      {"AGENTCG_GPU_TIME_QUANTUM_MS", &g.time_quantum_ms, 1, 86400000},
+      {"AGENTCG_GPU_SWITCH_TIME_FIXED_S", &g.switch_time_fixed_s, 1, 86400},
+      {"AGENTCG_GPU_SWITCH_TIME_MULTIPLIER", &g.switch_time_multiplier, 1, 1000},
+      {"AGENTCG_GPU_COMPUTE_WINDOW_MS", &g.compute_window_ms, 10, 86400000},
+      {"AGENTCG_GPU_CARRYOVER_PCT", &g.carryover_pct, 0, 100},
+      {"AGENTCG_GPU_DROP_TAIL_BILLING_PCT", &g.drop_tail_billing_pct, 0, 100},
+  };
+  for (const auto& v : vars) {
+    if (const char* s = std::getenv(v.name); s && *s) *v.field = parse_u64(std::string("env ") + v.name, s, v.min, v.max);
+  }
+  if (const char* s = std::getenv("AGENTCG_GPU_SWITCH_TIME_MODE"); s && *s) {
+    if (std::strcmp(s, "auto") != 0 && std::strcmp(s, "fixed") != 0) {
+      usage_error(std::string("env AGENTCG_GPU_SWITCH_TIME_MODE '") + s + "': expected auto or fixed");
+    }
+    g.switch_time_mode = s;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  agentcg::gpud::DaemonOptions opt;
+  opt.metrics_port = 9401;
+  if (const char* s = std::getenv("AGENTCG_GPU_SOCKET"); s && *s) opt.socket_path = s;
+  std::string config_path, gpu_memory;
+  std::optional<std::uint64_t> window_ms;
+  std::uint64_t swap_bps = 3000000000ull;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) usage_error(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--socket") opt.socket_path = value();
+    else if (a == "--policy") opt.policy = value();
+    else if (a == "--config") config_path = value();
+    else if (a == "--gpu-memory") gpu_memory = value();
+    else if (a == "--quantum-ms") opt.quantum_ms = parse_u64(a, value(), 1, 86400000);
+    else if (a == "--compute-window-ms") window_ms = parse_u64(a, value(), 10, 86400000);
+    else if (a == "--swap-bandwidth") {
+      const char* v = value();
+      auto b = agentcg::gpud::parse_bytes(v);
+      if (!b || *b == 0) usage_error(a + " '" + v + "': expected bytes per second such as 3G");
+      swap_bps = *b;
+    } else if (a == "--metrics-port") opt.metrics_port = static_cast<std::uint32_t>(parse_u64(a, value(), 0, 65535));
+    else if (a == "--metrics-address") opt.metrics_address = value();
+    else if (a == "--release-timeout-ms") opt.release_timeout_ms = parse_u64(a, value(), 0, 86400000);
+    else if (a == "--verbose") opt.verbose = true;
+    else if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else {
+      usage_error("unknown option '" + a + "'");
+    }
+  }
+  try {
+    if (!config_path.empty()) opt.gpu = agentcg::config::load_file(config_path).gpu;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "agentcg-gpud: %s\n", e.what());
+    return 2;
+  }
+  env_overrides(opt.gpu);
+  if (window_ms) opt.gpu.compute_window_ms = *window_ms;
+
+  // Capacities: --gpu-memory wins (one value for every detected GPU, or one
+  // per GPU); otherwise what the driver reports.
+  std::string detect_error;
+  std::vector<agentcg::gpu::GpuCapacity> detected;
+  std::vector<std::uint64_t> sizes;
+  if (!gpu_memory.empty()) {
+    std::size_t pos = 0;
+    while (pos <= gpu_memory.size()) {
+      std::size_t comma = gpu_memory.find(',', pos);
+      std::string item = gpu_memory.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      auto b = agentcg::gpud::parse_bytes(item.c_str());
+      if (!b || *b == 0) usage_error("--gpu-memory '" + item + "': expected a size such as 16G");
+      sizes.push_back(*b);
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+  }
+  if (sizes.size() != 1 || gpu_memory.empty()) detected = agentcg::gpud::detect_gpus(detect_error);
+  if (sizes.size() == 1 && detected.size() > 1) sizes.assign(detected.size(), sizes[0]);
+  if (sizes.empty()) {
+    if (detected.empty()) {
+      std::fprintf(stderr, "agentcg-gpud: no GPU capacity: %s; pass --gpu-memory SIZE\n", detect_error.c_str());
+      return 2;
+    }
+    for (const auto& d : detected) sizes.push_back(d.memory_bytes);
+  } else if (!detected.empty()) {
+    for (std::size_t i = 0; i < sizes.size() && i < detected.size(); ++i) {
+      if (sizes[i] > detected[i].memory_bytes) {
+        std::fprintf(stderr, "agentcg-gpud: warning: --gpu-memory for GPU %zu exceeds its %llu bytes\n", i,
+                     static_cast<unsigned long long>(detected[i].memory_bytes));
+      }
+    }
+  }
+  for (std::uint64_t s : sizes) {
+    agentcg::gpu::GpuCapacity c;
+    c.memory_bytes = s;
+    c.swap_bytes_per_s = swap_bps;
+    opt.gpus.push_back(c);
+  }
+
+  std::unique_ptr<agentcg::gpud::Daemon> daemon;
+  try {
+    daemon = std::make_unique<agentcg::gpud::Daemon>(opt);
+    daemon->listen();
+  } catch (const agentcg::gpu::PolicyError& e) {
+    std::fprintf(stderr, "agentcg-gpud: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "agentcg-gpud: %s\n", e.what());
+    return 1;
+  }
+  g_daemon = daemon.get();
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  httplib::Server http;
+  std::thread http_thread;
+  if (opt.metrics_port != 0) {
+    http.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
+      res.set_content(daemon->render_metrics(), "text/plain; version=0.0.4");
+    });
+    if (!http.bind_to_port(opt.metrics_address.c_str(), static_cast<int>(opt.metrics_port))) {
+      std::fprintf(stderr, "agentcg-gpud: cannot listen for metrics on %s:%u\n", opt.metrics_address.c_str(),
+                   opt.metrics_port);
+      return 1;
+    }
+    http_thread = std::thread([&] { http.listen_after_bind(); });
+  }
+  std::fprintf(stderr, "agentcg-gpud: policy %s, %zu GPU(s), socket %s\n", opt.policy.c_str(), opt.gpus.size(),
+               opt.socket_path.c_str());
+  int rc = 0;
+  try {
+    daemon->run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "agentcg-gpud: %s\n", e.what());
+    rc = 1;
+  }
+  if (http_thread.joinable()) {
+    http.stop();
+    http_thread.join();
+  }
+  g_daemon = nullptr;
+  return rc;
+}
