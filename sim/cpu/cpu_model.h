@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -160,8 +161,10 @@ class CpuModel final : public SchedContext, public EventHandler {
   ScheduleLog* log_;
   CgroupTree tree_;
   std::vector<Cpu> cpus_;
-  std::vector<Task> tasks_;  // by id; never shrinks (ids are stable)
-  std::vector<Proc> procs_;  // parallel to tasks_
+  // Deques: references to tasks and processes stay valid while new ones are
+  // added (classes keep Task* in their queues; a fork happens mid-advance()).
+  std::deque<Task> tasks_;  // by id; never shrinks (ids are stable)
+  std::deque<Proc> procs_;  // parallel to tasks_
   std::map<std::int64_t, std::size_t> listed_by_pid_;  // listed pid -> processes index
   std::vector<CgStats> cg_;
   std::vector<MemState> mem_;
