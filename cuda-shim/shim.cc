@@ -6,9 +6,9 @@
  * Three ways an application reaches the driver, all served from the one list
  * in hooks.h:
  *  1. direct calls to exported symbols (apps linked against libcuda.so.1):
- *     each hooked symbol is exported from this library as a GNU ifunc whose
- *     resolver returns the hook instantiated for it (so one template serves
- *     every signature, typed by decltype from cuda.h);
+ *     each hooked symbol is exported from this library as a trampoline that
+ *     jumps to the hook instantiated for it (so one template serves every
+ *     signature, typed by decltype from cuda.h; see "exported symbols");
  *  2. dlsym(handle, "cuXxx") (the CUDA runtime before 11.3 resolves the driver
  *     this way): dlsym itself is interposed, exported at both glibc versions
  *     (GLIBC_2.2.5 for binaries built before glibc 2.34 moved dlsym into libc,
@@ -154,6 +154,17 @@ struct Custom;
 
 void* hook_for(int id, bool ptds);
 
+// True when `p` points into this library (our trampolines or hooks): such a
+// pointer must never be remembered as the driver's.
+bool is_ours(void* p) {
+  static void* self_base = [] {
+    Dl_info info{};
+    return dladdr(reinterpret_cast<void*>(&is_ours), &info) != 0 ? info.dli_fbase : nullptr;
+  }();
+  Dl_info info{};
+  return p != nullptr && self_base != nullptr && dladdr(p, &info) != 0 && info.dli_fbase == self_base;
+}
+
 // Replaces a resolved driver pointer by our hook when `symbol` at
 // `cuda_version` is one we hook (see the header comment, point 3).
 void substitute(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags) {
@@ -167,7 +178,7 @@ void substitute(const char* symbol, void** pfn, int cuda_version, cuuint64_t fla
   const bool ptds = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0 &&
                     kHooks[best].ptds_symbol != nullptr;
   void* hook = hook_for(best, ptds);
-  if (*pfn != hook) g_real[best][ptds].store(*pfn, std::memory_order_release);
+  if (!is_ours(*pfn)) g_real[best][ptds].store(*pfn, std::memory_order_release);
   *pfn = hook;
 }
 
@@ -295,6 +306,7 @@ struct Custom<kHook_cuMemGetInfo_v2, P> {
 #define AGENTCG_IMPL_Gate(sym, P) &Gated<kHook_##sym, P, false, decltype(&::sym)>::call
 #define AGENTCG_IMPL_Launch(sym, P) &Gated<kHook_##sym, P, true, decltype(&::sym)>::call
 
+
 // Type check: every hook has exactly the driver's signature.
 #define AGENTCG_X(kind, sym, base, ver)                                             \
   static_assert(std::is_same_v<decltype(AGENTCG_IMPL_##kind(sym, false)), decltype(&::sym)>, \
@@ -339,9 +351,9 @@ void* interpose_dlsym(void* handle, const char* name) {
       continue;
     }
     void* hook = hook_for(i, ptds);
-    // RTLD_DEFAULT finds our own export (an ifunc resolved to the hook); the
+    // RTLD_DEFAULT finds our own export (a trampoline to the hook); the
     // driver pointer then comes from libcuda.so.1 itself in lookup_real().
-    if (real != hook) g_real[i][ptds].store(real, std::memory_order_release);
+    if (!is_ours(real)) g_real[i][ptds].store(real, std::memory_order_release);
     return hook;
   }
   return real;
@@ -351,16 +363,41 @@ void* interpose_dlsym(void* handle, const char* name) {
 }  // namespace agentcg::shim
 
 // ---- exported symbols ----------------------------------------------------
+//
+// Each hooked symbol is exported as a two-instruction trampoline that jumps
+// through a read-only pointer to the hook instantiated for it. The pointer
+// is a constant initialiser (a RELATIVE relocation, applied before any code
+// of ours or of others runs), so unlike GNU ifuncs there is no resolver that
+// ld.so might have to call before this library is relocated (glibc prints
+// "Relink ... for IFUNC symbol" and calls it anyway when a library loaded
+// before us, such as a directly linked libcuda.so.1, refers to the symbol).
+
+#if defined(__x86_64__)
+#define AGENTCG_TRAMPOLINE(name)                                      \
+  __asm__(".text\n.globl " #name "\n.type " #name ",@function\n"     \
+          ".p2align 4\n" #name ":\n\tendbr64\n"                        \
+          "\tjmp *agentcg_ptr_" #name "(%rip)\n"                       \
+          ".size " #name ", .-" #name "\n");
+#elif defined(__aarch64__)
+#define AGENTCG_TRAMPOLINE(name)                                      \
+  __asm__(".text\n.globl " #name "\n.type " #name ",%function\n"     \
+          ".p2align 4\n" #name ":\n\tbti c\n"                          \
+          "\tadrp x16, agentcg_ptr_" #name "\n"                        \
+          "\tldr x16, [x16, :lo12:agentcg_ptr_" #name "]\n"            \
+          "\tbr x16\n.size " #name ", .-" #name "\n");
+#else
+#error "libagentcg-cuda.so: add a trampoline for this architecture"
+#endif
+
+using namespace agentcg::shim;  // the hooks live in its anonymous namespace
 
 extern "C" {
 
-// The ifunc resolvers run during relocation: they only return addresses.
-#define AGENTCG_EXPORT(kind, sym, P, name)                                          \
-  static decltype(&::sym) agentcg_resolve_##name() {                                \
-    using namespace agentcg::shim;                                                  \
-    return AGENTCG_IMPL_##kind(sym, P);                                             \
-  }                                                                                 \
-  AGENTCG_VISIBLE decltype(::sym) name __attribute__((ifunc("agentcg_resolve_" #name)));
+#define AGENTCG_EXPORT(kind, sym, P, name)                                        \
+  extern __attribute__((visibility("hidden"))) decltype(&::sym) const agentcg_ptr_##name; \
+  __attribute__((used)) decltype(&::sym) const agentcg_ptr_##name =                       \
+      AGENTCG_IMPL_##kind(sym, P);                                                \
+  AGENTCG_TRAMPOLINE(name)
 #define AGENTCG_X(kind, sym, base, ver) AGENTCG_EXPORT(kind, sym, false, sym)
 #define AGENTCG_XP(kind, sym, base, ver, ptds) \
   AGENTCG_EXPORT(kind, sym, false, sym)        \
