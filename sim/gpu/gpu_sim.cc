@@ -1,0 +1,596 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The GPU + PCIe model and its driver: GPU jobs (sim/gpu/gpu_trace.h) run
+// as nvshare-like clients of a core/ GPU policy (core/include/agentcg/gpu/
+// policy.h) on the shared sim::Simulator.
+//
+// Model (event-driven, no per-page events):
+//  - Memory: per GPU, capacity minus one context overhead per placed job;
+//    each job has a resident byte count (at most its working set =
+//    memory_bytes x touched_fraction). Eviction is LRU across jobs: the
+//    job whose pages were touched longest ago loses pages first (NVIDIA's
+//    UVM evicts LRU across all contexts; prefetch evicts too).
+//  - Demand paging: a kernel touches working_set / kernels_per_iteration
+//    bytes; the part not resident (random access: hit ratio = resident /
+//    working set) faults in at the link's fault bandwidth plus a latency per
+//    2 MB VA block, before the kernel computes. When co-running working sets
+//    exceed memory, each kernel evicts the other jobs' pages and they fault
+//    them back: throughput collapses (thrashing).
+//  - Prefetch (a kPrefetch decision): the missing part of the working set,
+//    in 2 MB chunks, at copy bandwidth, before the job's kernels run.
+//  - Kernels: each job's stream runs one kernel at a time; kernels of
+//    co-running jobs share the GPU (processor sharing: each of n gets 1/n,
+//    slowed further by corun_interference_pct). A job keeps up to
+//    sync_every kernels queued (or the grant's max_queued_ns of work), then
+//    syncs; host_ns of CPU work follows each iteration.
+//  - Client protocol, as nvshare's: a job asks for the lock before it
+//    launches; on DROP it drains its queued kernels, releases, and asks
+//    again if work is left (round robin); after idle_release_ms of host work
+//    it releases early; finishing = disconnect.
+// Invariants: resident bytes on a GPU never exceed its data capacity; time
+// only moves forward; all iteration is over vectors in job order.
+#include "sim/gpu/gpu_sim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "agentcg/gpu/policy.h"
+#include "sim/gpu/gpu_trace.h"
+
+namespace agentcg::sim::gpu {
+
+bool trace_has_gpu(const trace::Trace& trace) { return trace.extra.contains("gpu"); }
+
+namespace {
+
+using agentcg::gpu::Decision;
+using agentcg::gpu::DecisionKind;
+using agentcg::gpu::Decisions;
+
+constexpr std::uint64_t kChunk = 2ull << 20;  // 2 MB VA blocks (open UVM driver)
+
+enum EventKind : std::uint32_t {
+  kArrival = 1,
+  kKernelDone = 2,   // arg: gpu
+  kTick = 3,
+  kHostDone = 4,     // arg: job
+  kPrefetchDone = 5, // arg: job
+  kLimitChange = 6,  // arg: job | change << 32
+  kIdleRelease = 7,  // arg: job
+};
+
+enum class JobState { kPending, kActive, kHost, kDone };
+
+struct Job {
+  GpuJob spec;
+  JobState state = JobState::kPending;
+  std::optional<std::uint32_t> gpu;
+  std::uint64_t ws = 0;            // working set bytes
+  std::uint64_t total_kernels = 0;
+  std::uint64_t done_kernels = 0;
+  std::uint64_t submitted = 0;
+  std::uint64_t host_done = 0;     // host phases finished
+  bool granted = false;
+  bool dropped = false;
+  bool requested = false;
+  bool prefetching = false;
+  std::uint64_t pending_prefetch = 0;
+  std::uint64_t generation = 0;
+  std::uint64_t max_queued_ns = 0;
+  bool in_service = false;         // its head kernel is executing
+  double remaining = 0;            // ns of solo work left in the head kernel
+  double resident = 0;             // bytes on its GPU
+  std::uint64_t last_touch = 0;
+  std::uint64_t host_started = 0;
+  // stats
+  std::uint64_t start_ns = 0;
+  bool started = false;
+  std::uint64_t finish_ns = 0;
+  std::uint64_t wait_ns = 0, run_ns = 0;
+  std::uint64_t wait_since = 0, run_since = 0;
+  double gpu_time_ns = 0;
+  std::uint64_t fault_bytes = 0, prefetch_bytes = 0;
+  std::uint64_t drops = 0, grants = 0, wait_for_memory = 0;
+  std::uint32_t limit_pct = 100;
+};
+
+struct Gpu {
+  GpuSpec spec;
+  std::uint64_t contexts = 0;
+  std::vector<std::size_t> active;  // jobs with a kernel in service, ascending
+  std::uint64_t last_ns = 0;
+  EventId done_event;
+  std::uint64_t done_at = 0;
+  std::uint64_t busy_ns = 0;
+  std::uint64_t bytes_migrated = 0;
+  std::uint64_t bytes_evicted = 0;
+  std::optional<std::size_t> last_granted;
+  std::uint64_t switches = 0;
+  std::uint64_t data_capacity() const {
+    const std::uint64_t o = contexts * spec.context_overhead_bytes;
+    return spec.memory_bytes > o ? spec.memory_bytes - o : 0;
+  }
+};
+
+class GpuSim final : public GpuSimulation, public EventHandler {
+ public:
+  GpuSim(Simulator& sim, const trace::Trace& trace, const std::string& policy,
+         const config::GpuConfig& cfg)
+      : sim_(sim), cfg_(cfg), policy_name_(policy) {
+    GpuWorkload w = parse_gpu_section(trace);
+    std::vector<agentcg::gpu::GpuCapacity> caps;
+    for (const auto& g : w.gpus) {
+      gpus_.push_back(Gpu{g});
+      caps.push_back({g.memory_bytes, g.pcie.swap_bytes_per_s()});
+    }
+    try {
+      policy_ = agentcg::gpu::make_gpu_policy(policy, cfg, caps);
+    } catch (const agentcg::gpu::PolicyError& e) {
+      throw std::invalid_argument(e.what());
+    }
+    for (auto& s : w.jobs) {
+      Job j;
+      j.spec = std::move(s);
+      j.ws = static_cast<std::uint64_t>(static_cast<double>(j.spec.memory_bytes) * j.spec.touched_ppm / 1e6);
+      j.total_kernels = j.spec.iterations * j.spec.kernels_per_iteration;
+      j.limit_pct = j.spec.limit_pct.value_or(100);
+      jobs_.push_back(std::move(j));
+    }
+  }
+
+  void start() override {
+    for (std::size_t i = 0; i < jobs_.size(); ++i) {
+      sim_.schedule(Time::from_ns(jobs_[i].spec.arrival_ns), this, kArrival, i);
+      for (std::size_t k = 0; k < jobs_[i].spec.limit_changes.size(); ++k)
+        sim_.schedule(Time::from_ns(jobs_[i].spec.limit_changes[k].at_ns), this, kLimitChange,
+                      i | (static_cast<std::uint64_t>(k) << 32));
+    }
+  }
+
+  bool done() const override {
+    for (const auto& j : jobs_)
+      if (j.state != JobState::kDone) return false;
+    return true;
+  }
+
+  void on_event(Simulator&, std::uint32_t kind, std::uint64_t arg) override {
+    const std::uint64_t now = sim_.now().ns();
+    switch (static_cast<EventKind>(kind)) {
+      case kArrival: arrive(arg, now); break;
+      case kKernelDone: kernel_done(static_cast<std::uint32_t>(arg), now); break;
+      case kTick:
+        tick_event_ = EventId{};
+        tick_at_.reset();
+        apply(policy_->tick(now));
+        break;
+      case kHostDone: {
+        Job& j = jobs_[arg];
+        j.host_done++;
+        j.state = JobState::kActive;
+        work_.push_back(arg);
+        break;
+      }
+      case kPrefetchDone: {
+        Job& j = jobs_[arg];
+        j.prefetching = false;
+        work_.push_back(arg);
+        break;
+      }
+      case kLimitChange: {
+        const std::size_t i = arg & 0xffffffffu;
+        const auto& ch = jobs_[i].spec.limit_changes[arg >> 32];
+        jobs_[i].limit_pct = ch.limit_pct;
+        if (jobs_[i].state != JobState::kPending && jobs_[i].state != JobState::kDone)
+          apply(policy_->set_limits(now, client(i), {ch.limit_pct, 0}));
+        break;
+      }
+      case kIdleRelease: {
+        Job& j = jobs_[arg];
+        if (j.state == JobState::kHost && j.granted && !j.dropped &&
+            now >= j.host_started + cfg_.idle_release_ms * 1000000) {
+          do_release(arg, now);
+        }
+        break;
+      }
+    }
+    drain(now);
+    for (std::uint32_t g = 0; g < gpus_.size(); ++g) reschedule(g, now);
+  }
+
+  nlohmann::json results() const override {
+    using nlohmann::json;
+    const std::uint64_t now = sim_.now().ns();
+    std::uint64_t first = ~0ull, last = 0, finished = 0;
+    json jobs = json::object(), clients = json::object();
+    std::uint64_t migrated = 0, evicted = 0, switches = 0, drops = 0, grants = 0, busy = 0;
+    for (const auto& j : jobs_) {
+      first = std::min(first, j.spec.arrival_ns);
+      const bool fin = j.state == JobState::kDone;
+      const std::uint64_t end = fin ? j.finish_ns : std::max(now, j.spec.arrival_ns);
+      last = std::max(last, end);
+      finished += fin;
+      std::uint64_t wait = j.wait_ns, run = j.run_ns;
+      if (!fin && j.requested && !j.granted) wait += now - j.wait_since;
+      if (!fin && j.granted) run += now - j.run_since;
+      json o = json::object();
+      o["gpu"] = j.gpu ? json(*j.gpu) : json(nullptr);
+      o["arrival_ns"] = j.spec.arrival_ns;
+      o["start_ns"] = j.started ? json(j.start_ns) : json(nullptr);
+      o["finish_ns"] = fin ? json(j.finish_ns) : json(nullptr);
+      o["jct_ns"] = fin ? json(j.finish_ns - j.spec.arrival_ns) : json(nullptr);
+      o["wait_ns"] = wait;
+      o["run_ns"] = run;
+      o["gpu_time_ns"] = static_cast<std::uint64_t>(j.gpu_time_ns);
+      o["kernels_done"] = j.done_kernels;
+      o["bytes_migrated"] = j.fault_bytes + j.prefetch_bytes;
+      o["fault_bytes"] = j.fault_bytes;
+      o["prefetch_bytes"] = j.prefetch_bytes;
+      o["drops"] = j.drops;
+      o["grants"] = j.grants;
+      o["wait_for_memory"] = j.wait_for_memory;
+      jobs[j.spec.id] = o;
+      json c = json::object();
+      c["limit_pct"] = j.limit_pct;
+      const std::uint64_t span = end > j.spec.arrival_ns ? end - j.spec.arrival_ns : 0;
+      c["achieved_share"] = span ? j.gpu_time_ns / static_cast<double>(span) : 0.0;
+      c["gpu_time_ns"] = static_cast<std::uint64_t>(j.gpu_time_ns);
+      c["bytes_migrated"] = j.fault_bytes + j.prefetch_bytes;
+      c["drops"] = j.drops;
+      clients[j.spec.id] = c;
+      drops += j.drops;
+      grants += j.grants;
+    }
+    if (jobs_.empty()) first = 0;
+    json gpus = json::array();
+    for (const auto& g : gpus_) {
+      migrated += g.bytes_migrated;
+      evicted += g.bytes_evicted;
+      switches += g.switches;
+      busy += g.busy_ns;
+      gpus.push_back({{"memory_bytes", g.spec.memory_bytes},
+                      {"pcie", g.spec.pcie.name},
+                      {"busy_ns", g.busy_ns},
+                      {"bytes_migrated", g.bytes_migrated},
+                      {"bytes_evicted", g.bytes_evicted},
+                      {"switches", g.switches}});
+    }
+    const std::uint64_t makespan = last > first ? last - first : 0;
+    json r = json::object();
+    r["policy"] = policy_name_;
+    r["gpus"] = gpus;
+    r["makespan_ns"] = makespan;
+    r["busy_fraction"] = makespan ? static_cast<double>(busy) / (static_cast<double>(makespan) * gpus_.size()) : 0.0;
+    r["bytes_migrated"] = migrated;
+    r["bytes_evicted"] = evicted;
+    r["switches"] = switches;
+    r["drops"] = drops;
+    r["grants"] = grants;
+    r["jobs_total"] = jobs_.size();
+    r["jobs_finished"] = finished;
+    r["jobs"] = jobs;
+    r["clients"] = clients;
+    return r;
+  }
+
+ private:
+  static agentcg::gpu::ClientId client(std::size_t i) { return i + 1; }
+
+  void arrive(std::size_t i, std::uint64_t now) {
+    Job& j = jobs_[i];
+    j.state = JobState::kActive;
+    if (j.spec.gpu) place(i, *j.spec.gpu);
+    std::optional<agentcg::gpu::GpuIndex> hint;
+    if (j.spec.gpu) hint = *j.spec.gpu;
+    // Limit changes before arrival take effect at registration.
+    apply(policy_->register_client(now, client(i), hint, {j.limit_pct, 0}));
+    apply(policy_->memory_update(now, client(i), j.spec.memory_bytes));
+    if (j.total_kernels == 0) {
+      finish(i, now);
+      return;
+    }
+    work_.push_back(i);
+  }
+
+  void place(std::size_t i, std::uint32_t g) {
+    Job& j = jobs_[i];
+    if (j.gpu) return;
+    j.gpu = g;
+    gpus_[g].contexts++;
+    make_room(g, 0, std::nullopt);
+  }
+
+  // Evicts LRU pages (other jobs first by last touch; `self` last) until
+  // `need` more bytes fit; returns how many bytes may be added.
+  std::uint64_t make_room(std::uint32_t g, std::uint64_t need, std::optional<std::size_t> self) {
+    Gpu& G = gpus_[g];
+    double used = 0;
+    for (const auto& j : jobs_)
+      if (j.gpu == g) used += j.resident;
+    const double cap = static_cast<double>(G.data_capacity());
+    double over = used + static_cast<double>(need) - cap;
+    if (over <= 0) return need;
+    std::vector<std::size_t> order;
+    for (std::size_t k = 0; k < jobs_.size(); ++k)
+      if (jobs_[k].gpu == g && jobs_[k].resident > 0 && k != self) order.push_back(k);
+    std::stable_sort(order.begin(), order.end(), [this](std::size_t a, std::size_t b) {
+      return jobs_[a].last_touch < jobs_[b].last_touch;
+    });
+    for (std::size_t k : order) {
+      const double take = std::min(over, jobs_[k].resident);
+      jobs_[k].resident -= take;
+      G.bytes_evicted += static_cast<std::uint64_t>(take);
+      over -= take;
+      if (over <= 0) return need;
+    }
+    // Only `self` is left: it cannot hold more than the capacity.
+    const double room = static_cast<double>(need) - over;
+    return room > 0 ? static_cast<std::uint64_t>(room) : 0;
+  }
+
+  void apply(const Decisions& d) {
+    const std::uint64_t now = sim_.now().ns();
+    for (const Decision& x : d.list) {
+      const std::size_t i = x.client - 1;
+      if (i >= jobs_.size()) continue;
+      Job& j = jobs_[i];
+      switch (x.kind) {
+        case DecisionKind::kGrant:
+          place(i, x.gpu);
+          j.granted = true;
+          j.dropped = false;
+          j.requested = false;
+          j.generation = x.generation;
+          j.max_queued_ns = x.max_queued_ns;
+          j.grants++;
+          j.wait_ns += now - j.wait_since;
+          j.run_since = now;
+          if (!j.started) {
+            j.started = true;
+            j.start_ns = now;
+          }
+          if (gpus_[x.gpu].last_granted && *gpus_[x.gpu].last_granted != i) gpus_[x.gpu].switches++;
+          gpus_[x.gpu].last_granted = i;
+          if (j.pending_prefetch) start_prefetch(i, now);
+          work_.push_back(i);
+          break;
+        case DecisionKind::kDrop:
+          if (j.granted && j.generation == x.generation && !j.dropped) {
+            j.dropped = true;
+            j.drops++;
+            work_.push_back(i);
+          }
+          break;
+        case DecisionKind::kPrefetch:
+          j.pending_prefetch = x.bytes;
+          break;
+        case DecisionKind::kWaitForMemory:
+          j.wait_for_memory++;
+          break;
+        case DecisionKind::kWake:
+        case DecisionKind::kMemoryLimit:
+          break;
+      }
+    }
+    if (d.next_tick_ns) {
+      const std::uint64_t t = std::max(*d.next_tick_ns, now);
+      if (!tick_at_ || *tick_at_ != t) {
+        if (tick_event_.valid()) sim_.cancel(tick_event_);
+        tick_event_ = sim_.schedule(Time::from_ns(t), this, kTick);
+        tick_at_ = t;
+      }
+    }
+  }
+
+  void start_prefetch(std::size_t i, std::uint64_t now) {
+    Job& j = jobs_[i];
+    const std::uint32_t g = *j.gpu;
+    const double missing = std::max(0.0, static_cast<double>(std::min(j.pending_prefetch, j.ws)) - j.resident);
+    j.pending_prefetch = 0;
+    if (missing <= 0) return;
+    std::uint64_t bytes = (static_cast<std::uint64_t>(std::ceil(missing)) + kChunk - 1) / kChunk * kChunk;
+    bytes = std::min<std::uint64_t>(bytes, j.ws - static_cast<std::uint64_t>(j.resident));
+    bytes = make_room(g, bytes, i);
+    if (bytes == 0) return;
+    j.resident += static_cast<double>(bytes);
+    j.last_touch = now;
+    j.prefetch_bytes += bytes;
+    gpus_[g].bytes_migrated += bytes;
+    const std::uint64_t ns =
+        static_cast<std::uint64_t>(std::ceil(static_cast<double>(bytes) * 1e9 /
+                                             static_cast<double>(gpus_[g].spec.pcie.copy_bytes_per_s)));
+    j.prefetching = true;
+    sim_.schedule_in(Time::from_ns(ns), this, kPrefetchDone, i);
+  }
+
+  // The next sync point after done_kernels: end of the iteration or the next
+  // multiple of sync_every within it.
+  std::uint64_t barrier(const Job& j) const {
+    const std::uint64_t k = j.spec.kernels_per_iteration;
+    const std::uint64_t it = j.done_kernels / k;
+    const std::uint64_t within = j.done_kernels % k;
+    const std::uint64_t se = j.spec.sync_every ? j.spec.sync_every : k;
+    const std::uint64_t next = std::min(k, (within / se + 1) * se);
+    return std::min(j.total_kernels, it * k + next);
+  }
+
+  void do_release(std::size_t i, std::uint64_t now) {
+    Job& j = jobs_[i];
+    j.granted = false;
+    j.dropped = false;
+    j.run_ns += now - j.run_since;
+    apply(policy_->release(now, client(i), j.generation));
+  }
+
+  void request(std::size_t i, std::uint64_t now) {
+    Job& j = jobs_[i];
+    j.requested = true;
+    j.wait_since = now;
+    apply(policy_->lock_request(now, client(i)));
+  }
+
+  // Advances job i as far as it can go without time passing.
+  void pump(std::size_t i, std::uint64_t now) {
+    Job& j = jobs_[i];
+    if (j.state == JobState::kHost && j.granted && j.dropped) {
+      do_release(i, now);  // nothing queued: release at once
+      return;
+    }
+    if (j.state != JobState::kActive) return;
+    if (j.prefetching) return;
+    if (!j.granted) {
+      if (!j.requested) request(i, now);
+      return;
+    }
+    if (j.dropped) {
+      if (j.submitted == j.done_kernels) {
+        do_release(i, now);
+        if (j.done_kernels < j.total_kernels && !j.granted && !j.requested) request(i, now);
+      }
+      return;
+    }
+    // Iteration boundary: host work (the job keeps the lock, as nvshare's
+    // client does, until idle_release_ms passes).
+    const std::uint64_t k = j.spec.kernels_per_iteration;
+    if (j.submitted == j.done_kernels && j.done_kernels > 0 && j.done_kernels % k == 0 &&
+        j.spec.host_ns > 0 && j.host_done < j.done_kernels / k && j.done_kernels < j.total_kernels) {
+      j.state = JobState::kHost;
+      j.host_started = now;
+      sim_.schedule_in(Time::from_ns(j.spec.host_ns), this, kHostDone, i);
+      const std::uint64_t idle = cfg_.idle_release_ms * 1000000;
+      if (j.spec.host_ns > idle) sim_.schedule_in(Time::from_ns(idle), this, kIdleRelease, i);
+      return;
+    }
+    const std::uint64_t limit = barrier(j);
+    std::uint64_t depth = ~0ull;
+    if (j.max_queued_ns) depth = std::max<std::uint64_t>(1, j.max_queued_ns / j.spec.kernel_ns);
+    while (j.submitted < limit && j.submitted - j.done_kernels < depth) j.submitted++;
+    if (j.submitted > j.done_kernels && !j.in_service) start_kernel(i, now);
+  }
+
+  void start_kernel(std::size_t i, std::uint64_t now) {
+    Job& j = jobs_[i];
+    const std::uint32_t g = *j.gpu;
+    Gpu& G = gpus_[g];
+    update(g, now);
+    // Demand paging: a kernel sweeps its slice of the working set in order,
+    // so with LRU eviction the pages it needs next are those evicted first:
+    // it faults min(slice, missing). Co-running sets that exceed memory
+    // make every kernel fault its whole slice (the LRU cliff: thrashing).
+    const double slice = std::ceil(static_cast<double>(j.ws) / j.spec.kernels_per_iteration);
+    const double missing = std::max(0.0, static_cast<double>(j.ws) - j.resident);
+    const auto fault = static_cast<std::uint64_t>(std::min(slice, std::ceil(missing)));
+    double fault_ns = 0;
+    if (fault > 0) {
+      const std::uint64_t room = make_room(g, fault, i);
+      j.resident = std::min(static_cast<double>(j.ws), j.resident + static_cast<double>(room));
+      j.fault_bytes += fault;
+      G.bytes_migrated += fault;
+      fault_ns = G.spec.pcie.demand_ns(fault);
+    }
+    j.last_touch = now;
+    j.remaining = static_cast<double>(j.spec.kernel_ns) + fault_ns;
+    j.in_service = true;
+    G.active.insert(std::upper_bound(G.active.begin(), G.active.end(), i), i);
+  }
+
+  double rate(const Gpu& G) const {
+    const double n = static_cast<double>(G.active.size());
+    if (n <= 1) return 1.0;
+    return 1.0 / (n * G.spec.corun_interference_pct / 100.0);
+  }
+
+  // Processor sharing: progress every kernel in service to `now`.
+  void update(std::uint32_t g, std::uint64_t now) {
+    Gpu& G = gpus_[g];
+    if (now <= G.last_ns) return;
+    const double dt = static_cast<double>(now - G.last_ns);
+    if (!G.active.empty()) {
+      const double r = rate(G);
+      const double share = dt / static_cast<double>(G.active.size());
+      for (std::size_t i : G.active) {
+        jobs_[i].remaining -= dt * r;
+        jobs_[i].gpu_time_ns += share;
+      }
+      G.busy_ns += now - G.last_ns;
+    }
+    G.last_ns = now;
+  }
+
+  void reschedule(std::uint32_t g, std::uint64_t now) {
+    Gpu& G = gpus_[g];
+    update(g, now);
+    if (G.active.empty()) {
+      if (G.done_event.valid()) sim_.cancel(G.done_event);
+      G.done_event = EventId{};
+      return;
+    }
+    double m = jobs_[G.active.front()].remaining;
+    for (std::size_t i : G.active) m = std::min(m, jobs_[i].remaining);
+    const auto at = now + static_cast<std::uint64_t>(std::max(0.0, std::ceil(m / rate(G))));
+    if (G.done_event.valid() && sim_.is_pending(G.done_event) && G.done_at == at) return;
+    if (G.done_event.valid()) sim_.cancel(G.done_event);
+    G.done_event = sim_.schedule(Time::from_ns(at), this, kKernelDone, g);
+    G.done_at = at;
+  }
+
+  void kernel_done(std::uint32_t g, std::uint64_t now) {
+    Gpu& G = gpus_[g];
+    G.done_event = EventId{};
+    update(g, now);
+    std::vector<std::size_t> finished;
+    for (std::size_t i : G.active)
+      if (jobs_[i].remaining <= 0.5) finished.push_back(i);
+    for (std::size_t i : finished) {
+      G.active.erase(std::find(G.active.begin(), G.active.end(), i));
+      Job& j = jobs_[i];
+      j.in_service = false;
+      j.done_kernels++;
+      if (j.done_kernels == j.total_kernels) {
+        finish(i, now);
+        continue;
+      }
+      work_.push_back(i);
+    }
+  }
+
+  void finish(std::size_t i, std::uint64_t now) {
+    Job& j = jobs_[i];
+    if (j.granted) j.run_ns += now - j.run_since;
+    j.granted = false;
+    j.state = JobState::kDone;
+    j.finish_ns = now;
+    if (j.gpu) {
+      gpus_[*j.gpu].contexts--;
+      j.resident = 0;
+    }
+    apply(policy_->disconnect(now, client(i)));
+  }
+
+  void drain(std::uint64_t now) {
+    // Worklist in FIFO order; pump() may add more.
+    for (std::size_t n = 0; n < work_.size(); ++n) pump(work_[n], now);
+    work_.clear();
+  }
+
+  Simulator& sim_;
+  config::GpuConfig cfg_;
+  std::string policy_name_;
+  std::unique_ptr<agentcg::gpu::GpuPolicy> policy_;
+  std::vector<Gpu> gpus_;
+  std::vector<Job> jobs_;
+  std::vector<std::size_t> work_;
+  EventId tick_event_;
+  std::optional<std::uint64_t> tick_at_;
+};
+
+}  // namespace
+
+std::unique_ptr<GpuSimulation> make_gpu_simulation(Simulator& sim, const trace::Trace& trace,
+                                                   const std::string& policy,
+                                                   const config::GpuConfig& config,
+                                                   std::uint64_t /*seed: the model draws no random numbers*/) {
+  return std::make_unique<GpuSim>(sim, trace, policy, config);
+}
+
+}  // namespace agentcg::sim::gpu
