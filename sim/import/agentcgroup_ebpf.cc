@@ -197,6 +197,7 @@ class EbpfImporter {
         // that started before the recording).
         const std::uint64_t life_ns = get_u64(j, "duration_ms").value_or(0) * kNsPerMs;
         e = &spawn(p, pp, comm, t > life_ns ? t - life_ns : 0);
+        if (!comm.empty() && e->spec->comm != comm) e->builder.exec(comm);
       }
       Sampling& s = sampling_[p];
       if (!s.sampled) {

@@ -230,7 +230,7 @@ class TaskImporter {
     if (!t0_ && !calls_.empty()) origin(calls_.front().start_ns);
     if (t0_) {
       std::uint64_t end = last_ns_;
-      if (!bounds_.empty()) end = std::max(end, bounds_.back().t);
+      if (!bounds_.empty()) end = std::max(end, rel(bounds_.back().t));
       advance(last_ns_, end, 0);
     }
     Result r;

@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Tests of the importers on small hand-made recordings in
+// tests/data/recordings/ (exact expected ops), malformed-line handling
+// (skip + count vs --strict with file:line), the real AgentCgroup samples in
+// ../shared/traces/ when present (validate; CPU equals the counters), and
+// streaming (RSS does not grow with a 200k-line input of ignored events).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "sim/import/import.h"
+#include "sim/trace/trace.h"
+
+namespace agentcg::import {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr const char* kData = "tests/data/recordings/";
+constexpr std::uint64_t kMs = 1000000;
+
+std::string ops_str(const std::vector<trace::Op>& ops) {
+  std::ostringstream o;
+  bool first = true;
+  for (const trace::Op& op : ops) {
+    if (!first) o << " ";
+    first = false;
+    switch (op.kind) {
+      case trace::OpKind::kRun: o << "run:" << op.ns.a; break;
+      case trace::OpKind::kSleep: o << "sleep:" << op.ns.a; break;
+      case trace::OpKind::kIo: o << "io:" << op.ns.a; break;
+      case trace::OpKind::kFork: o << "fork:" << op.pid; break;
+      case trace::OpKind::kExec: o << "exec:" << op.name; break;
+      case trace::OpKind::kWait: o << "wait"; break;
+      case trace::OpKind::kExit: o << "exit"; break;
+      case trace::OpKind::kMem: o << "mem:" << op.bytes.a; break;
+      case trace::OpKind::kRepeat: o << "repeat"; break;
+      case trace::OpKind::kToolBegin: o << "tool_begin:" << op.name; break;
+      case trace::OpKind::kToolEnd: o << "tool_end"; break;
+      case trace::OpKind::kStep: o << "step:" << op.step; break;
+    }
+  }
+  return o.str();
+}
+
+const trace::ProcessSpec& proc(const trace::Trace& t, std::int64_t pid) {
+  for (const trace::ProcessSpec& p : t.processes)
+    if (p.pid == pid) return p;
+  throw std::runtime_error("no pid " + std::to_string(pid));
+}
+
+std::uint64_t total_run_ns(const std::vector<trace::Op>& ops) {
+  std::uint64_t s = 0;
+  for (const trace::Op& op : ops) {
+    if (op.kind == trace::OpKind::kRun) s += op.ns.a;
+    if (op.child) s += total_run_ns(op.child->ops);
+  }
+  return s;
+}
+std::uint64_t total_run_ns(const trace::Trace& t) {
+  std::uint64_t s = 0;
+  for (const trace::ProcessSpec& p : t.processes) s += total_run_ns(p.ops);
+  return s;
+}
+
+// --- agentcgroup-ebpf -------------------------------------------------------
+
+TEST(EbpfImport, SmallRecordingGivesExactOps) {
+  Result r = import_agentcgroup_ebpf_file(std::string(kData) + "ebpf_small.jsonl", Options{});
+  const trace::Trace& t = r.trace;
+  ASSERT_EQ(t.processes.size(), 3u);
+  const trace::ProcessSpec& bash = proc(t, 100);
+  EXPECT_FALSE(bash.parent.has_value());
+  ASSERT_TRUE(bash.start_ns.has_value());
+  EXPECT_EQ(*bash.start_ns, 10 * kMs);
+  EXPECT_EQ(ops_str(bash.ops),
+            "mem:81920 run:10000000 sleep:80000000 mem:3584000 sleep:20000000 fork:101 "
+            "run:15000000 sleep:120000000 fork:102 run:15000000 sleep:30000000 mem:4096000 "
+            "sleep:10000000 exit");
+  const trace::ProcessSpec& py = proc(t, 101);
+  EXPECT_EQ(py.parent, std::optional<std::int64_t>(100));
+  EXPECT_FALSE(py.start_ns.has_value());
+  EXPECT_EQ(ops_str(py.ops), "exec:python3 mem:102400 run:60000000 sleep:20000000 mem:20480000 sleep:50000000 exit");
+  const trace::ProcessSpec& ls = proc(t, 102);
+  EXPECT_EQ(ops_str(ls.ops), "exec:ls sleep:5000000 exit");
+  // CPU demand = the counters' growth: bash 40 ms + python3 60 ms.
+  EXPECT_EQ(total_run_ns(t), 100 * kMs);
+  EXPECT_EQ(r.report.counters.at("cpu_ms_total"), 100u);
+  EXPECT_EQ(r.report.malformed, 1u);
+  ASSERT_EQ(r.report.malformed_examples.size(), 1u);
+  EXPECT_NE(r.report.malformed_examples[0].find("ebpf_small.jsonl:9:"), std::string::npos)
+      << r.report.malformed_examples[0];
+  EXPECT_EQ(r.report.unrepresented.at("file, network and summary events"), 1u);
+  EXPECT_EQ(r.report.unrepresented.at("ms of unsampled process lifetime modelled as sleep"), 5u);
+  EXPECT_NE(t.description.find("Not represented"), std::string::npos);
+  EXPECT_EQ(t.generator["format"], "agentcgroup-ebpf");
+  EXPECT_EQ(t.generator["input"], "ebpf_small.jsonl");
+  for (const trace::ProcessSpec& p : t.processes) {
+    ASSERT_TRUE(p.agent.has_value());
+    EXPECT_EQ(p.agent->session, "ebpf_small");
+  }
+  EXPECT_NO_THROW(trace::validate(t));
+}
+
+TEST(EbpfImport, StrictFailsWithFileAndLine) {
+  Options o;
+  o.strict = true;
+  try {
+    import_agentcgroup_ebpf_file(std::string(kData) + "ebpf_small.jsonl", o);
+    FAIL() << "expected ImportError";
+  } catch (const ImportError& e) {
+    EXPECT_EQ(e.line(), 9u);
+    EXPECT_NE(std::string(e.what()).find("ebpf_small.jsonl:9: not a JSON object"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(EbpfImport, UnsampledAsRunAndCgroup) {
+  Options o;
+  o.unsampled_as_run = true;
+  o.cgroup = "/agents/a1";
+  Result r = import_agentcgroup_ebpf_file(std::string(kData) + "ebpf_small.jsonl", o);
+  EXPECT_EQ(ops_str(proc(r.trace, 102).ops), "exec:ls run:5000000 exit");
+  ASSERT_EQ(r.trace.cgroups.size(), 2u);
+  EXPECT_EQ(r.trace.cgroups[0].path, "/agents");
+  EXPECT_EQ(r.trace.cgroups[1].path, "/agents/a1");
+  for (const trace::ProcessSpec& p : r.trace.processes) EXPECT_EQ(p.cgroup, "/agents/a1");
+  EXPECT_NO_THROW(trace::validate(r.trace));
+}
+
+TEST(EbpfImport, PidReuseAndForkWithoutExec) {
+  std::istringstream in(
+      "{\"timestamp\":0,\"event\":\"EXEC\",\"comm\":\"sh\",\"pid\":7,\"ppid\":1}\n"
+      "{\"timestamp\":1000,\"event\":\"PROC_FORK\",\"comm\":\"sh\",\"pid\":8,\"ppid\":7}\n"
+      "{\"timestamp\":2000,\"event\":\"EXIT\",\"comm\":\"sh\",\"pid\":8,\"ppid\":7}\n"
+      "{\"timestamp\":3000,\"event\":\"EXEC\",\"comm\":\"cat\",\"pid\":8,\"ppid\":7}\n"
+      "{\"timestamp\":4000,\"event\":\"EXIT\",\"comm\":\"cat\",\"pid\":8,\"ppid\":7}\n"
+      "\n"
+      "{\"event\":\"EXIT\",\"pid\":8}\n");
+  Result r = import_agentcgroup_ebpf(in, "mem.jsonl", Options{});
+  ASSERT_EQ(r.trace.processes.size(), 3u);
+  EXPECT_EQ(ops_str(proc(r.trace, 7).ops), "sleep:1000 fork:8 sleep:2000 fork:8388608 sleep:1000");
+  EXPECT_EQ(ops_str(proc(r.trace, 8).ops), "sleep:1000 exit");
+  EXPECT_EQ(ops_str(proc(r.trace, 8388608).ops), "exec:cat sleep:1000 exit");
+  EXPECT_EQ(r.report.malformed, 1u);  // the line without a timestamp
+  EXPECT_EQ(r.report.unrepresented.at("reused pids renumbered"), 1u);
+  EXPECT_NO_THROW(trace::validate(r.trace));
+}
+
+// Real AgentCgroup recordings: validate, and CPU equals the counters' growth.
+TEST(EbpfImport, RealSamples) {
+  const fs::path dir = "../shared/traces/agentcgroup/ebpf";
+  if (!fs::is_directory(dir)) GTEST_SKIP() << "no real recordings at " << dir << " (optional)";
+  int n = 0;
+  for (const char* name : {"swebench_starlette1147_100ms.jsonl", "pilot_haiku_A_r1.jsonl", "smoke_cgroup.jsonl"}) {
+    const fs::path p = dir / name;
+    if (!fs::exists(p)) continue;
+    ++n;
+    Result r = import_agentcgroup_ebpf_file(p.string(), Options{});
+    EXPECT_NO_THROW(trace::validate(r.trace)) << name;
+    EXPECT_EQ(r.report.malformed, 0u) << name;
+    // Independent count: per pid, the last cumulative value minus the first
+    // for pids already running at their first sample (else minus 0).
+    std::ifstream in(p);
+    std::string line;
+    std::map<std::int64_t, std::pair<std::uint64_t, std::uint64_t>> first_last;  // pid -> (base, last)
+    std::map<std::int64_t, bool> exec_seen;
+    while (std::getline(in, line)) {
+      auto j = nlohmann::json::parse(line);
+      const std::string ev = j["event"];
+      if (ev == "EXEC") exec_seen[j["pid"].get<std::int64_t>()] = true;
+      if (ev != "RESOURCE_DETAIL") continue;
+      const auto pid = j["pid"].get<std::int64_t>();
+      const std::uint64_t cpu = j["cpu_user_ms"].get<std::uint64_t>() + j["cpu_sys_ms"].get<std::uint64_t>();
+      auto it = first_last.find(pid);
+      if (it == first_last.end()) first_last[pid] = {exec_seen[pid] ? 0 : cpu, cpu};
+      else it->second.second = cpu;
+    }
+    std::uint64_t expected_ms = 0;
+    for (const auto& [pid, fl] : first_last) expected_ms += fl.second - fl.first;
+    EXPECT_EQ(total_run_ns(r.trace), expected_ms * kMs) << name;
+    if (std::string(name).find("swebench") != std::string::npos) {
+      EXPECT_GT(expected_ms, 1000u);
+      EXPECT_GT(r.trace.processes.size(), 50u);
+    }
+  }
+  if (n == 0) GTEST_SKIP() << "no real recordings found in " << dir;
+}
+
+// Streaming: 200k ignored lines must not grow the peak RSS by more than a
+// few MiB (a whole-file reader would hold ~30 MiB of text).
+std::uint64_t peak_rss_kb() {
+  std::ifstream s("/proc/self/status");
+  std::string line;
+  while (std::getline(s, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6));
+  return 0;
+}
+
+class LineSource : public std::streambuf {
+ public:
+  LineSource(std::string line, std::uint64_t n) : line_(std::move(line)), left_(n) {}
+
+ protected:
+  int_type underflow() override {
+    if (left_ == 0) return traits_type::eof();
+    --left_;
+    setg(line_.data(), line_.data(), line_.data() + line_.size());
+    return traits_type::to_int_type(line_[0]);
+  }
+
+ private:
+  std::string line_;
+  std::uint64_t left_;
+};
+
+TEST(EbpfImport, StreamingMemoryStaysFlat) {
+  if (peak_rss_kb() == 0) GTEST_SKIP() << "/proc/self/status VmHWM not available";
+  // Warm up allocator and parser.
+  {
+    LineSource src(
+        "{\"timestamp\":1,\"event\":\"FILE_OPEN\",\"comm\":\"bash\",\"pid\":5,\"count\":1,"
+        "\"filepath\":\"/usr/lib/locale/C.utf8/LC_MEASUREMENT/with/a/long/path/name\",\"flags\":0}\n",
+        1000);
+    std::istream in(&src);
+    (void)import_agentcgroup_ebpf(in, "warm", Options{});
+  }
+  const std::uint64_t before = peak_rss_kb();
+  LineSource src(
+      "{\"timestamp\":1,\"event\":\"FILE_OPEN\",\"comm\":\"bash\",\"pid\":5,\"count\":1,"
+      "\"filepath\":\"/usr/lib/locale/C.utf8/LC_MEASUREMENT/with/a/long/path/name\",\"flags\":0}\n",
+      200000);
+  std::istream in(&src);
+  Result r = import_agentcgroup_ebpf(in, "big", Options{});
+  EXPECT_EQ(r.report.lines, 200000u);
+  const std::uint64_t after = peak_rss_kb();
+  EXPECT_LT(after - before, 4096u) << "peak RSS grew by " << (after - before) << " KiB";
+}
+
+// --- ftrace / perf ------------------------------------------------------------
+
+void expect_small_sched_trace(const Result& r) {
+  const trace::Trace& t = r.trace;
+  EXPECT_EQ(t.machine.cpus, 2u);
+  ASSERT_EQ(t.processes.size(), 3u);
+  const trace::ProcessSpec& bash = proc(t, 1000);
+  EXPECT_EQ(bash.start_ns, std::optional<std::uint64_t>(0));
+  EXPECT_EQ(ops_str(bash.ops),
+            "run:1000000 fork:1001 run:2000000 sleep:2010000 run:1900000 io:2000000 run:1000000 exit");
+  const trace::ProcessSpec& ls = proc(t, 1001);
+  EXPECT_EQ(ls.parent, std::optional<std::int64_t>(1000));
+  EXPECT_EQ(ls.comm, "bash");
+  EXPECT_EQ(ops_str(ls.ops), "run:40000 exec:ls run:3900000 exit");
+  const trace::ProcessSpec& kw = proc(t, 30);
+  EXPECT_EQ(kw.comm, "kworker/0:1");
+  EXPECT_EQ(kw.start_ns, std::optional<std::uint64_t>(6210000));
+  EXPECT_EQ(ops_str(kw.ops), "run:100000 sleep:4010000");
+  EXPECT_EQ(r.report.wakeup_latency_ns, (std::vector<std::uint64_t>{50000, 200000, 100000}));
+  EXPECT_NO_THROW(trace::validate(t));
+}
+
+TEST(FtraceImport, TraceCmdReport) {
+  Result r = import_ftrace_file(std::string(kData) + "ftrace_tracecmd.txt", Options{});
+  expect_small_sched_trace(r);
+  EXPECT_EQ(r.report.malformed, 0u);
+}
+
+TEST(FtraceImport, TracefsTextSkipsMalformedAndCountsOthers) {
+  Result r = import_ftrace_file(std::string(kData) + "ftrace_tracefs.txt", Options{});
+  expect_small_sched_trace(r);
+  EXPECT_EQ(r.report.malformed, 1u);
+  ASSERT_EQ(r.report.malformed_examples.size(), 1u);
+  EXPECT_NE(r.report.malformed_examples[0].find("ftrace_tracefs.txt:26: sched_switch:"), std::string::npos)
+      << r.report.malformed_examples[0];
+  EXPECT_EQ(r.report.unrepresented.at("migrations (the simulator places tasks itself)"), 1u);
+  EXPECT_EQ(r.report.unrepresented.at("non-scheduler events"), 1u);
+}
+
+TEST(FtraceImport, TracefsStrictNamesLine) {
+  Options o;
+  o.strict = true;
+  try {
+    import_ftrace_file(std::string(kData) + "ftrace_tracefs.txt", o);
+    FAIL() << "expected ImportError";
+  } catch (const ImportError& e) {
+    EXPECT_EQ(e.line(), 26u);
+    EXPECT_NE(std::string(e.what()).find("prev_state"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FtraceImport, PerfScriptWithNumericStates) {
+  Result r = import_ftrace_file(std::string(kData) + "perf_script.txt", Options{});
+  EXPECT_EQ(r.report.malformed, 0u);
+  expect_small_sched_trace(r);
+}
+
+TEST(FtraceImport, SameOpsFromAllThreeShapes) {
+  auto a = import_ftrace_file(std::string(kData) + "ftrace_tracecmd.txt", Options{});
+  auto b = import_ftrace_file(std::string(kData) + "perf_script.txt", Options{});
+  a.trace.name = b.trace.name = "x";
+  a.trace.description = b.trace.description = "";
+  a.trace.generator = b.trace.generator = nlohmann::json::object();
+  a.trace.source = b.trace.source = "";
+  EXPECT_EQ(trace::to_json(a.trace), trace::to_json(b.trace));
+}
+
+TEST(FtraceImport, CommWithSpacesAndBackwardsTime) {
+  std::istringstream in(
+      "  Bun Pool 2-77 [003] d..2. 5.000000: sched_switch: prev_comm=Bun Pool 2 prev_pid=77 "
+      "prev_prio=120 prev_state=S ==> next_comm=swapper/3 next_pid=0 next_prio=120\n"
+      "  <idle>-0 [003] d..2. 4.000000: sched_wakeup: comm=Bun Pool 2 pid=77 prio=120 target_cpu=003\n"
+      "  <idle>-0 [003] d..2. 5.5: sched_wakeup: comm=Bun Pool 2 pid=77 prio=120 target_cpu=003\n");
+  Result r = import_ftrace(in, "s.txt", Options{});
+  ASSERT_EQ(r.trace.processes.size(), 1u);
+  EXPECT_EQ(r.trace.processes[0].comm, "Bun Pool 2");
+  EXPECT_EQ(ops_str(r.trace.processes[0].ops), "sleep:500000000");
+  EXPECT_EQ(r.trace.machine.cpus, 4u);
+  EXPECT_EQ(r.report.malformed, 1u);  // time went backwards
+}
+
+// --- agentcgroup-task -----------------------------------------------------------
+
+TEST(TaskImport, SmallFolderGivesExactOps) {
+  Result r = import_agentcgroup_task_dir(std::string(kData) + "task_small", Options{});
+  const trace::Trace& t = r.trace;
+  ASSERT_EQ(t.processes.size(), 4u);
+  EXPECT_EQ(ops_str(proc(t, 1).ops),
+            "mem:10000000 run:200000000 sleep:800000000 mem:20000000 run:250000000 sleep:250000000 "
+            "step:1 fork:2 wait run:10000000 sleep:90000000 step:2 fork:3 sleep:100000000 fork:4 wait "
+            "run:40000000 sleep:360000000 mem:30000000");
+  EXPECT_EQ(ops_str(proc(t, 2).ops),
+            "tool_begin:Bash run:250000000 sleep:250000000 mem:100000000 run:10000000 sleep:90000000 "
+            "tool_end exit");
+  EXPECT_EQ(ops_str(proc(t, 3).ops),
+            "tool_begin:Read run:10000000 sleep:90000000 run:5000000 sleep:95000000 tool_end exit");
+  EXPECT_EQ(ops_str(proc(t, 4).ops),
+            "tool_begin:Grep run:5000000 sleep:95000000 run:20000000 sleep:180000000 tool_end exit");
+  EXPECT_EQ(total_run_ns(t), 800 * kMs);
+  EXPECT_EQ(r.report.malformed, 1u);
+  ASSERT_EQ(r.report.malformed_examples.size(), 1u);
+  EXPECT_NE(r.report.malformed_examples[0].find("resources.json:6: sample"), std::string::npos)
+      << r.report.malformed_examples[0];
+  EXPECT_EQ(r.report.counters.at("tool_calls"), 3u);
+  EXPECT_EQ(r.report.counters.at("steps"), 2u);
+  EXPECT_NO_THROW(trace::validate(t));
+}
+
+TEST(TaskImport, StrictAndBadJson) {
+  Options o;
+  o.strict = true;
+  EXPECT_THROW(import_agentcgroup_task_dir(std::string(kData) + "task_small", o), ImportError);
+  std::istringstream res("{\"samples\": [\n {\"epoch\": 1.0,\n");
+  std::istringstream calls("[]");
+  try {
+    import_agentcgroup_task(res, "r.json", calls, "c.json", Options{});
+    FAIL() << "expected ImportError";
+  } catch (const ImportError& e) {
+    EXPECT_EQ(e.file(), "r.json");
+    EXPECT_EQ(e.line(), 3u);
+  }
+  EXPECT_THROW(import_agentcgroup_task_dir("tests/data/recordings/no-such-task", Options{}), ImportError);
+}
+
+TEST(TaskImport, RealSamples) {
+  const fs::path dir = "../shared/traces/agentcgroup/tasks";
+  if (!fs::is_directory(dir)) GTEST_SKIP() << "no real task folders at " << dir << " (optional)";
+  std::vector<fs::path> tasks;
+  for (const auto& e : fs::directory_iterator(dir)) tasks.push_back(e.path());
+  std::sort(tasks.begin(), tasks.end());
+  for (const fs::path& p : tasks) {
+    Result r = import_agentcgroup_task_dir(p.string(), Options{});
+    EXPECT_NO_THROW(trace::validate(r.trace)) << p;
+    EXPECT_EQ(r.report.malformed, 0u) << p;
+    // CPU demand = sum over samples after the first of cpu% x interval.
+    auto j = nlohmann::json::parse(std::ifstream(p / "resources.json"));
+    long double expected = 0;
+    const auto& s = j["samples"];
+    for (std::size_t i = 1; i < s.size(); ++i) {
+      const std::string pct = s[i]["cpu_percent"];
+      expected += std::stold(pct.substr(0, pct.size() - 1)) / 100.0L *
+                  (s[i]["epoch"].get<double>() - s[i - 1]["epoch"].get<double>()) * 1e9L;
+    }
+    const long double got = static_cast<long double>(total_run_ns(r.trace));
+    EXPECT_NEAR(static_cast<double>(got), static_cast<double>(expected), 1e-3 * static_cast<double>(expected) + 1e6)
+        << p;
+    auto calls = nlohmann::json::parse(std::ifstream(p / "tool_calls.json"));
+    EXPECT_EQ(r.report.counters.at("tool_calls"), calls.size()) << p;
+  }
+}
+
+// --- helpers ----------------------------------------------------------------------
+
+TEST(ImportHelpers, ParseTimes) {
+  EXPECT_EQ(parse_seconds_ns("100.000100"), std::optional<std::uint64_t>(100000100000ULL));
+  EXPECT_EQ(parse_seconds_ns("1.123456789123"), std::optional<std::uint64_t>(1123456789ULL));
+  EXPECT_EQ(parse_seconds_ns("7"), std::optional<std::uint64_t>(7000000000ULL));
+  EXPECT_FALSE(parse_seconds_ns("1.2x"));
+  EXPECT_FALSE(parse_seconds_ns(".5"));
+  EXPECT_EQ(parse_iso8601_utc_ns("1970-01-01T00:16:41.500Z"), std::optional<std::uint64_t>(1001500000000ULL));
+  EXPECT_EQ(parse_iso8601_utc_ns("2026-02-07T09:41:11.704Z"), std::optional<std::uint64_t>(1770457271704000000ULL));
+  EXPECT_FALSE(parse_iso8601_utc_ns("2026-02-07 nonsense"));
+  EXPECT_THROW(import_any("nope", "x", Options{}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace agentcg::import
