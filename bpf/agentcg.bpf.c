@@ -69,14 +69,16 @@
 char _license[] SEC("license") = "GPL";
 
 /*
- * kfuncs with implicit (verifier-supplied) arguments: bpftool 7.5 does not
- * emit their prototypes into vmlinux.h, so they are declared here (kernel
- * 7.2 BTF; the aux argument is filled in by the verifier).
+ * The scx kfuncs come from vmlinux.h. Kernel note: they need a kernel whose
+ * BTF has the `<kfunc>_impl` twins of the implicit-argument kfuncs
+ * (scx_bpf_create_dsq, scx_bpf_kick_cpu, scx_bpf_error_bstr, ...): sid's
+ * 7.2.13 has them; trixie-backports' 7.2.12 build lacks them (its verifier
+ * then rejects every call: "cannot find function scx_bpf_create_dsq_impl in
+ * BTF"), which is why scripts/fetch-kernel.sh defaults to sid.
  */
-extern s32 scx_bpf_create_dsq(u64 dsq_id, s32 node) __ksym __weak;
-extern void scx_bpf_destroy_dsq(u64 dsq_id) __ksym __weak;
-extern void scx_bpf_error_bstr(char *fmt, unsigned long long *data, u32 data__sz) __ksym __weak;
-extern void scx_bpf_kick_cpu(s32 cpu, u64 flags) __ksym __weak;
+#define create_dsq(id, node) scx_bpf_create_dsq(id, node)
+#define destroy_dsq(id) scx_bpf_destroy_dsq(id)
+#define kick_cpu(cpu, flags) scx_bpf_kick_cpu(cpu, flags)
 
 /*
  * Own error macros: the kernel's scx_bpf_error() lives in tools/sched_ext,
@@ -590,7 +592,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(agentcg_cgroup_init, struct cgroup *cgrp,
 		bstat_inc(AGENTCG_BS_cgrp_overflow);
 		return 0; /* its tasks use the fallback queue */
 	}
-	ret = scx_bpf_create_dsq(cgid, -1);
+	ret = create_dsq(cgid, -1);
 	if (ret) {
 		cgrp_slots[slot & (AGENTCG_MAX_CGRPS - 1)] = 0;
 		return ret;
@@ -603,7 +605,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(agentcg_cgroup_init, struct cgroup *cgrp,
 	bpf_map_update_elem(&cgrp_stat, &cgid, &st0, BPF_ANY);
 	ret = bpf_map_update_elem(&cgrp_states, &cgid, &init, BPF_ANY);
 	if (ret) {
-		scx_bpf_destroy_dsq(cgid);
+		destroy_dsq(cgid);
 		cgrp_slots[slot & (AGENTCG_MAX_CGRPS - 1)] = 0;
 		bstat_inc(AGENTCG_BS_cgrp_overflow);
 	}
@@ -623,7 +625,7 @@ void BPF_STRUCT_OPS(agentcg_cgroup_exit, struct cgroup *cgrp)
 	cgrp_slots[cs->slot & (AGENTCG_MAX_CGRPS - 1)] = 0;
 	bpf_map_delete_elem(&cgrp_states, &cgid);
 	bpf_map_delete_elem(&cgrp_stat, &cgid);
-	scx_bpf_destroy_dsq(cgid);
+	destroy_dsq(cgid);
 }
 
 void BPF_STRUCT_OPS(agentcg_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
@@ -684,7 +686,7 @@ static int bw_timer_fn(void *map, int *key, struct bpf_timer *timer)
 		bpf_for(i, 0, MAX_KICK_CPUS) {
 			if (i >= nr_cpus)
 				break;
-			scx_bpf_kick_cpu(i, SCX_KICK_IDLE);
+			kick_cpu(i, SCX_KICK_IDLE);
 		}
 	}
 	bpf_timer_start(timer, BW_TIMER_NS, 0);
@@ -697,7 +699,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(agentcg_init)
 	u32 key = 0;
 	s32 ret;
 
-	ret = scx_bpf_create_dsq(AGENTCG_FALLBACK_DSQ, -1);
+	ret = create_dsq(AGENTCG_FALLBACK_DSQ, -1);
 	if (ret)
 		return ret;
 	if (agentcg_mode == AGENTCG_MODE_FIFO)

@@ -26,7 +26,7 @@ enum agentcg_mode {
  * (counted by AGENTCG_STAT_CGRP_OVERFLOW). */
 #define AGENTCG_MAX_CGRPS 128
 /* Tasks whose cgroup has no state (not yet initialised, table full) go here. */
-#define AGENTCG_FALLBACK_DSQ 1ULL
+#define AGENTCG_FALLBACK_DSQ (1ULL << 62) /* cgroup ids (DSQ ids of cgroups) are small */
 
 /*
  * The policy's counters come from core's one list (agentcg/counters.h,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # Fetch a Debian kernel with sched_ext (CONFIG_SCHED_CLASS_EXT=y) for the VM
-# tests, into a cache: $AGENTCG_CACHE (default ~/.cache/agentcg)/kernel/.
+# tests, into a cache: $AGENTCG_CACHE (default ~/.cache/agentcg)/kernel-SUITE/.
 # Prints the cache directory, which then holds:
 #   vmlinuz    the cloud-amd64 bzImage (boots without modules)
 #   vmlinux    the ELF extracted from it (for its BTF -> vmlinux.h)
@@ -10,12 +10,15 @@
 # The version is resolved at run time from linux-image-cloud-amd64's Depends
 # (versions move and old ones leave the archive). Idempotent: a complete
 # cache is reused without network access.
-# Suite: $AGENTCG_KERNEL_SUITE (default trixie-backports; sid also works).
+# Suite: $AGENTCG_KERNEL_SUITE (default sid). trixie-backports' 7.2.12 build
+# has sched_ext but its BTF lacks the `_impl` twins of the implicit-argument
+# scx kfuncs (scx_bpf_create_dsq_impl, ...), so its verifier rejects any
+# scheduler that creates a DSQ; sid's 7.2.13 has them (checked 2026-11-21).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${AGENTCG_CACHE:-$HOME/.cache/agentcg}
-out=$cache/kernel
-suite=${AGENTCG_KERNEL_SUITE:-trixie-backports}
+suite=${AGENTCG_KERNEL_SUITE:-sid}
+out=$cache/kernel-$suite
 
 if [ -s "$out/vmlinuz" ] && [ -s "$out/vmlinux" ] && [ -s "$out/version" ]; then
   echo "$out"; exit 0

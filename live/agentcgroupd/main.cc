@@ -23,6 +23,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -172,7 +173,25 @@ bool Daemon::attach() {
   return true;
 }
 
+// With AGENTCG_PROG_STATS set (and kernel.bpf_stats_enabled=1), prints each
+// callback's run count and total run time before detaching: the figures of
+// the overhead comparison (live/vm/guest/scenarios.sh).
+void print_prog_stats(agentcg_bpf* skel, const std::string& mode) {
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, skel->obj) {
+    bpf_prog_info info{};
+    __u32 len = sizeof(info);
+    const int fd = bpf_program__fd(prog);
+    if (fd < 0 || bpf_prog_get_info_by_fd(fd, &info, &len) != 0) continue;
+    std::printf("AGENTCG-PROGSTAT %s %s %llu %llu\n", mode.c_str(), bpf_program__name(prog),
+                static_cast<unsigned long long>(info.run_cnt),
+                static_cast<unsigned long long>(info.run_time_ns));
+  }
+  std::fflush(stdout);
+}
+
 void Daemon::detach() {
+  if (skel_ && link_ && std::getenv("AGENTCG_PROG_STATS")) print_prog_stats(skel_, mode_name());
   if (link_) bpf_link__destroy(link_);
   link_ = nullptr;
   if (skel_) agentcg_bpf__destroy(skel_);

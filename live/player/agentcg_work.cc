@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// agentcg-work: calibrated workload primitives for the live tests and the
+// live comparison, run inside the test VM (a static binary: the initramfs
+// has no shared libraries for it).
+//
+//   spin SECONDS                 burn CPU until the deadline
+//   mem MB SECONDS               keep MB of anonymous memory and rewrite
+//                                every page in a loop (memory.high pressure)
+//   forkstorm N [PARALLEL]       fork N children that exit at once, at most
+//                                PARALLEL alive; prints "forks N elapsed_ms T"
+//   wakelat PERIOD_US SECONDS    periodic sleeper: wakeup latency (actual -
+//                                intended wakeup) as "wakelat_us p50 p90 p99 max n"
+//
+// Times are CLOCK_MONOTONIC; results go to stdout as one line each so the
+// guest scripts can parse them with awk. Bad arguments exit 2 with a message.
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::uint64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+bool parse_u64(const char* s, std::uint64_t* out) {
+  if (!s || !*s) return false;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(s, &end, 10);
+  if (errno || *end || s[0] == '-') return false;
+  *out = v;
+  return true;
+}
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "agentcg-work: %s\nusage: agentcg-work spin SECONDS | mem MB SECONDS | "
+               "forkstorm N [PARALLEL] | wakelat PERIOD_US SECONDS\n",
+               why);
+  std::exit(2);
+}
+
+volatile std::uint64_t g_sink;
+
+int spin(std::uint64_t secs) {
+  const std::uint64_t end = now_ns() + secs * 1000000000ULL;
+  std::uint64_t x = 0;
+  while (now_ns() < end)
+    for (int i = 0; i < 10000; i++) x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+  g_sink = x;
+  return 0;
+}
+
+int mem(std::uint64_t mb, std::uint64_t secs) {
+  const std::size_t len = static_cast<std::size_t>(mb) << 20;
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    std::fprintf(stderr, "agentcg-work: mem: mmap %llu MB: %s\n", static_cast<unsigned long long>(mb),
+                 std::strerror(errno));
+    return 1;
+  }
+  auto* b = static_cast<volatile unsigned char*>(p);
+  const long page = sysconf(_SC_PAGESIZE);
+  const std::uint64_t end = now_ns() + secs * 1000000000ULL;
+  std::uint64_t rounds = 0;
+  while (now_ns() < end) {
+    for (std::size_t off = 0; off < len; off += static_cast<std::size_t>(page)) b[off] = static_cast<unsigned char>(rounds + off);
+    rounds++;
+    // Release half of it so that the kernel has to fault it in again: keeps
+    // the cgroup hovering over memory.high instead of settling.
+    madvise(p, len / 2, MADV_DONTNEED);
+  }
+  std::printf("mem rounds %llu\n", static_cast<unsigned long long>(rounds));
+  return 0;
+}
+
+int forkstorm(std::uint64_t n, std::uint64_t parallel) {
+  const std::uint64_t t0 = now_ns();
+  std::uint64_t started = 0, alive = 0, failed = 0;
+  while (started < n || alive) {
+    while (started < n && alive < parallel) {
+      const pid_t pid = fork();
+      if (pid == 0) _exit(0);
+      if (pid < 0) {
+        failed++;
+        break;
+      }
+      started++;
+      alive++;
+    }
+    if (alive) {
+      int st = 0;
+      if (wait(&st) > 0) alive--;
+    } else if (started < n) {
+      usleep(1000);  // fork failed (EAGAIN): back off
+      if (failed > n) break;
+    }
+  }
+  std::printf("forks %llu elapsed_ms %llu failed %llu\n", static_cast<unsigned long long>(started),
+              static_cast<unsigned long long>((now_ns() - t0) / 1000000ULL),
+              static_cast<unsigned long long>(failed));
+  return started == n ? 0 : 1;
+}
+
+int wakelat(std::uint64_t period_us, std::uint64_t secs) {
+  std::vector<std::uint64_t> lat;
+  const std::uint64_t period = period_us * 1000ULL;
+  const std::uint64_t end = now_ns() + secs * 1000000000ULL;
+  std::uint64_t next = now_ns() + period;
+  while (next < end) {
+    timespec ts{static_cast<time_t>(next / 1000000000ULL), static_cast<long>(next % 1000000000ULL)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+    }
+    const std::uint64_t now = now_ns();
+    lat.push_back(now > next ? now - next : 0);
+    next += period;
+    if (next < now) next = now + period;  // overran: restart the grid
+  }
+  if (lat.empty()) usage("wakelat: SECONDS too short for one period");
+  std::sort(lat.begin(), lat.end());
+  auto q = [&](double f) { return lat[std::min(lat.size() - 1, static_cast<std::size_t>(f * static_cast<double>(lat.size())))] / 1000; };
+  std::printf("wakelat_us %llu %llu %llu %llu %zu\n", static_cast<unsigned long long>(q(0.5)),
+              static_cast<unsigned long long>(q(0.9)), static_cast<unsigned long long>(q(0.99)),
+              static_cast<unsigned long long>(lat.back() / 1000), lat.size());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) usage("missing command");
+  const std::string cmd = argv[1];
+  std::uint64_t a = 0, b = 0;
+  if (cmd == "spin") {
+    if (argc != 3 || !parse_u64(argv[2], &a)) usage("spin: expected SECONDS");
+    return spin(a);
+  }
+  if (cmd == "mem") {
+    if (argc != 4 || !parse_u64(argv[2], &a) || !parse_u64(argv[3], &b) || !a) usage("mem: expected MB SECONDS");
+    return mem(a, b);
+  }
+  if (cmd == "forkstorm") {
+    if (argc < 3 || argc > 4 || !parse_u64(argv[2], &a)) usage("forkstorm: expected N [PARALLEL]");
+    b = 64;
+    if (argc == 4 && (!parse_u64(argv[3], &b) || !b)) usage("forkstorm: PARALLEL must be a positive integer");
+    return forkstorm(a, b);
+  }
+  if (cmd == "wakelat") {
+    if (argc != 4 || !parse_u64(argv[2], &a) || !parse_u64(argv[3], &b) || !a) usage("wakelat: expected PERIOD_US SECONDS");
+    return wakelat(a, b);
+  }
+  usage(("unknown command '" + cmd + "'").c_str());
+}

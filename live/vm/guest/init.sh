@@ -1,0 +1,24 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# /init of the agentcg test VM (busybox). Mounts the pseudo file systems and
+# cgroup v2 with the cpu, memory and pids controllers, prints the boot
+# marker, runs /scenarios.sh with the scenarios named on the kernel command
+# line (agentcg.scenarios=a,b,...), prints the done marker and powers off.
+# The host decides success from these markers, never from qemu's exit code.
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mount -t tmpfs tmpfs /tmp
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+echo "+cpu +memory +pids +io" > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || \
+  echo "+cpu +memory +pids" > /sys/fs/cgroup/cgroup.subtree_control
+ip link set lo up 2>/dev/null
+echo 1 > /proc/sys/kernel/bpf_stats_enabled 2>/dev/null
+echo "AGENTCG-BOOTED kernel $(uname -r) cpus $(grep -c ^processor /proc/cpuinfo) sched_ext $(cat /sys/kernel/sched_ext/state 2>/dev/null || echo missing)"
+scen=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^agentcg.scenarios=//p')
+sh /scenarios.sh "${scen:-all}"
+echo "AGENTCG-DONE rc=$?"
+sync
+poweroff -f

@@ -1,0 +1,332 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# The live scenarios, run inside the test VM by /init (busybox sh), all in
+# ONE boot so that the slow software-emulated machine boots once. Each
+# scenario prints
+#   AGENTCG-DATA <scenario> <key> <values...>    measurements
+#   AGENTCG-RESULT <scenario> PASS|FAIL <detail> the verdict
+# which live/vm/check-result.sh reads on the host. Policies are compared by
+# ratios measured inside this one run (absolute times under TCG are slow and
+# noisy, see ../shared/LIVE_VM.md). The kernel's default scheduler (EEVDF)
+# runs the same workloads in the same boot as the reference.
+#
+# Usage: scenarios.sh all | NAME[,NAME...]
+#   attach weights cpumax mempen forkstorm robust overhead compare
+CG=/sys/fs/cgroup
+SCX=/sys/kernel/sched_ext
+CONF=/etc/agentcg/config.yaml
+DLOG=/tmp/agentcgroupd.log
+DPID=
+DUR=${AGENTCG_DUR:-6}
+
+result() { echo "AGENTCG-RESULT $*"; }
+data() { echo "AGENTCG-DATA $*"; }
+state() { cat $SCX/state 2>/dev/null || echo missing; }
+ops() { cat $SCX/root/ops 2>/dev/null || echo none; }
+
+write_config() { # mode [extra yaml]
+	cat > $CONF <<EOC
+daemon:
+  log_level: info
+  metrics_port: 9090
+  mode: $1
+monitor:
+  poll_interval_ms: 10
+$2
+EOC
+}
+
+# start_daemon MODE [args]: starts agentcgroupd, waits until it is ready.
+start_daemon() {
+	mode=$1; shift
+	write_config "$mode"
+	: > $DLOG
+	agentcgroupd --config $CONF "$@" > $DLOG 2>&1 &
+	DPID=$!
+	i=0
+	while [ $i -lt 300 ]; do
+		grep -q 'agentcgroupd: ready' $DLOG && [ "$(state)" = enabled ] && return 0
+		kill -0 $DPID 2>/dev/null || break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	echo "agentcgroupd did not become ready (state $(state)):"; cat $DLOG
+	return 1
+}
+
+# stop_daemon [signal]: stops it, returns its exit code.
+stop_daemon() {
+	[ -n "$DPID" ] || return 0
+	kill -${1:-TERM} $DPID 2>/dev/null
+	wait $DPID
+	rc=$?
+	DPID=
+	i=0
+	while [ "$(state)" != disabled ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	return $rc
+}
+
+metrics() { wget -q -O - http://127.0.0.1:9090/metrics 2>/dev/null; }
+metric() { metrics | awk -v n="$1" '$1 == n { print $2; f = 1 } END { if (!f) print "" }'; }
+
+mkcg() { # name [weight] [cpu.max]
+	rmdir $CG/$1 2>/dev/null
+	mkdir -p $CG/$1
+	[ -n "$2" ] && echo $2 > $CG/$1/cpu.weight
+	[ -n "$3" ] && echo "$3" > $CG/$1/cpu.max
+	return 0
+}
+rmcg() { for c in "$@"; do rmdir $CG/$c 2>/dev/null; done; return 0; }
+# inc NAME CMD...: runs CMD in cgroup NAME in the background.
+inc() {
+	c=$1; shift
+	sh -c "echo \$\$ > $CG/$c/cgroup.procs && exec $*" &
+}
+usage_us() { awk '$1 == "usage_usec" { print $2 }' $CG/$1/cpu.stat; }
+now_us() { awk '{ printf "%d\n", $1 * 1000000 }' /proc/uptime; }
+
+# shares LABEL SECONDS CG...: CPU used by each cgroup over SECONDS (after a
+# 1 s warm-up) as fractions of the total; prints and echoes them.
+shares() {
+	label=$1; secs=$2; shift 2
+	sleep 1
+	b=""; for c in "$@"; do b="$b $(usage_us $c)"; done
+	sleep $secs
+	a=""; for c in "$@"; do a="$a $(usage_us $c)"; done
+	echo "$b" "|" "$a" | awk '{ n = (NF - 1) / 2; t = 0;
+		for (i = 1; i <= n; i++) { d[i] = $(i + n + 1) - $i; t += d[i] }
+		s = ""; for (i = 1; i <= n; i++) s = s sprintf(" %.4f", t ? d[i] / t : 0); print substr(s, 2) }'
+}
+
+# ---- attach ----------------------------------------------------------
+s_attach() {
+	[ -d $SCX ] || { result attach FAIL "no $SCX: kernel without sched_ext"; return; }
+	before=$(state)
+	start_daemon agentcg || { result attach FAIL "daemon did not attach"; return; }
+	st=$(state); op=$(ops)
+	m=$(metrics)
+	echo "$m" | grep -q '^agentcg_new_steps_total ' && mok=1 || mok=0
+	echo "$m" | grep -q '^# TYPE agentcg_mem_penalty gauge' || mok=0
+	echo "$m" | grep -q '^agentcg_fork_storms_total ' || mok=0
+	echo "$m" | grep -q '^agentcg_cgroup_runtime_ns_total{cgroup=' || mok=0
+	stop_daemon TERM; rc=$?
+	after=$(state)
+	data attach states "$before" "$st" "$op" "$after" rc=$rc metrics=$mok
+	if [ "$before" = disabled ] && [ "$st" = enabled ] && [ "$op" = agentcg ] &&
+	   [ "$after" = disabled ] && [ $rc -eq 0 ]; then
+		result attach PASS "enabled with ops agentcg, detached cleanly (rc 0) -> disabled"
+	else
+		result attach FAIL "before=$before during=$st ops=$op after=$after rc=$rc"
+	fi
+	[ $mok -eq 1 ] && result metrics PASS "agentcg_new_steps_total, agentcg_fork_storms_total, agentcg_mem_penalty, per-cgroup runtime exported" ||
+		{ result metrics FAIL "missing metric families"; echo "$m" | head -50; }
+}
+
+# ---- weights 100:200:300 ----------------------------------------------
+weights_run() { # label -> prints shares of w1 w2 w3
+	mkcg w1 100; mkcg w2 200; mkcg w3 300
+	for c in w1 w2 w3; do inc $c agentcg-work spin $((DUR + 2)); inc $c agentcg-work spin $((DUR + 2)); done
+	sh_=$(shares "$1" $DUR w1 w2 w3)
+	wait
+	rmcg w1 w2 w3
+	echo "$sh_"
+}
+s_weights() {
+	cfs=$(weights_run eevdf)
+	data weights eevdf $cfs
+	start_daemon agentcg || { result weights FAIL "daemon"; return; }
+	agc=$(weights_run agentcg)
+	stop_daemon
+	data weights agentcg $agc
+	start_daemon flatcg || { result weights FAIL "daemon"; return; }
+	flc=$(weights_run flatcg)
+	stop_daemon
+	data weights flatcg $flc
+	v=$(echo $agc | awk '{ e1 = $1 - 1/6; e2 = $2 - 2/6; e3 = $3 - 3/6;
+		m = 0; for (i = 1; i <= 3; i++) { e = (i == 1 ? e1 : (i == 2 ? e2 : e3)); if (e < 0) e = -e; if (e > m) m = e }
+		printf "%.4f", m }')
+	ok=$(echo $v | awk '{ print ($1 <= 0.05) ? 1 : 0 }')
+	[ "$ok" = 1 ] && result weights PASS "agentcg shares $agc (max abs error $v <= 0.05; eevdf $cfs, flatcg $flc)" ||
+		result weights FAIL "agentcg shares $agc (max abs error $v > 0.05; eevdf $cfs, flatcg $flc)"
+}
+
+# ---- cpu.max 50000 100000 ----------------------------------------------
+cpumax_run() {
+	mkcg q 100 "50000 100000"
+	inc q agentcg-work spin $((DUR + 2)); inc q agentcg-work spin $((DUR + 2))
+	sleep 1
+	u0=$(usage_us q); t0=$(now_us)
+	sleep $DUR
+	u1=$(usage_us q); t1=$(now_us)
+	wait
+	rmcg q
+	echo "$u0 $u1 $t0 $t1" | awk '{ printf "%.4f", ($2 - $1) / ($4 - $3) }'
+}
+s_cpumax() {
+	cfs=$(cpumax_run)
+	data cpumax eevdf $cfs
+	start_daemon agentcg || { result cpumax FAIL "daemon"; return; }
+	agc=$(cpumax_run)
+	thr=$(metric agentcg_throttles_total)
+	stop_daemon
+	data cpumax agentcg $agc throttles=$thr
+	ok=$(echo $agc | awk '{ print ($1 >= 0.45 && $1 <= 0.55) ? 1 : 0 }')
+	[ "$ok" = 1 ] && result cpumax PASS "agentcg: $agc of one CPU under cpu.max 50000 100000 (eevdf $cfs)" ||
+		result cpumax FAIL "agentcg: $agc of one CPU, expected 0.50 +- 0.05 (eevdf $cfs)"
+}
+
+# ---- memory penalty -----------------------------------------------------
+mempen_run() { # label
+	mkcg m 100; mkcg n 100
+	echo $((16 * 1024 * 1024)) > $CG/m/memory.high
+	h0=$(awk '$1 == "high" { print $2 }' $CG/m/memory.events)
+	inc m agentcg-work mem 48 $((DUR + 2)); inc m agentcg-work mem 48 $((DUR + 2))
+	inc n agentcg-work spin $((DUR + 2)); inc n agentcg-work spin $((DUR + 2))
+	sh_=$(shares "$1" $DUR m n)
+	pen=$(metrics | awk '$1 == "agentcg_mem_penalty{cgroup=\"/m\"}" { print $2 }')
+	h1=$(awk '$1 == "high" { print $2 }' $CG/m/memory.events)
+	wait
+	rmcg m n
+	echo "$sh_ $((h1 - h0)) ${pen:-0}"
+}
+s_mempen() {
+	cfs=$(mempen_run eevdf)
+	data mempen eevdf $cfs
+	start_daemon agentcg || { result mempen FAIL "daemon"; return; }
+	agc=$(mempen_run agentcg)
+	applied=$(metric agentcg_penalties_applied_total)
+	stop_daemon
+	data mempen agentcg $agc applied=$applied
+	set -- $agc
+	ok=$(echo "$1 $2 $3 $4" | awk '{ print ($3 > 0 && $4 > 0 && $1 < $2) ? 1 : 0 }')
+	[ "$ok" = 1 ] && result mempen PASS "m over memory.high: share $1 vs sibling $2, memory.events high +$3, mem_penalty $4 (eevdf: $cfs)" ||
+		result mempen FAIL "share m=$1 n=$2 high+=$3 penalty=$4 (eevdf: $cfs)"
+}
+
+# ---- fork storm ---------------------------------------------------------
+forkstorm_run() { # with_storm -> "p50 p90 p99 max"
+	mkcg s 100; mkcg i 100; mkcg b 100
+	inc b agentcg-work spin $((DUR + 1)); inc b agentcg-work spin $((DUR + 1))
+	[ "$1" = 1 ] && inc s agentcg-work forkstorm 4000 32
+	sh -c "echo \$\$ > $CG/i/cgroup.procs && exec agentcg-work wakelat 5000 $DUR" > /tmp/wl.out
+	wait
+	rmcg s i b
+	awk '{ print $2, $3, $4, $5 }' /tmp/wl.out
+}
+s_forkstorm() {
+	cfs_q=$(forkstorm_run 0); cfs_s=$(forkstorm_run 1)
+	data forkstorm eevdf quiet $cfs_q storm $cfs_s
+	start_daemon agentcg || { result forkstorm FAIL "daemon"; return; }
+	agc_q=$(forkstorm_run 0); agc_s=$(forkstorm_run 1)
+	storms=$(metric agentcg_fork_storms_total); forks=$(metric agentcg_forks_total)
+	stop_daemon
+	data forkstorm agentcg quiet $agc_q storm $agc_s fork_storms=$storms forks=$forks
+	q99=$(echo $agc_q | awk '{ print $3 }'); s99=$(echo $agc_s | awk '{ print $3 }')
+	ok=$(echo "${storms:-0} $q99 $s99" | awk '{ print ($1 > 0 && $3 <= 3 * $2 + 5000) ? 1 : 0 }')
+	[ "$ok" = 1 ] && result forkstorm PASS "fork_storms_total=$storms; interactive sibling p99 wakeup ${s99}us during the storm vs ${q99}us without (eevdf: $cfs_s vs $cfs_q)" ||
+		result forkstorm FAIL "fork_storms_total=$storms; sibling p99 ${s99}us vs ${q99}us quiet"
+}
+
+# ---- robustness ---------------------------------------------------------
+s_robust() {
+	# kill -9: the kernel drops the scheduler when the link's last fd closes.
+	mkcg r 100
+	start_daemon agentcg || { result robust_kill FAIL "daemon"; return; }
+	inc r agentcg-work spin 3; wpid=$!
+	sleep 1
+	kill -9 $DPID; wait $DPID 2>/dev/null; DPID=
+	i=0; while [ "$(state)" != disabled ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	st=$(state)
+	wait $wpid; wrc=$?
+	[ "$st" = disabled ] && [ $wrc -eq 0 ] && result robust_kill PASS "kill -9: state $st, workload completed (rc $wrc)" ||
+		result robust_kill FAIL "kill -9: state $st, workload rc $wrc"
+	rmcg r
+
+	# 10,000 processes forked in a storm: no stall watchdog ejection.
+	mkcg s 100
+	start_daemon agentcg || { result robust_storm FAIL "daemon"; return; }
+	out=$(sh -c "echo \$\$ > $CG/s/cgroup.procs && exec agentcg-work forkstorm 10000 64")
+	frc=$?
+	st=$(state); kill -0 $DPID 2>/dev/null && alive=1 || alive=0
+	data robust storm "$out" state=$st daemon_alive=$alive
+	grep -q 'ejected' $DLOG && ej=1 || ej=0
+	[ $frc -eq 0 ] && [ "$st" = enabled ] && [ $alive = 1 ] && [ $ej = 0 ] &&
+		result robust_storm PASS "10000 forks ($out), scheduler still enabled, no ejection" ||
+		{ result robust_storm FAIL "rc=$frc state=$st alive=$alive ejected=$ej ($out)"; cat $DLOG; }
+	rmcg s
+
+	# A bad config on SIGHUP is rejected; the scheduler stays attached.
+	printf 'daemon:\n  metrics_port: 99999\n' > $CONF
+	kill -HUP $DPID; sleep 1
+	st=$(state); errs=$(metric agentcg_config_reload_errors_total)
+	grep -q 'config rejected' $DLOG && rej=1 || rej=0
+	agentcgroupd --check-config --config $CONF > /tmp/chk.out 2>&1; crc=$?
+	data robust badconfig state=$st reload_errors=$errs check_rc=$crc "$(cat /tmp/chk.out)"
+	[ "$st" = enabled ] && [ "$errs" = 1 ] && [ $rej = 1 ] && [ $crc -eq 2 ] &&
+		result robust_badconfig PASS "bad reload rejected ($(grep 'config rejected' $DLOG | head -1 | cut -c1-120)), still enabled" ||
+		result robust_badconfig FAIL "state=$st reload_errors=$errs rejected=$rej check_rc=$crc"
+	# A good reload works without detaching.
+	write_config agentcg "  cgroup_root: /sys/fs/cgroup"
+	kill -HUP $DPID; sleep 1
+	ok=$(metric agentcg_config_reloads_total)
+	[ "$(state)" = enabled ] && [ "$ok" = 1 ] && result robust_reload PASS "good SIGHUP reload applied without detaching" ||
+		result robust_reload FAIL "state=$(state) reloads=$ok"
+	stop_daemon
+
+	# Ejection by the kernel: the daemon must log the reason from the exit
+	# info and exit 1. sysrq-S (sched_ext's "disable the BPF scheduler" key)
+	# goes through the same scx exit path as the watchdog and scx errors.
+	start_daemon agentcg || { result robust_eject FAIL "daemon"; return; }
+	echo S > /proc/sysrq-trigger 2>/dev/null
+	i=0; while kill -0 $DPID 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	wait $DPID; rc=$?; DPID=
+	reason=$(grep 'ejected' $DLOG | head -1 | cut -c1-160)
+	[ $rc -eq 1 ] && [ -n "$reason" ] && result robust_eject PASS "ejection logged ($reason), exit 1" ||
+		{ result robust_eject FAIL "rc=$rc reason='$reason'"; cat $DLOG; }
+}
+
+# ---- overhead: BPF run time per callback next to the FIFO baseline ------
+overhead_run() { # mode
+	mkcg o 100
+	AGENTCG_PROG_STATS=1 start_daemon $1 || return
+	inc o agentcg-work spin 4; inc o agentcg-work spin 4
+	inc o agentcg-work forkstorm 1000 16
+	sh -c "echo \$\$ > $CG/o/cgroup.procs && exec agentcg-work wakelat 1000 4" > /dev/null
+	wait
+	stop_daemon
+	grep AGENTCG-PROGSTAT $DLOG
+	rmcg o
+}
+s_overhead() {
+	[ "$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null)" = 1 ] || { result overhead FAIL "kernel.bpf_stats_enabled unavailable"; return; }
+	overhead_run fifo > /tmp/ov.fifo
+	overhead_run agentcg > /tmp/ov.agentcg
+	cat /tmp/ov.fifo /tmp/ov.agentcg | while read -r tag mode prog cnt ns; do
+		data overhead $mode $prog cnt=$cnt ns=$ns avg_ns=$([ "$cnt" -gt 0 ] && echo $((ns / cnt)) || echo 0)
+	done
+	f=$(awk '$4 > 0 { c += $4; n += $5 } END { printf "%d", c ? n / c : 0 }' /tmp/ov.fifo)
+	a=$(awk '$4 > 0 { c += $4; n += $5 } END { printf "%d", c ? n / c : 0 }' /tmp/ov.agentcg)
+	[ "$a" -gt 0 ] && result overhead PASS "average BPF run time per callback: agentcg ${a} ns, fifo ${f} ns" ||
+		result overhead FAIL "no program statistics (fifo $f, agentcg $a)"
+}
+
+# ---- main ------------------------------------------------------------------
+want=${1:-all}
+[ "$want" = all ] && want="attach,weights,cpumax,mempen,forkstorm,robust,overhead"
+for s in $(echo "$want" | tr ',' ' '); do
+	echo "AGENTCG-SCENARIO $s begin"
+	case $s in
+	attach) s_attach ;;
+	weights) s_weights ;;
+	cpumax) s_cpumax ;;
+	mempen) s_mempen ;;
+	forkstorm) s_forkstorm ;;
+	robust) s_robust ;;
+	overhead) s_overhead ;;
+	compare) [ -x /live_compare_guest.sh ] && sh /live_compare_guest.sh || result compare FAIL "no compare script" ;;
+	*) result "$s" FAIL "unknown scenario" ;;
+	esac
+	[ -n "$DPID" ] && stop_daemon
+	echo "AGENTCG-SCENARIO $s end"
+done
+exit 0
