@@ -433,10 +433,13 @@ void BPF_STRUCT_OPS(agentcg_running, struct task_struct *p)
 	t->at.boosted = agentcg_has_boost(&cs->cg, now, TUN);
 	/* cpu.max: never run past what the pool and this CPU's share still hold. */
 	if (agentcg_bw_limited(&cs->bw)) {
-		if (!agentcg_bw_acquire(&cs->bw, &cs->bw_local_ns, AGENTCG_BW_DEFAULT_SLICE_NS, now))
+		bool ok = agentcg_bw_acquire(&cs->bw, &cs->bw_local_ns, AGENTCG_BW_DEFAULT_SLICE_NS, now);
+
+		if (!ok)
 			count_events(AGENTCG_EV(throttles));
 		left = cs->bw_local_ns > 0 ? (u64)cs->bw_local_ns : 0;
-		if (agentcg_feat(TUN, AGENTCG_F_MIN_SLICE) &&
+		/* min_slice protects a task that still has quota, not an overrun */
+		if (ok && agentcg_feat(TUN, AGENTCG_F_MIN_SLICE) &&
 		    left < (u64)tun.min_slice_us * NSEC_PER_USEC)
 			left = (u64)tun.min_slice_us * NSEC_PER_USEC;
 		if (left < 100 * NSEC_PER_USEC)
@@ -676,7 +679,14 @@ static int bw_timer_fn(void *map, int *key, struct bpf_timer *timer)
 		cs->bw_period_start += cs->bw.period_ns;
 		if (now - cs->bw_period_start >= cs->bw.period_ns)
 			cs->bw_period_start = now;
-		cs->bw_local_ns = 0;
+		/*
+		 * Keep a debt (slices are enforced at tick granularity, so a CPU
+		 * overruns its local runtime by up to a tick: paid from the new
+		 * period's quota); expire a positive leftover as the pool is
+		 * refilled in full.
+		 */
+		if (cs->bw_local_ns > 0)
+			cs->bw_local_ns = 0;
 		if (agentcg_bw_refill(&cs->bw, now)) {
 			bstat_inc(AGENTCG_BS_refills);
 			kick = true;
@@ -743,6 +753,12 @@ struct sched_ext_ops agentcg_ops = {
 	.cgroup_set_bandwidth = (void *)agentcg_cgroup_set_bandwidth,
 	.init = (void *)agentcg_init,
 	.exit = (void *)agentcg_exit,
+	/*
+	 * ENQ_LAST: without it the kernel keeps running the last runnable task
+	 * of a CPU past its slice without asking ops.enqueue, so a throttled
+	 * cgroup alone on a CPU would ignore cpu.max.
+	 */
+	.flags = SCX_OPS_ENQ_LAST,
 	.timeout_ms = 10000,
 	.name = "agentcg",
 };
