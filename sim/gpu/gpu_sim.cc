@@ -443,6 +443,8 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       return;
     }
     if (j.dropped) {
+      // Drain what is queued (no new submissions), then release.
+      if (j.submitted > j.done_kernels && !j.in_service) start_kernel(i, now);
       if (j.submitted == j.done_kernels) {
         do_release(i, now);
         if (j.done_kernels < j.total_kernels && !j.granted && !j.requested) request(i, now);

@@ -34,7 +34,8 @@ class Ctx {
                     std::uint64_t min, std::uint64_t max) const {
     const json& v = obj.at(key);
     const std::string p = ptr + "/" + key;
-    if (v.is_number_unsigned()) {
+    // Built in code, a small count may be a signed JSON integer: accept it if >= 0.
+    if (v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0)) {
       const auto x = v.get<std::uint64_t>();
       if (x < min || x > max)
         fail(p, "value " + std::to_string(x) + " out of range [" + std::to_string(min) + ", " +
