@@ -105,7 +105,7 @@ struct Gpu {
   std::uint64_t busy_ns = 0;
   std::uint64_t bytes_migrated = 0;
   std::uint64_t bytes_evicted = 0;
-  std::optional<std::size_t> last_granted;
+  std::optional<std::size_t> last_released;
   std::uint64_t switches = 0;
   std::uint64_t data_capacity() const {
     const std::uint64_t o = contexts * spec.context_overhead_bytes;
@@ -349,8 +349,9 @@ class GpuSim final : public GpuSimulation, public EventHandler {
             j.started = true;
             j.start_ns = now;
           }
-          if (gpus_[x.gpu].last_granted && *gpus_[x.gpu].last_granted != i) gpus_[x.gpu].switches++;
-          gpus_[x.gpu].last_granted = i;
+          // A switch: the GPU is handed from a client that released it to another.
+          if (gpus_[x.gpu].last_released && *gpus_[x.gpu].last_released != i) gpus_[x.gpu].switches++;
+          gpus_[x.gpu].last_released.reset();
           if (j.pending_prefetch) start_prefetch(i, now);
           work_.push_back(i);
           break;
@@ -419,6 +420,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     j.granted = false;
     j.dropped = false;
     j.run_ns += now - j.run_since;
+    gpus_[*j.gpu].last_released = i;
     apply(policy_->release(now, client(i), j.generation));
   }
 

@@ -110,6 +110,7 @@ TEST(GpuSim, MemoryAwareColocatesJobsThatFit) {
   EXPECT_LE(makespan(ma), 1.05 * none);
   EXPECT_GE(nv, 1.3 * none);  // nvshare serialises and idles through host work
   EXPECT_EQ(ma["drops"].get<int>(), 0);
+  EXPECT_EQ(ma["switches"].get<int>(), 0);
 }
 
 TEST(GpuSim, ForcedSwitchFiresAtTheQuantum) {
