@@ -1,0 +1,506 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""run() and compare(): simulations from Python, results as Python objects.
+
+`run(trace, policy=..., gpu_policy=..., config=..., seed=...)` calls the C++
+simulator (agentcg._core.run, GIL released) and returns a Result: the
+results.json document (dict access, `result["jain_fairness"]`), its exact
+text (`result.text`, byte-identical to what the C++ CLI writes for the same
+trace, config and seed), and tables: `cgroups()` (one row per cgroup),
+`series()` (CPU share per interval and cgroup), `gpu_jobs()`, `gpu_clients()`,
+`schedule()` (task slices per CPU, when run with schedule=True).
+
+Config: None (defaults), a path to a YAML file (errors keep file:line), a
+dict of sections ({"scheduler": {"fork_storm_threshold": 16}}), or a dict of
+dotted keys ({"scheduler.fork_storm_threshold": 16}); `overrides` merges
+dotted keys over a file. Invariant: the same inputs give the same Result text.
+Who uses it: the CLI, sweeps (agentcg.sweep), plots, report, notebooks.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import tempfile
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _core
+from ._errors import AgentcgError
+from .traces import TraceLike, as_trace
+
+if TYPE_CHECKING:  # pandas/numpy are imported lazily: sweep workers stay light.
+    import numpy
+    import pandas
+
+ConfigLike = Union[None, str, "os.PathLike[str]", Mapping[str, Any]]
+
+__all__ = [
+    "Comparison",
+    "ConfigLike",
+    "Result",
+    "compare",
+    "config_yaml",
+    "cpu_policies",
+    "default_config",
+    "gpu_policies",
+    "load_config",
+    "run",
+]
+
+LATENCY_KEYS = ("count", "p50", "p90", "p99", "p999", "max", "mean")
+
+
+def cpu_policies() -> List[str]:
+    """The simulator's CPU policies (cfs, fifo, flatcg, agentcg, ...)."""
+    return list(_core.cpu_policies())
+
+
+def gpu_policies() -> List[str]:
+    """The simulator's GPU policies ("none" first)."""
+    return list(_core.gpu_policies())
+
+
+def default_config() -> Dict[str, Any]:
+    """The defaults of the simulator's config sections, as nested dicts."""
+    return dict(_core.default_config())
+
+
+# --- config -------------------------------------------------------------------
+
+def _nest(flat: Mapping[str, Any]) -> Dict[str, Any]:
+    """{"scheduler.features.fork_aware": False} -> nested dicts."""
+    out: Dict[str, Any] = {}
+    for key, val in flat.items():
+        parts = str(key).split(".")
+        node = out
+        for part in parts[:-1]:
+            nxt = node.setdefault(part, {})
+            if not isinstance(nxt, dict):
+                raise AgentcgError(f"config key '{key}': '{part}' is both a value and a section")
+            node = nxt
+        if isinstance(val, Mapping):
+            node.setdefault(parts[-1], {})
+            _merge(node[parts[-1]], _nest(val))
+        else:
+            node[parts[-1]] = val
+    return out
+
+
+def _merge(base: Dict[str, Any], over: Mapping[str, Any]) -> Dict[str, Any]:
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(base.get(k), dict):
+            _merge(base[k], v)
+        else:
+            base[k] = copy.deepcopy(v)
+    return base
+
+
+def _yaml_scalar(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    return json.dumps(str(v))  # a JSON string is a valid YAML string
+
+
+def _to_yaml(d: Mapping[str, Any], indent: int = 0) -> str:
+    # A tiny deterministic emitter (sorted keys) so config text, and thus any
+    # error message quoting it, never depends on dict order or PyYAML's style.
+    lines = []
+    for k in sorted(d):
+        v = d[k]
+        if isinstance(v, Mapping):
+            lines.append(" " * indent + f"{k}:")
+            lines.append(_to_yaml(v, indent + 2).rstrip("\n"))
+        else:
+            lines.append(" " * indent + f"{k}: {_yaml_scalar(v)}")
+    return "\n".join(line for line in lines if line) + "\n"
+
+
+def config_yaml(config: ConfigLike = None, overrides: Optional[Mapping[str, Any]] = None
+                ) -> Tuple[str, str, str]:
+    """Resolves a ConfigLike to (path, yaml_text, source) for _core.run.
+
+    A plain file path with no overrides is passed as a path so the C++ loader
+    reports its own file:line; anything else becomes YAML text.
+    """
+    if config is None and not overrides:
+        return "", "", "<config>"
+    if isinstance(config, (str, os.PathLike)) and not overrides:
+        return os.fspath(config), "", os.fspath(config)
+    data: Dict[str, Any] = {}
+    source = "<config dict>"
+    if isinstance(config, (str, os.PathLike)):
+        import yaml  # python3-yaml
+
+        path = os.fspath(config)
+        try:
+            with open(path, encoding="utf-8") as f:
+                loaded = yaml.safe_load(f) or {}
+        except OSError as e:
+            raise AgentcgError(f"{path}: cannot read config: {e.strerror}") from None
+        except yaml.YAMLError as e:
+            raise AgentcgError(f"{path}: invalid YAML: {e}") from None
+        if not isinstance(loaded, dict):
+            raise AgentcgError(f"{path}: expected a mapping of sections at the top level")
+        data = loaded
+        source = f"{path} (with overrides)"
+    elif isinstance(config, Mapping):
+        data = _nest(config)
+    elif config is not None:
+        raise AgentcgError(f"config: expected None, a file path or a dict, got {type(config).__name__}")
+    if overrides:
+        _merge(data, _nest(overrides))
+    return "", _to_yaml(data) if data else "", source
+
+
+def load_config(config: ConfigLike = None, overrides: Optional[Mapping[str, Any]] = None
+                ) -> Dict[str, Any]:
+    """Validates a config and returns the resolved values (raises ConfigError)."""
+    path, text, source = config_yaml(config, overrides)
+    if path:
+        return dict(_core.load_config_file(path))
+    if text:
+        return dict(_core.load_config_string(text, source))
+    return default_config()
+
+
+# --- results ------------------------------------------------------------------
+
+class Result(Mapping[str, Any]):
+    """One simulation's results.json, with tables for analysis and plots."""
+
+    def __init__(self, text: str, schedule_path: Optional[str] = None,
+                 label: Optional[str] = None) -> None:
+        self.text = text
+        self.data: Dict[str, Any] = json.loads(text)
+        self._schedule_path = schedule_path
+        self._schedule: Optional[Any] = None
+        self.label = label or self.default_label()
+
+    # Mapping protocol: result["wakeup_latency_ns"]["p99"]
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __repr__(self) -> str:
+        return (f"<agentcg Result {self.label}: trace={self.data.get('trace')!r} "
+                f"seed={self.data.get('seed')}>")
+
+    @classmethod
+    def load(cls, path: Union[str, "os.PathLike[str]"]) -> "Result":
+        """Reads a results.json (or a directory holding one)."""
+        p = os.fspath(path)
+        if os.path.isdir(p):
+            p = os.path.join(p, "results.json")
+        try:
+            with open(p, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise AgentcgError(f"{p}: cannot read results: {e.strerror}") from None
+        try:
+            r = cls(text)
+        except json.JSONDecodeError as e:
+            raise AgentcgError(f"{p}:{e.lineno}: not a results.json: {e.msg}") from None
+        if r.data.get("format") != "agentcg-results":
+            raise AgentcgError(f"{p}: not a results.json (expected \"format\": \"agentcg-results\")")
+        sched = os.path.join(os.path.dirname(p), "schedule.perfetto.json")
+        if os.path.exists(sched):
+            r._schedule_path = sched
+        return r
+
+    def default_label(self) -> str:
+        pol = str(self.data.get("policy", "?"))
+        gpu = self.data.get("gpu_policy", "none")
+        return pol if gpu in (None, "none") else f"{pol}/{gpu}"
+
+    @property
+    def policy(self) -> str:
+        return str(self.data.get("policy", ""))
+
+    @property
+    def gpu_policy(self) -> str:
+        return str(self.data.get("gpu_policy", "none"))
+
+    @property
+    def seed(self) -> int:
+        return int(self.data.get("seed", 0))
+
+    @property
+    def has_gpu(self) -> bool:
+        return isinstance(self.data.get("gpu"), dict)
+
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> str:
+        """Writes results.json (exact bytes); a directory gets DIR/results.json."""
+        p = os.fspath(path)
+        if os.path.isdir(p) or p.endswith(os.sep):
+            os.makedirs(p, exist_ok=True)
+            p = os.path.join(p, "results.json")
+        with open(p, "w", encoding="utf-8", newline="") as f:
+            f.write(self.text)
+        return p
+
+    def summary(self) -> Dict[str, Any]:
+        """Flat scalar metrics (the row a sweep or a comparison table holds)."""
+        d = self.data
+        out: Dict[str, Any] = {}
+        for key in ("context_switches", "jain_fairness", "cpu_utilization", "max_runnable_wait_ns",
+                    "duration_ns"):
+            if key in d:
+                out[key] = d[key]
+        for lat in ("wakeup_latency_ns", "tool_call_latency_ns"):
+            for k in ("p50", "p99", "p999", "max", "mean", "count"):
+                v = d.get(lat, {}).get(k) if isinstance(d.get(lat), dict) else None
+                if v is not None:
+                    out[f"{lat[:-3]}_{k}_ns" if k != "count" else f"{lat[:-3]}_count"] = v
+        for cg, m in sorted(d.get("cgroups", {}).items()):
+            if "cpu_share" in m:
+                out[f"cpu_share[{cg}]"] = m["cpu_share"]
+        g = d.get("gpu")
+        if isinstance(g, dict):
+            for key in ("makespan_ns", "busy_fraction", "bytes_migrated", "switches"):
+                if key in g:
+                    out[f"gpu_{key}"] = g[key]
+            jcts = [j.get("jct_ns") for j in g.get("jobs", {}).values() if j.get("jct_ns") is not None]
+            if jcts:
+                out["gpu_mean_jct_ns"] = sum(jcts) / len(jcts)
+        return out
+
+    def cgroups(self) -> "pandas.DataFrame":
+        """One row per cgroup: share, entitlement, CPU time, latencies, throttling, memory."""
+        import pandas as pd
+
+        rows = []
+        for path, m in sorted(self.data.get("cgroups", {}).items()):
+            row: Dict[str, Any] = {"cgroup": path}
+            for key, val in m.items():
+                if isinstance(val, dict):
+                    for sub, sv in val.items():
+                        if not isinstance(sv, (dict, list)):
+                            name = key[:-3] if key.endswith("_ns") else key
+                            row[f"{name}_{sub}" + ("_ns" if key.endswith("_ns") and sub != "count" else "")] = sv
+                elif not isinstance(val, list):
+                    row[key] = val
+            rows.append(row)
+        return pd.DataFrame(rows).set_index("cgroup") if rows else pd.DataFrame()
+
+    def series(self) -> "pandas.DataFrame":
+        """CPU share per interval: index time_ns (interval start), one column per cgroup."""
+        import pandas as pd
+
+        s = self.data.get("series") or {}
+        interval = int(s.get("interval_ns", 0) or 0)
+        cols = s.get("cgroups", {})
+        if not cols or interval <= 0:
+            return pd.DataFrame()
+        n = max(len(v) for v in cols.values())
+        df = pd.DataFrame({k: list(v) + [float("nan")] * (n - len(v)) for k, v in sorted(cols.items())})
+        df.index = pd.Index([i * interval for i in range(n)], name="time_ns")
+        return df
+
+    def series_array(self, cgroup: str) -> "numpy.ndarray":
+        """CPU share per interval of one cgroup as a numpy array."""
+        import numpy as np
+
+        cols = (self.data.get("series") or {}).get("cgroups", {})
+        if cgroup not in cols:
+            raise AgentcgError(f"no series for cgroup '{cgroup}' (have: {', '.join(sorted(cols))})")
+        return np.asarray(cols[cgroup], dtype=float)
+
+    def latency(self, key: str = "wakeup_latency_ns") -> Dict[str, Any]:
+        v = self.data.get(key)
+        return dict(v) if isinstance(v, dict) else {}
+
+    def gpu_jobs(self) -> "pandas.DataFrame":
+        import pandas as pd
+
+        g = self.data.get("gpu") or {}
+        rows = [{"job": k, **{kk: vv for kk, vv in v.items() if not isinstance(vv, (dict, list))}}
+                for k, v in sorted(g.get("jobs", {}).items())]
+        return pd.DataFrame(rows).set_index("job") if rows else pd.DataFrame()
+
+    def gpu_clients(self) -> "pandas.DataFrame":
+        import pandas as pd
+
+        g = self.data.get("gpu") or {}
+        rows = [{"client": k, **{kk: vv for kk, vv in v.items() if not isinstance(vv, (dict, list))}}
+                for k, v in sorted(g.get("clients", {}).items())]
+        return pd.DataFrame(rows).set_index("client") if rows else pd.DataFrame()
+
+    @property
+    def schedule_path(self) -> Optional[str]:
+        return self._schedule_path
+
+    def schedule(self) -> "pandas.DataFrame":
+        """Task slices (cpu, pid, name, cgroup, start_ns, end_ns) from the Perfetto trace.
+
+        Needs run(..., schedule=True) or a results directory written with
+        --perfetto; raises AgentcgError otherwise.
+        """
+        if self._schedule is None:
+            if not self._schedule_path:
+                raise AgentcgError("no schedule recorded: run with schedule=True (CLI: --perfetto FILE)")
+            self._schedule = read_perfetto_slices(self._schedule_path)
+        return self._schedule
+
+    def schedule_counters(self) -> "pandas.DataFrame":
+        """Counter samples (track, ts_ns, value) from the Perfetto trace."""
+        if not self._schedule_path:
+            raise AgentcgError("no schedule recorded: run with schedule=True (CLI: --perfetto FILE)")
+        return read_perfetto_counters(self._schedule_path)
+
+
+def _us_to_ns(v: Any) -> int:
+    # write_perfetto prints "us.nnn" exactly; round() undoes binary fractions.
+    return int(round(float(v) * 1000))
+
+
+def _perfetto_events(path: str) -> List[Dict[str, Any]]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise AgentcgError(f"{path}: cannot read Perfetto trace: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise AgentcgError(f"{path}:{e.lineno}: not a trace-event JSON file: {e.msg}") from None
+    events = doc.get("traceEvents") if isinstance(doc, dict) else doc
+    if not isinstance(events, list):
+        raise AgentcgError(f"{path}: expected a trace-event JSON file with \"traceEvents\"")
+    return events
+
+
+def read_perfetto_slices(path: str) -> "pandas.DataFrame":
+    """The "X" events of a schedule trace as a DataFrame sorted by (cpu, start)."""
+    import pandas as pd
+
+    rows = []
+    for e in _perfetto_events(path):
+        if e.get("ph") != "X":
+            continue
+        start = _us_to_ns(e.get("ts", 0))
+        args = e.get("args", {})
+        rows.append({"cpu": int(e.get("pid", 0)), "pid": int(args.get("pid", 0)),
+                     "name": str(e.get("name", "")), "cgroup": str(args.get("cgroup", "")),
+                     "start_ns": start, "end_ns": start + _us_to_ns(e.get("dur", 0))})
+    df = pd.DataFrame(rows, columns=["cpu", "pid", "name", "cgroup", "start_ns", "end_ns"])
+    return df.sort_values(["cpu", "start_ns"], kind="stable").reset_index(drop=True)
+
+
+def read_perfetto_counters(path: str) -> "pandas.DataFrame":
+    import pandas as pd
+
+    rows = [{"track": str(e.get("name", "")), "ts_ns": _us_to_ns(e.get("ts", 0)),
+             "value": float((e.get("args") or {}).get("value", 0.0))}
+            for e in _perfetto_events(path) if e.get("ph") == "C"]
+    return pd.DataFrame(rows, columns=["track", "ts_ns", "value"])
+
+
+# --- run / compare -------------------------------------------------------------
+
+def run(trace: TraceLike, policy: str = "cfs", gpu_policy: str = "none", config: ConfigLike = None,
+        seed: int = 1, overrides: Optional[Mapping[str, Any]] = None,
+        perfetto: Optional[Union[str, "os.PathLike[str]"]] = None, schedule: bool = False,
+        label: Optional[str] = None) -> Result:
+    """Runs one simulation and returns its Result.
+
+    perfetto: write the Chrome/Perfetto schedule trace to this file.
+    schedule: record the schedule (to a temporary file if no perfetto path)
+    so that Result.schedule() and the timeline plot work.
+    """
+    t = as_trace(trace)
+    cpath, ctext, csource = config_yaml(config, overrides)
+    ppath = os.fspath(perfetto) if perfetto is not None else ""
+    if schedule and not ppath:
+        fd, ppath = tempfile.mkstemp(prefix="agentcg-schedule-", suffix=".json")
+        os.close(fd)
+    text = _core.run(t, policy, gpu_policy, int(seed), cpath, ctext, csource, ppath)
+    return Result(text, ppath or None, label)
+
+
+class Comparison(Mapping[str, Result]):
+    """Results of one trace under several policies, keyed by label."""
+
+    def __init__(self, results: Mapping[str, Result]) -> None:
+        self.results: Dict[str, Result] = dict(results)
+
+    def __getitem__(self, key: str) -> Result:
+        return self.results[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def table(self) -> "pandas.DataFrame":
+        """One row per policy: the Result.summary() metrics."""
+        import pandas as pd
+
+        rows = [{"policy": k, **r.summary()} for k, r in self.results.items()]
+        return pd.DataFrame(rows).set_index("policy")
+
+    def cgroup_table(self, metric: str = "cpu_share") -> "pandas.DataFrame":
+        """Rows = cgroups, columns = policies, values = one per-cgroup metric."""
+        import pandas as pd
+
+        cols = {}
+        for k, r in self.results.items():
+            cg = r.cgroups()
+            if metric in cg.columns:
+                cols[k] = cg[metric]
+        return pd.DataFrame(cols)
+
+    def save(self, out_dir: Union[str, "os.PathLike[str]"]) -> None:
+        """DIR/<label>/results.json for each policy plus DIR/summary.csv."""
+        d = os.fspath(out_dir)
+        os.makedirs(d, exist_ok=True)
+        for k, r in self.results.items():
+            sub = os.path.join(d, _safe(k))
+            os.makedirs(sub, exist_ok=True)
+            r.save(os.path.join(sub, "results.json"))
+            if r.schedule_path and os.path.exists(r.schedule_path):
+                dst = os.path.join(sub, "schedule.perfetto.json")
+                if os.path.abspath(dst) != os.path.abspath(r.schedule_path):
+                    with open(r.schedule_path, "rb") as src, open(dst, "wb") as out:
+                        out.write(src.read())
+        self.table().to_csv(os.path.join(d, "summary.csv"))
+
+
+def _safe(label: str) -> str:
+    return label.replace("/", "+").replace(os.sep, "+")
+
+
+def compare(trace: TraceLike, policies: Sequence[str] = ("cfs", "flatcg", "agentcg"),
+            gpu_policies: Optional[Sequence[str]] = None, config: ConfigLike = None, seed: int = 1,
+            overrides: Optional[Mapping[str, Any]] = None, schedule: bool = False,
+            progress: bool = False) -> Comparison:
+    """Runs the same trace under each policy (and each GPU policy if given).
+
+    Labels: the CPU policy; the GPU policy when only GPU policies vary;
+    "cpu/gpu" when both vary.
+    """
+    t = as_trace(trace)
+    gpols = list(gpu_policies) if gpu_policies else ["none"]
+    cpols = list(policies)
+    if not cpols:
+        raise AgentcgError("compare: no policies given")
+    pairs = [(c, g) for c in cpols for g in gpols]
+    results: Dict[str, Result] = {}
+    it: Any = pairs
+    if progress:
+        from .progress import bar
+
+        it = bar(pairs, desc="compare", unit="run")
+    for c, g in it:
+        if len(gpols) > 1 and len(cpols) == 1:
+            label = g
+        elif len(gpols) > 1:
+            label = f"{c}/{g}"
+        else:
+            label = c
+        results[label] = run(t, c, g, config, seed, overrides, schedule=schedule, label=label)
+    return Comparison(results)

@@ -1,0 +1,562 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The `agentcg` command line (the ./agentcg launcher runs
+`python3 -m agentcg.cli "$@"` with PYTHONPATH=python).
+
+Subcommands: demo, run, compare, sweep, trace {generate,import,validate,
+stats,merge}, plot, report, policies. run/compare/trace keep the C++ CLI's
+options, output and exit codes (sim/cli/main.cc): 0 ok, 1 invalid input
+(trace, config, files), 2 usage error (bad arguments, unknown policy or
+generator option). Errors are one line on stderr ("agentcg: ..."); --debug
+shows the traceback instead. Progress bars go to stderr, only on a terminal
+and never with --quiet. `trace` subcommands run the C++ implementations
+compiled into agentcg._core when present, so they behave exactly alike.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from typing import Any, Dict, List, Optional, Sequence
+
+EXIT_OK = 0
+EXIT_INPUT = 1
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """Bad command-line arguments (exit status 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> "Any":  # argparse's own usage errors -> exit 2
+        self.print_usage(sys.stderr)
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _ms(ns: Any) -> str:
+    ns = int(ns or 0)
+    return f"{ns / 1e6:.3f}" if ns < 10_000_000 else f"{ns / 1e6:.1f}"
+
+
+def _pct(v: Any) -> str:
+    return f"{float(v or 0.0) * 100:.1f}%"
+
+
+def _num(v: Any) -> str:
+    return json.dumps(v)
+
+
+def _split(s: str) -> List[str]:
+    return [x for x in s.split(",") if x]
+
+
+# --- printing (mirrors sim/cli/main.cc) ----------------------------------------
+
+def print_summary(r: Dict[str, Any]) -> None:
+    w = r.get("wakeup_latency_ns", {})
+    t = r.get("tool_call_latency_ns", {})
+    print(f"trace {r.get('trace')}  policy {r.get('policy')}  cpus {r.get('cpus')}  "
+          f"simulated {_ms(r.get('duration_ns'))} ms")
+    print(f"  wakeup latency p50 {_ms(w.get('p50'))} ms  p99 {_ms(w.get('p99'))} ms  max "
+          f"{_ms(w.get('max'))} ms;  tool-call p50 {_ms(t.get('p50'))} ms  p99 {_ms(t.get('p99'))} ms")
+    print(f"  context switches {r.get('context_switches')}  utilisation {_pct(r.get('cpu_utilization'))}"
+          f"  Jain {_num(r.get('jain_fairness'))}")
+    print(f"  {'cgroup':<28}{'share':>8}{'entitled':>10}{'wake p50':>11}{'wake p99':>11}"
+          f"{'tool p99':>11}{'throttled':>12}")
+    for path, c in sorted(r.get("cgroups", {}).items()):
+        if path != "/" and c.get("tasks", 1) == 0 and c.get("cpu_time_ns", 0) == 0:
+            continue
+        print(f"  {path:<28}{_pct(c.get('cpu_share')):>8}{_pct(c.get('entitled_share')):>10}"
+              f"{_ms(c.get('wakeup_latency_ns', {}).get('p50')):>11}"
+              f"{_ms(c.get('wakeup_latency_ns', {}).get('p99')):>11}"
+              f"{_ms(c.get('tool_call_latency_ns', {}).get('p99')):>11}{_ms(c.get('throttled_ns')):>12}")
+    g = r.get("gpu")
+    if isinstance(g, dict):
+        print(f"  gpu ({r.get('gpu_policy')}): makespan {_ms(g.get('makespan_ns', 0))} ms  switches "
+              f"{g.get('switches', 0)}  migrated {g.get('bytes_migrated', 0)} B")
+
+
+def print_compare(name: str, cpus: Any, seed: int, labels: Sequence[str],
+                  results: Sequence[Dict[str, Any]]) -> None:
+    print(f"trace {name} ({cpus} CPUs, seed {seed})")
+    width = max(12, max(len(lbl) for lbl in labels) + 2)
+
+    def row(title: str, cell: Any) -> None:
+        print(f"{title:<44}" + "".join(f"{cell(r):>{width}}" for r in results))
+
+    print(f"{'metric':<44}" + "".join(f"{lbl:>{width}}" for lbl in labels))
+    row("wakeup p50 (ms)", lambda r: _ms(r["wakeup_latency_ns"]["p50"]))
+    row("wakeup p99 (ms)", lambda r: _ms(r["wakeup_latency_ns"]["p99"]))
+    row("tool-call p50 (ms)", lambda r: _ms(r["tool_call_latency_ns"]["p50"]))
+    row("tool-call p99 (ms)", lambda r: _ms(r["tool_call_latency_ns"]["p99"]))
+    row("context switches", lambda r: str(r["context_switches"]))
+    row("Jain fairness", lambda r: f"{float(r['jain_fairness']):.3f}")
+    first = results[0]
+    for path, c in sorted(first.get("cgroups", {}).items()):
+        if path == "/" or c.get("tasks", 1) == 0:
+            continue
+        row(f"{path} share / entitled",
+            lambda r, p=path: _pct(r["cgroups"][p]["cpu_share"]) + "/" +
+            _pct(r["cgroups"][p]["entitled_share"])[:-1])
+        row(f"{path} wakeup p99 (ms)", lambda r, p=path: _ms(r["cgroups"][p]["wakeup_latency_ns"]["p99"]))
+        if c.get("tool_call_latency_ns", {}).get("count", 0) != 0:
+            row(f"{path} tool-call p50 (ms)",
+                lambda r, p=path: _ms(r["cgroups"][p]["tool_call_latency_ns"]["p50"]))
+            row(f"{path} tool-call p99 (ms)",
+                lambda r, p=path: _ms(r["cgroups"][p]["tool_call_latency_ns"]["p99"]))
+        if c.get("nr_periods", 0) != 0:
+            row(f"{path} throttled (ms)", lambda r, p=path: _ms(r["cgroups"][p]["throttled_ns"]))
+    if all(isinstance(r.get("gpu"), dict) for r in results):
+        row("gpu makespan (ms)", lambda r: _ms(r["gpu"].get("makespan_ns", 0)))
+        row("gpu busy fraction", lambda r: f"{float(r['gpu'].get('busy_fraction', 0)):.3f}")
+        row("gpu switches", lambda r: str(r["gpu"].get("switches", 0)))
+        row("gpu migrated (GiB)", lambda r: f"{int(r['gpu'].get('bytes_migrated', 0)) / 2**30:.2f}")
+        jobs = sorted(first["gpu"].get("jobs", {}))
+        for j in jobs:
+            row(f"gpu job {j} JCT (ms)", lambda r, j=j: _ms(r["gpu"].get("jobs", {}).get(j, {}).get("jct_ns", 0)))
+        clients = sorted(first["gpu"].get("clients", {}))
+        for c in clients:
+            if first["gpu"]["clients"][c].get("limit_pct") is not None:
+                row(f"gpu client {c} share / limit",
+                    lambda r, c=c: f"{float(r['gpu']['clients'].get(c, {}).get('achieved_share', 0)) * 100:.1f}/"
+                    f"{r['gpu']['clients'].get(c, {}).get('limit_pct')}")
+
+
+# --- commands -------------------------------------------------------------------
+
+def _add_run_options(p: argparse.ArgumentParser, compare: bool) -> None:
+    p.add_argument("trace", metavar="TRACE", help="trace file (JSON format v1, see traces/README.md)")
+    if compare:
+        p.add_argument("--policies", default="cfs,flatcg,agentcg",
+                       help="comma-separated CPU policies (default: cfs,flatcg,agentcg)")
+        p.add_argument("--gpu-policy", default=None, help="one GPU policy for every run (default none)")
+        p.add_argument("--gpu-policies", default=None,
+                       help="comma-separated GPU policies to compare (with one CPU policy)")
+    else:
+        p.add_argument("--policy", required=True, help="CPU policy: cfs, fifo, flatcg, agentcg")
+        p.add_argument("--gpu-policy", default="none",
+                       help="GPU policy: none, nvshare, memory-aware, compute-limit, "
+                            "memory-aware+compute-limit")
+        p.add_argument("--perfetto", metavar="FILE", default=None,
+                       help="also write the schedule as Chrome/Perfetto trace-event JSON")
+    p.add_argument("--config", metavar="FILE", default=None, help="YAML config (see core/config)")
+    p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
+                   help="override one config key, e.g. scheduler.fork_storm_threshold=16 (repeatable)")
+    p.add_argument("--seed", type=int, default=1, help="run seed (default 1)")
+    p.add_argument("--out", metavar="DIR", required=True, help="output directory")
+    p.add_argument("--quiet", action="store_true", help="no summary, no progress bars")
+
+
+def _parse_value(v: str) -> Any:
+    low = v.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for cast in (int, float):
+        try:
+            return cast(v)
+        except ValueError:
+            pass
+    return v
+
+
+def _overrides(items: Sequence[str]) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for it in items:
+        if "=" not in it:
+            raise UsageError(f"--set {it}: expected KEY=VALUE, e.g. scheduler.fork_storm_threshold=16")
+        k, v = it.split("=", 1)
+        out[k.strip()] = _parse_value(v.strip())
+    return out
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    from . import api
+
+    r = api.run(a.trace, a.policy, a.gpu_policy, a.config, a.seed, _overrides(a.set) or None,
+                perfetto=a.perfetto)
+    out = os.path.join(a.out, "results.json")
+    os.makedirs(a.out, exist_ok=True)
+    _atomic_write(out, r.text)
+    if not a.quiet:
+        print_summary(r.data)
+        print(f"wrote {out}")
+    return EXIT_OK
+
+
+def _atomic_write(path: str, text: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+    os.replace(tmp, path)  # never leave a half-written results file
+
+
+def cmd_compare(a: argparse.Namespace) -> int:
+    from . import api, progress
+    from .traces import load_trace
+
+    policies = _split(a.policies)
+    if not policies:
+        raise UsageError("--policies: expected a comma-separated list")
+    if a.gpu_policies and a.gpu_policy:
+        raise UsageError("give --gpu-policy or --gpu-policies, not both")
+    gpols = _split(a.gpu_policies) if a.gpu_policies else [a.gpu_policy or "none"]
+    trace = load_trace(a.trace)
+    labels, results = [], []
+    pairs = [(c, g) for c in policies for g in gpols]
+    for c, g in progress.bar(pairs, desc="compare", unit="run"):
+        label = c if len(gpols) == 1 else (g if len(policies) == 1 else f"{c}/{g}")
+        r = api.run(trace, c, g, a.config, a.seed, _overrides(a.set) or None, label=label)
+        sub = os.path.join(a.out, label.replace("/", "+"))
+        os.makedirs(sub, exist_ok=True)
+        _atomic_write(os.path.join(sub, "results.json"), r.text)
+        labels.append(label)
+        results.append(r.data)
+    if a.plots:
+        from . import plots
+
+        cmp = api.Comparison({lbl: api.Result.load(os.path.join(a.out, lbl.replace("/", "+")))
+                              for lbl in labels})
+        plots.plot_comparison(cmp, os.path.join(a.out, "plots"))
+    if not a.quiet:
+        print_compare(trace.name, trace.cpus, a.seed, labels, results)
+        print(f"wrote {a.out}/<policy>/results.json")
+    return EXIT_OK
+
+
+def _seeds(text: str) -> List[int]:
+    out: List[int] = []
+    for part in _split(text):
+        try:
+            if "-" in part:
+                lo, hi = part.split("-", 1)
+                out.extend(range(int(lo), int(hi) + 1))
+            else:
+                out.append(int(part))
+        except ValueError:
+            raise UsageError(f"--seeds {text}: expected e.g. 1,2,3 or 1-5") from None
+    if not out:
+        raise UsageError("--seeds: no seeds")
+    return out
+
+
+def cmd_sweep(a: argparse.Namespace) -> int:
+    from .sweep import Generator, sweep
+
+    if bool(a.trace) == bool(a.generate):
+        raise UsageError("sweep needs either TRACE or --generate KIND")
+    grid: Dict[str, List[Any]] = {}
+    for g in a.grid:
+        if "=" not in g:
+            raise UsageError(f"--grid {g}: expected KEY=V1,V2,... e.g. scheduler.fork_storm_threshold=8,16,32")
+        k, v = g.split("=", 1)
+        vals = [_parse_value(x) for x in _split(v)]
+        if not vals:
+            raise UsageError(f"--grid {g}: no values")
+        grid[k.strip()] = vals
+    if a.policies:
+        grid = {"policy": _split(a.policies), **{k: v for k, v in grid.items() if k != "policy"}}
+    gen_opts = _overrides(a.gen) if a.gen else {}
+    target: Any = Generator(a.generate, gen_opts) if a.generate else a.trace
+    df = sweep(target, grid=grid, seeds=_seeds(a.seeds), config=a.config, workers=a.workers,
+               scheduler=a.dask, progress=not a.quiet)
+    os.makedirs(a.out, exist_ok=True)
+    csv = os.path.join(a.out, "sweep.csv")
+    df.to_csv(csv, index=False)
+    meta = {"format": "agentcg-sweep", "version": 1, "grid": grid, "seeds": _seeds(a.seeds),
+            "trace": a.trace, "generator": ({"kind": a.generate, "options": gen_opts}
+                                            if a.generate else None)}
+    with open(os.path.join(a.out, "sweep.json"), "w", encoding="utf-8") as f:
+        json.dump(meta, f, indent=2, sort_keys=True)
+        f.write("\n")
+    if not a.quiet:
+        import pandas as pd
+
+        cols = [c for c in list(grid) + ["seed", "wakeup_p99_ns", "tool_call_p99_ns", "jain_fairness",
+                                          "gpu_makespan_ns"] if c in df.columns]
+        with pd.option_context("display.width", 160, "display.max_rows", 60):
+            print(df[cols].to_string(index=False))
+        print(f"wrote {csv} ({len(df)} simulations)")
+    return EXIT_OK
+
+
+def cmd_plot(a: argparse.Namespace) -> int:
+    from . import plots
+
+    formats = tuple(_split(a.formats))
+    bad = [f for f in formats if f not in ("png", "svg", "pdf")]
+    if bad or not formats:
+        raise UsageError(f"--formats {a.formats}: expected a list of png, svg, pdf")
+    window = None
+    if a.window:
+        try:
+            lo, hi = a.window.split(":", 1)
+            from .traces import parse_duration
+
+            window = (parse_duration(lo), parse_duration(hi))
+        except Exception:
+            raise UsageError(f"--window {a.window}: expected START:END, e.g. 1s:1.05s") from None
+    out = a.out or os.path.join(a.dir, "plots")
+    files = plots.plot_directory(a.dir, out, formats=formats, window=window)
+    if not a.quiet:
+        for f in files:
+            print(f"wrote {f}")
+    return EXIT_OK
+
+
+def cmd_report(a: argparse.Namespace) -> int:
+    from . import report
+
+    path = report.write_report(a.dir, a.output)
+    if not a.quiet:
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
+def cmd_demo(a: argparse.Namespace) -> int:
+    from . import demo
+
+    return demo.run_demo(a.out, seed=a.seed, quick=a.quick, quiet=a.quiet, root=a.traces)
+
+
+def cmd_policies(a: argparse.Namespace) -> int:
+    from . import api
+
+    for p in api.cpu_policies():
+        print(f"cpu {p}")
+    for p in api.gpu_policies():
+        print(f"gpu {p}")
+    return EXIT_OK
+
+
+TRACE_HELP = {
+    "generate": "trace generate KIND --seed N -o FILE [--OPTION VALUE ...]\n"
+                "  Writes a synthetic trace. Kinds and options:\n",
+    "validate": "trace validate FILE...\n"
+                "  Checks trace files; prints 'FILE: valid (N processes, M cgroups)' or the error\n"
+                "  'FILE:LINE: POINTER: what, expected ...' (exit 1).\n",
+    "import": "trace import --from FORMAT INPUT -o OUT [--strict]\n"
+              "  Converts a recording (agentcgroup-ebpf, agentcgroup-task, ftrace, gpu-csv) into a trace.\n",
+    "stats": "trace stats FILE [--from FORMAT] [--json]\n"
+             "  Summarises a trace or recording (tasks, forks/s, CPU demand, memory, wakeup latency).\n",
+    "merge": "trace merge A B ... [--stagger 5s] -o OUT\n"
+              "  Packs several traces onto one machine, each in its own cgroup, starts staggered.\n",
+}
+
+
+def cmd_trace(argv: List[str]) -> int:
+    from . import _core
+
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: agentcg trace {generate,validate,import,stats,merge} ...\n")
+        for text in TRACE_HELP.values():
+            print("  " + text.replace("\n", "\n  ").rstrip())
+        return EXIT_OK if argv else EXIT_USAGE
+    sub, rest = argv[0], argv[1:]
+    if sub not in TRACE_HELP:
+        raise UsageError(f"unknown trace subcommand '{sub}' (expected generate, validate, import, stats, merge)")
+    if "-h" in rest or "--help" in rest:
+        print("usage: agentcg " + TRACE_HELP[sub], end="")
+        if sub == "generate":
+            print(_core.generator_help())
+        return EXIT_OK
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if sub in _core.trace_commands():
+        return int(_core.trace_command(sub, rest))
+    if sub == "generate":
+        return _trace_generate(rest)
+    if sub == "validate":
+        return _trace_validate(rest)
+    raise UsageError(f"trace {sub} is not built into agentcg._core (rebuild with sim/cli/import_cmd.cc present)")
+
+
+def _trace_generate(rest: List[str]) -> int:
+    # Fallback used only when sim/cli/trace_cmd.cc was not compiled in.
+    from .traces import generate, split_options
+
+    if not rest or rest[0].startswith("-"):
+        raise UsageError("trace generate needs KIND")
+    kind, opts_argv = rest[0], rest[1:]
+    seed, out = 1, None
+    other: List[str] = []
+    i = 0
+    while i < len(opts_argv):
+        tok = opts_argv[i]
+        if tok in ("--seed", "-o", "--out") and i + 1 < len(opts_argv):
+            if tok == "--seed":
+                try:
+                    seed = int(opts_argv[i + 1])
+                except ValueError:
+                    raise UsageError(f"--seed {opts_argv[i + 1]}: expected an integer") from None
+            else:
+                out = opts_argv[i + 1]
+            i += 2
+            continue
+        other.append(tok)
+        i += 1
+    if out is None:
+        raise UsageError("trace generate needs -o FILE")
+    t = generate(kind, seed, **split_options(other))
+    t.write(out)
+    print(f"wrote {out} ({t.nr_processes} processes, {len(t.cgroup_paths)} cgroups)")
+    return EXIT_OK
+
+
+def _trace_validate(rest: List[str]) -> int:
+    from . import _core
+
+    if not rest:
+        raise UsageError("trace validate needs FILE...")
+    rc = EXIT_OK
+    for f in rest:
+        try:
+            t = _core.Trace.from_file(f)
+            print(f"{f}: valid ({t.nr_processes} processes, {len(t.cgroup_paths)} cgroups)")
+        except _core.TraceError as e:
+            print(f"agentcg: {e}", file=sys.stderr)
+            rc = EXIT_INPUT
+    return rc
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="agentcg", description="agent-aware CPU and GPU scheduling: simulate, compare, "
+                "sweep, plot. Global flags: --debug (tracebacks), --quiet (no progress/summary).")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    d = sub.add_parser("demo", help="compare policies on the bundled traces and GPU scenarios",
+                       description="Runs cfs, flatcg and agentcg on traces/{agent,fork-storm,io}.json "
+                       "and the GPU policies on generated GPU scenarios; prints the tables and writes "
+                       "DIR/<scenario>/<policy>/results.json, plots and DIR/report.html.")
+    d.add_argument("--out", default=os.path.join("out", "demo"), help="output directory (default out/demo)")
+    d.add_argument("--seed", type=int, default=1)
+    d.add_argument("--traces", default="traces", help="folder of the bundled traces (default traces)")
+    d.add_argument("--quick", action="store_true", help="shorter generated GPU scenarios")
+    d.add_argument("--quiet", action="store_true")
+    d.set_defaults(func=cmd_demo)
+
+    r = sub.add_parser("run", help="run one simulation",
+                       description="Runs TRACE under one policy; writes DIR/results.json.")
+    _add_run_options(r, compare=False)
+    r.set_defaults(func=cmd_run)
+
+    c = sub.add_parser("compare", help="run a trace under several policies",
+                       description="Runs TRACE under each policy; writes DIR/<policy>/results.json "
+                       "and prints a side-by-side table.")
+    _add_run_options(c, compare=True)
+    c.add_argument("--plots", action="store_true", help="also write DIR/plots/*.png,svg")
+    c.set_defaults(func=cmd_compare)
+
+    s = sub.add_parser("sweep", help="parameter sweep in parallel (process pool or Dask)",
+                       description="Runs the cross product of --grid values x --seeds; writes "
+                       "DIR/sweep.csv (one row per simulation) and DIR/sweep.json.")
+    s.add_argument("trace", nargs="?", metavar="TRACE", help="trace file (or use --generate)")
+    s.add_argument("--generate", metavar="KIND", help="regenerate a KIND trace per seed instead")
+    s.add_argument("--gen", metavar="KEY=VALUE", action="append", default=[],
+                   help="generator option, e.g. cpus=4 (repeatable)")
+    s.add_argument("--grid", metavar="KEY=V1,V2", action="append", default=[],
+                   help="grid axis: policy, gpu_policy, gen.<option> or a config key such as "
+                        "scheduler.fork_storm_threshold (repeatable)")
+    s.add_argument("--policies", help="shorthand for --grid policy=a,b")
+    s.add_argument("--seeds", default="1", help="seeds, e.g. 1,2,3 or 1-5 (default 1)")
+    s.add_argument("--config", metavar="FILE", help="base YAML config")
+    s.add_argument("--workers", type=int, default=None, help="local worker processes (default: CPUs)")
+    s.add_argument("--dask", metavar="ADDRESS", default=None,
+                   help="run on a Dask cluster at ADDRESS (e.g. tcp://host:8786)")
+    s.add_argument("--out", metavar="DIR", required=True)
+    s.add_argument("--quiet", action="store_true")
+    s.set_defaults(func=cmd_sweep)
+
+    t = sub.add_parser("trace", help="generate, validate, import, stats, merge traces", add_help=False)
+    t.set_defaults(func=None)
+
+    pl = sub.add_parser("plot", help="plots from a results directory",
+                        description="Finds results.json files (run, compare, demo) and sweep.csv under "
+                        "DIR and writes plots (PNG and SVG by default).")
+    pl.add_argument("dir", metavar="DIR")
+    pl.add_argument("--out", metavar="DIR", default=None, help="plot folder (default DIR/plots)")
+    pl.add_argument("--formats", default="png,svg", help="comma-separated: png, svg, pdf")
+    pl.add_argument("--window", default=None,
+                    help="schedule timeline window START:END (e.g. 1s:1.05s; needs --perfetto runs)")
+    pl.add_argument("--quiet", action="store_true")
+    pl.set_defaults(func=cmd_plot)
+
+    rp = sub.add_parser("report", help="write DIR/report.html (tables + embedded plots)",
+                        description="Writes a self-contained HTML report (plots embedded as base64, "
+                        "readable offline) for the results under DIR.")
+    rp.add_argument("dir", metavar="DIR")
+    rp.add_argument("-o", "--output", default=None, help="output file (default DIR/report.html)")
+    rp.add_argument("--quiet", action="store_true")
+    rp.set_defaults(func=cmd_report)
+
+    po = sub.add_parser("policies", help="list the CPU and GPU policies")
+    po.set_defaults(func=cmd_policies)
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    args = [x for x in args if x != "--debug"]
+    try:
+        # `trace` passes its arguments through untouched (C++ option parsing).
+        if args and args[0] == "trace":
+            return cmd_trace(args[1:])
+        if args and args[0] == "--quiet":
+            args = args[1:] + ["--quiet"]
+        parser = build_parser()
+        if not args:
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
+        ns = parser.parse_args(args)
+        if getattr(ns, "func", None) is None:
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
+        from . import progress
+
+        progress.set_quiet(bool(getattr(ns, "quiet", False)))
+        return int(ns.func(ns))
+    except UsageError as e:
+        if debug:
+            traceback.print_exc()
+        print(f"agentcg: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("agentcg: interrupted", file=sys.stderr)
+        return 130
+    except SystemExit as e:  # argparse --help
+        return int(e.code or 0)
+    except Exception as e:  # noqa: BLE001 - the one place errors become exit codes
+        if debug:
+            traceback.print_exc()
+        return _report_error(e)
+
+
+def _report_error(e: BaseException) -> int:
+    try:
+        from . import _core
+        from ._errors import AgentcgError
+
+        input_errors: tuple = (_core.TraceError, _core.ConfigError, AgentcgError)
+    except ImportError:
+        input_errors = ()
+    if input_errors and isinstance(e, input_errors):
+        print(f"agentcg: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    if isinstance(e, OSError):
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        print(f"agentcg: {where}{e.strerror or e}", file=sys.stderr)
+        return EXIT_INPUT
+    if isinstance(e, ValueError):  # std::invalid_argument: unknown policy / option (as the C++ CLI)
+        print(f"agentcg: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if isinstance(e, ImportError):
+        print(f"agentcg: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    print(f"agentcg: error: {type(e).__name__}: {e} (run with --debug for the traceback)", file=sys.stderr)
+    return EXIT_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The Python CLI (python -m agentcg.cli, what ./agentcg runs): exit codes
+(0 ok, 1 invalid input, 2 usage), one error line without a traceback unless
+--debug, --help everywhere, and the files each subcommand writes.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from conftest import policies, run_cli
+
+SUBCOMMANDS = ["demo", "run", "compare", "sweep", "plot", "report", "policies"]
+
+
+def _one_line_error(stderr: str) -> None:
+    assert "Traceback" not in stderr
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("agentcg")]
+    assert len(lines) == 1, stderr
+
+
+def test_no_arguments_is_a_usage_error() -> None:
+    res = run_cli([])
+    assert res.returncode == 2
+    assert "usage" in res.stderr.lower()
+
+
+@pytest.mark.parametrize("args", [
+    ["frobnicate"],
+    ["run"],                                   # no TRACE
+    ["run", "x.json", "--out", "o"],           # no --policy
+    ["run", "x.json", "--policy", "cfs"],      # no --out
+    ["run", "x.json", "--policy", "cfs", "--out", "o", "--seed", "abc"],
+    ["compare", "x.json", "--out", "o", "--policies", ","],
+    ["sweep", "--out", "o"],                   # neither TRACE nor --generate
+    ["sweep", "--generate", "hogs", "--grid", "nonsense", "--out", "o"],
+    ["sweep", "--generate", "hogs", "--seeds", "a-b", "--out", "o"],
+    ["plot", "d", "--formats", "gif"],
+    ["trace", "frob"],
+])
+def test_usage_errors_exit_2(args, tmp_path) -> None:
+    res = run_cli(args, cwd=str(tmp_path))
+    assert res.returncode == 2, (args, res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("cmd", SUBCOMMANDS)
+def test_help_on_every_subcommand(cmd) -> None:
+    res = run_cli([cmd, "--help"])
+    assert res.returncode == 0, res.stderr
+    assert "usage" in res.stdout.lower()
+
+
+@pytest.mark.parametrize("sub", ["generate", "validate", "import", "stats", "merge"])
+def test_help_on_trace_subcommands(sub) -> None:
+    res = run_cli(["trace", sub, "--help"])
+    assert res.returncode == 0, res.stderr
+    assert f"trace {sub}" in res.stdout
+    if sub == "generate":
+        assert "fork-storm" in res.stdout
+
+
+def test_missing_trace_file_is_input_error(tmp_path) -> None:
+    res = run_cli(["run", str(tmp_path / "nope.json"), "--policy", "cfs", "--out", str(tmp_path / "o")])
+    assert res.returncode == 1
+    _one_line_error(res.stderr)
+    assert "nope.json" in res.stderr
+
+
+def test_bad_trace_names_file_and_line(tmp_path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{\n "format": "agentcg-trace",\n "version": 1,\n "machine": {"cpus": 0}\n}\n')
+    res = run_cli(["run", str(bad), "--policy", "cfs", "--out", str(tmp_path / "o")])
+    assert res.returncode == 1
+    _one_line_error(res.stderr)
+    assert "bad.json:4" in res.stderr
+    res = run_cli(["--debug", "run", str(bad), "--policy", "cfs", "--out", str(tmp_path / "o")])
+    assert res.returncode == 1
+    assert "Traceback" in res.stderr
+
+
+def test_bad_config_is_input_error(small_trace_path, tmp_path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("scheduler:\n  fork_storm_threshold: -4\n")
+    res = run_cli(["run", small_trace_path, "--policy", "cfs", "--config", str(cfg), "--out", str(tmp_path)])
+    assert res.returncode == 1
+    _one_line_error(res.stderr)
+    assert "c.yaml:2" in res.stderr and "fork_storm_threshold" in res.stderr
+
+
+def test_unknown_policy_is_usage_error(small_trace_path, tmp_path) -> None:
+    res = run_cli(["run", small_trace_path, "--policy", "nope", "--out", str(tmp_path)])
+    assert res.returncode == 2
+    _one_line_error(res.stderr)
+    assert "nope" in res.stderr
+
+
+def test_run_prints_summary_and_writes_results(small_trace_path, tmp_path) -> None:
+    out = tmp_path / "run"
+    res = run_cli(["run", small_trace_path, "--policy", "cfs", "--out", str(out),
+                   "--set", "machine.context_switch_ns=3000"])
+    assert res.returncode == 0, res.stderr
+    assert "wakeup latency p50" in res.stdout and "/hogs/b" in res.stdout
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["policy"] == "cfs"
+    assert doc["config"]["machine"]["context_switch_ns"] == 3000
+    assert not (out / "results.json.tmp").exists()
+
+
+def test_compare_plots_report(small_trace_path, tmp_path) -> None:
+    pols = policies("cfs", "fifo", "flatcg", "agentcg")
+    out = tmp_path / "cmp"
+    res = run_cli(["compare", small_trace_path, "--policies", ",".join(pols), "--out", str(out), "--plots"])
+    assert res.returncode == 0, res.stderr
+    assert "wakeup p99 (ms)" in res.stdout
+    for p in pols:
+        assert (out / p / "results.json").exists()
+    assert (out / "plots" / "wakeup-cdf.png").stat().st_size > 1000
+    assert (out / "plots" / "wakeup-cdf.svg").stat().st_size > 1000
+    res = run_cli(["report", str(out)])
+    assert res.returncode == 0, res.stderr
+    page = (out / "report.html").read_text()
+    assert "data:image/png;base64," in page
+    assert "http://" not in page and "https://" not in page  # readable offline
+    for p in pols:
+        assert f"<th>{p}</th>" in page
+    res = run_cli(["plot", str(out), "--out", str(tmp_path / "plots2"), "--formats", "png"])
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "plots2" / "cpu-share.png").exists()
+
+
+def test_trace_generate_validate(tmp_path) -> None:
+    f = tmp_path / "h.json"
+    res = run_cli(["trace", "generate", "hogs", "--seed", "2", "-o", str(f), "--weights", "100,200",
+                   "--duration", "100ms"])
+    assert res.returncode == 0, res.stderr
+    res = run_cli(["trace", "validate", str(f)])
+    assert res.returncode == 0, res.stderr
+    assert "valid" in res.stdout
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ not json")
+    res = run_cli(["trace", "validate", str(bad)])
+    assert res.returncode == 1
+    assert "bad.json:1" in res.stderr
+    res = run_cli(["trace", "generate", "hogs", "--bogus", "1", "-o", str(tmp_path / "x.json")])
+    assert res.returncode in (1, 2)
+    assert "bogus" in res.stderr
+
+
+def test_sweep_cli_writes_csv(tmp_path) -> None:
+    out = tmp_path / "sw"
+    res = run_cli(["sweep", "--generate", "hogs", "--gen", "cpus=2", "--gen", "duration=50ms",
+                   "--grid", "machine.context_switch_ns=1000,50000", "--seeds", "1-2",
+                   "--workers", "1", "--out", str(out)])
+    assert res.returncode == 0, res.stderr
+    import pandas as pd
+
+    df = pd.read_csv(out / "sweep.csv")
+    assert len(df) == 4
+    assert sorted(df["machine.context_switch_ns"].unique()) == [1000, 50000]
+    res = run_cli(["plot", str(out)])
+    assert res.returncode == 0, res.stderr
+    assert any(n.endswith(".png") for n in os.listdir(out / "plots"))
+
+
+def test_policies_lists_both_kinds() -> None:
+    res = run_cli(["policies"])
+    assert res.returncode == 0
+    assert "cpu cfs" in res.stdout and "gpu none" in res.stdout
