@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Calibration by least squares (see calibrate.h).
+// Invariant: deterministic: the same measurements give the same profile
+// bytes (fixed formatting, no clock reads).
+// Who calls it: calibrate_command, tests.
+#include "sim/calibrate/calibrate.h"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "sim/cli/args.h"
+
+namespace agentcg::calibrate {
+
+namespace {
+
+constexpr const char* kHeader = "name,work_ns,context_switches,wakeups,sim_ns,live_ns";
+constexpr const char* kUsage =
+    "usage: calibrate MEASUREMENTS.csv -o PROFILE.yaml\n"
+    "  MEASUREMENTS.csv: header name,work_ns,context_switches,wakeups,sim_ns,live_ns\n";
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else if (c != '\r') {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+}  // namespace
+
+std::vector<Measurement> read_measurements(std::istream& in, const std::string& source) {
+  std::vector<Measurement> out;
+  std::string line;
+  std::uint64_t n = 0;
+  bool header = false;
+  const char* fields[] = {"name", "work_ns", "context_switches", "wakeups", "sim_ns", "live_ns"};
+  while (std::getline(in, line)) {
+    ++n;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    const std::string where = source + ":" + std::to_string(n) + ": ";
+    if (!header) {
+      if (line != kHeader)
+        throw config::ConfigError(where + "expected the header '" + std::string(kHeader) + "'");
+      header = true;
+      continue;
+    }
+    const auto cols = split(line);
+    if (cols.size() != 6)
+      throw config::ConfigError(where + "expected 6 comma-separated fields, got " + std::to_string(cols.size()));
+    Measurement m;
+    m.name = cols[0];
+    std::uint64_t* dst[] = {&m.work_ns, &m.context_switches, &m.wakeups, &m.sim_ns, &m.live_ns};
+    for (int i = 0; i < 5; ++i) {
+      const std::string& c = cols[static_cast<std::size_t>(i) + 1];
+      auto [p, ec] = std::from_chars(c.data(), c.data() + c.size(), *dst[i]);
+      if (c.empty() || ec != std::errc() || p != c.data() + c.size())
+        throw config::ConfigError(where + "field '" + fields[i + 1] +
+                                  "': expected a non-negative integer, got '" + c + "'");
+    }
+    out.push_back(m);
+  }
+  if (!header) throw config::ConfigError(source + ":1: empty file (expected the header '" + kHeader + "')");
+  return out;
+}
+
+std::vector<Measurement> read_measurements_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw config::ConfigError(path + ": cannot open (expected a measurements CSV)");
+  return read_measurements(in, path);
+}
+
+Fit fit(const std::vector<Measurement>& m) {
+  if (m.size() < 3)
+    throw std::invalid_argument("calibration needs at least 3 measurements, got " + std::to_string(m.size()));
+  const Eigen::Index rows = static_cast<Eigen::Index>(m.size());
+  Eigen::MatrixXd a(rows, 3);
+  Eigen::VectorXd b(rows);
+  // Columns scaled to comparable magnitudes (ns of work vs counts) for a
+  // well-conditioned solve; the solution is scaled back.
+  Eigen::Vector3d scale(1e-9, 1e-3, 1e-3);
+  for (Eigen::Index i = 0; i < rows; ++i) {
+    const Measurement& x = m[static_cast<std::size_t>(i)];
+    a(i, 0) = static_cast<double>(x.work_ns) * scale(0);
+    a(i, 1) = static_cast<double>(x.context_switches) * scale(1);
+    a(i, 2) = static_cast<double>(x.wakeups) * scale(2);
+    b(i) = static_cast<double>(x.live_ns);
+  }
+  Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(a);
+  if (qr.rank() < 3)
+    throw std::invalid_argument(
+        "calibration: the measurements do not separate CPU speed, context switches and wakeups "
+        "(vary the workloads so their work, switch and wakeup counts are independent)");
+  const Eigen::Vector3d y = qr.solve(b);
+  const Eigen::Vector3d x = y.cwiseProduct(scale);
+  Fit f;
+  f.speed_factor = x(0);
+  if (x(0) <= 0) {
+    f.notes.push_back("fitted speed factor <= 0: speed_pct kept at 100");
+    f.machine.speed_pct = 100;
+  } else {
+    const double pct = std::round(100.0 / x(0));
+    f.machine.speed_pct = static_cast<std::uint32_t>(std::clamp(pct, 1.0, 10000.0));
+  }
+  auto cost = [&f](double v, const char* what) -> std::uint64_t {
+    if (v < 0) {
+      f.notes.push_back(std::string(what) + " fitted negative (" + std::to_string(v) + "): clamped to 0");
+      return 0;
+    }
+    return static_cast<std::uint64_t>(std::llround(std::min(v, 1e6)));
+  };
+  f.machine.context_switch_ns = cost(x(1), "context_switch_ns");
+  f.machine.wakeup_overhead_ns = cost(x(2), "wakeup_overhead_ns");
+  double before = 0, after = 0;
+  for (const Measurement& r : m) {
+    const double live = static_cast<double>(r.live_ns);
+    const double pred = static_cast<double>(r.work_ns) * 100.0 / f.machine.speed_pct +
+                        static_cast<double>(r.context_switches) * static_cast<double>(f.machine.context_switch_ns) +
+                        static_cast<double>(r.wakeups) * static_cast<double>(f.machine.wakeup_overhead_ns);
+    before += (static_cast<double>(r.sim_ns) - live) * (static_cast<double>(r.sim_ns) - live);
+    after += (pred - live) * (pred - live);
+  }
+  f.rms_error_before_ns = std::sqrt(before / static_cast<double>(m.size()));
+  f.rms_error_after_ns = std::sqrt(after / static_cast<double>(m.size()));
+  return f;
+}
+
+std::string profile_yaml(const Fit& f, std::size_t measurements) {
+  std::ostringstream o;
+  o << "# agentcg machine profile, fitted by least squares from " << measurements
+    << " (simulated, live) measurements.\n";
+  o << "# RMS error: " << std::llround(f.rms_error_before_ns) << " ns before, "
+    << std::llround(f.rms_error_after_ns) << " ns after the fit.\n";
+  for (const std::string& n : f.notes) o << "# note: " << n << "\n";
+  o << "machine:\n"
+    << "  context_switch_ns: " << f.machine.context_switch_ns << "\n"
+    << "  wakeup_overhead_ns: " << f.machine.wakeup_overhead_ns << "\n"
+    << "  speed_pct: " << f.machine.speed_pct << "\n";
+  return o.str();
+}
+
+void write_profile(const Fit& f, std::size_t measurements, const std::string& path) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw std::runtime_error(path + ": cannot write the machine profile");
+  out << profile_yaml(f, measurements);
+  if (!out) throw std::runtime_error(path + ": write failed");
+}
+
+config::MachineConfig read_profile(const std::string& path) { return config::load_file(path).machine; }
+
+int calibrate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  try {
+    cli::Args a(args, {"out"}, {});
+    if (a.positional().size() != 1) throw cli::UsageError("expected exactly one MEASUREMENTS.csv");
+    const auto m = read_measurements_file(a.positional()[0]);
+    const Fit f = fit(m);
+    const std::string path = a.require("out");
+    if (path == "-") out << profile_yaml(f, m.size());
+    else write_profile(f, m.size(), path);
+    err << "calibrated from " << m.size() << " measurements: speed_pct " << f.machine.speed_pct
+        << ", context_switch_ns " << f.machine.context_switch_ns << ", wakeup_overhead_ns "
+        << f.machine.wakeup_overhead_ns << " (RMS error " << std::llround(f.rms_error_before_ns) << " -> "
+        << std::llround(f.rms_error_after_ns) << " ns)\n";
+    return 0;
+  } catch (const cli::UsageError& e) {
+    err << "agentcg: " << e.what() << "\n" << kUsage;
+    return 2;
+  } catch (const std::exception& e) {
+    err << "agentcg: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace agentcg::calibrate
