@@ -31,8 +31,8 @@ u32 check_enqueue(struct agentcg_cgrp *root, struct agentcg_cgrp *cg, struct age
 		ev |= agentcg_on_runnable(cg, g, now, &t);
 		if (agentcg_cgrp_bound_lag(cg, g, agentcg_base_slice_ns(&t)))
 			ev |= AGENTCG_EV(lag_clamps);
-		agentcg_update_active(chain, 2, g, true);
 	}
+	agentcg_update_active(chain, 2, g, true);
 	if (now & 1)
 		ev |= agentcg_on_wakeup(cg, now, &t);
 	agentcg_sync_weight(cg, root, g, &t);
@@ -67,9 +67,10 @@ void check_stopping(struct agentcg_cgrp *root, struct agentcg_cgrp *cg, struct a
 
 	agentcg_cgrp_charge(cg, share, ran);
 	agentcg_task_charge(p, ran);
-	if (!(now & 1) && cg->nr_runnable == 1) {
-		agentcg_on_quiescent(cg, now);
+	if (!(now & 1)) {
 		agentcg_update_active(chain, 2, g, false);
+		if (!cg->nr_runnable)
+			agentcg_on_quiescent(cg, now);
 	}
 }
 

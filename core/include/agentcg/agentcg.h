@@ -445,13 +445,17 @@ static inline struct agentcg_preempt agentcg_should_preempt(const struct agentcg
 							    const struct agentcg_tunables *t)
 {
 	struct agentcg_preempt r = {AGENTCG_PREEMPT_NO, 0};
+	u64 ran;
 	u64 min_ns = (u64)t->min_slice_us * AGENTCG_NSEC_PER_USEC;
 
 	if (waker == victim || victim_task->boosted || !agentcg_has_boost(waker, now_ns, t))
 		return r;
 	if (!agentcg_before(agentcg_eff_vtime(waker, now_ns, t), agentcg_eff_vtime(victim, now_ns, t)))
 		return r;
-	if (agentcg_feat(t, AGENTCG_F_MIN_SLICE) && now_ns - victim_task->started_at_ns < min_ns) {
+	/* a victim still in its context switch (started_at in the future) ran 0 */
+	ran = agentcg_before(now_ns, victim_task->started_at_ns) ? 0 :
+								      now_ns - victim_task->started_at_ns;
+	if (agentcg_feat(t, AGENTCG_F_MIN_SLICE) && ran < min_ns) {
 		r.verdict = AGENTCG_PREEMPT_AT;
 		r.at_ns = victim_task->started_at_ns + min_ns;
 		return r;

@@ -224,9 +224,10 @@ static inline u32 agentcg_refresh_hweight(struct agentcg_cgrp *const *chain, u32
 }
 
 /*
- * chain[n-1]'s own runnable count went 0 -> 1 (activate=true) or 1 -> 0
- * (false): propagate the active state up and bump the generation
- * (scx_flatcg's update_active_weight_sums()).
+ * A task of chain[n-1] became runnable (activate=true) or quiescent (false):
+ * counts it in nr_runnable and, when that count goes 0 <-> 1, propagates the
+ * active state up and bumps the generation (scx_flatcg's
+ * update_active_weight_sums()). Call it for every task transition.
  */
 static inline void agentcg_update_active(struct agentcg_cgrp *const *chain, u32 n,
 					 struct agentcg_global *g, bool activate)
@@ -235,7 +236,8 @@ static inline void agentcg_update_active(struct agentcg_cgrp *const *chain, u32 
 
 	if (!n)
 		return;
-	g->hweight_gen++;
+	if (activate ? chain[n - 1]->nr_runnable == 0 : chain[n - 1]->nr_runnable == 1)
+		g->hweight_gen++; /* own-task weight (and maybe the active set) changes */
 	/* walk leaf -> root while the node's active state flips */
 	for (i = 0; i < AGENTCG_MAX_DEPTH && i < n; i++) {
 		struct agentcg_cgrp *node, *parent;
