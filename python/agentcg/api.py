@@ -256,7 +256,8 @@ class Result(Mapping[str, Any]):
             for k in ("p50", "p99", "p999", "max", "mean", "count"):
                 v = d.get(lat, {}).get(k) if isinstance(d.get(lat), dict) else None
                 if v is not None:
-                    out[f"{lat[:-3]}_{k}_ns" if k != "count" else f"{lat[:-3]}_count"] = v
+                    base = lat.replace("_latency_ns", "")  # wakeup_p99_ns, tool_call_count
+                    out[f"{base}_{k}_ns" if k != "count" else f"{base}_count"] = v
         for cg, m in sorted(d.get("cgroups", {}).items()):
             if "cpu_share" in m:
                 out[f"cpu_share[{cg}]"] = m["cpu_share"]

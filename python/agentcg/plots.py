@@ -95,7 +95,11 @@ def save(fig: Figure, stem: str, formats: Sequence[str] = ("png", "svg")) -> Lis
         # Fixed metadata so SVG/PDF bytes do not carry the date.
         meta: Dict[str, Any] = {"Date": None} if fmt in ("svg", "pdf") else {}
         if fmt == "svg":
-            fig.savefig(p, format=fmt, metadata=meta)
+            import matplotlib
+
+            # A fixed salt makes SVG element ids (clip paths) reproducible.
+            with matplotlib.rc_context({"svg.hashsalt": "agentcg"}):
+                fig.savefig(p, format=fmt, metadata=meta)
         else:
             fig.savefig(p, format=fmt, dpi=110, metadata=meta or None)
         paths.append(p)
@@ -316,7 +320,7 @@ def plot_gpu_timeline(result: Result, title: Optional[str] = None) -> Figure:
     for i, j in enumerate(names):
         d = jobs[j]
         arr = float(d.get("arrival_ns", 0) or 0)
-        end = d.get("end_ns")
+        end = d.get("end_ns", d.get("finish_ns"))
         if end is None and d.get("jct_ns") is not None:
             end = arr + float(d["jct_ns"])
         start = d.get("start_ns")
@@ -335,6 +339,8 @@ def plot_gpu_timeline(result: Result, title: Optional[str] = None) -> Figure:
                     (f", ran {float(run_ns) / 1e9:.3g} s" if run_ns is not None else ""),
                     (float(end) / 1e9, i), xytext=(4, 0), textcoords="offset points", va="center",
                     fontsize="x-small")
+    if not any(jobs[j].get("jct_ns") is not None or jobs[j].get("finish_ns") is not None for j in names):
+        ax.text(0.5, 0.5, "no GPU job finished in this run", transform=ax.transAxes, ha="center")
     ax.set_yticks(range(len(names)))
     ax.set_yticklabels([f"job {j}" for j in names], fontsize="small")
     ax.invert_yaxis()

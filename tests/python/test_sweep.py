@@ -51,7 +51,9 @@ def test_generator_options_on_the_grid() -> None:
     assert list(df["gen.weights"]) == ["100,100", "100,900"]
     even = df.iloc[0]
     skew = df.iloc[1]
-    assert abs(even["cpu_share[/hog-0]"] - even["cpu_share[/hog-1]"]) < 0.05
+    # 40 ms is a few CFS periods: equal weights stay within 1.5x, 1:9 is far apart.
+    assert even["cpu_share[/hog-0]"] < 1.5 * even["cpu_share[/hog-1]"]
+    assert even["cpu_share[/hog-1]"] < 1.5 * even["cpu_share[/hog-0]"]
     assert skew["cpu_share[/hog-1]"] > 3 * skew["cpu_share[/hog-0]"]
 
 
