@@ -9,6 +9,8 @@
  *    timeline after the GPU's and the process's previous work, plus the time
  *    to page in the process's managed bytes that are not resident (LRU
  *    eviction of other processes when the GPU's memory is full);
+ *  - a launch blocks while more than 50 ms of the process's work is queued
+ *    (a real driver's push buffer fills up the same way);
  *  - memcpy/memset cost bytes / copy bandwidth on the timeline; synchronous
  *    ones wait for completion; cuCtxSynchronize/cuStreamSynchronize sleep
  *    until the process's work ends (one in-order queue per process);
@@ -431,7 +433,11 @@ FAKE_API CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int, un
   if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   std::uint64_t ns = static_cast<std::uint64_t>(gx) * 1000ull;
   if (params != nullptr && params[0] != nullptr) std::memcpy(&ns, params[0], sizeof ns);
-  (void)enqueue(ns, true, 0);
+  const std::uint64_t end = enqueue(ns, true, 0);
+  // A real driver blocks a launch when its push buffer is full; model that
+  // as at most kMaxQueuedNs of queued work per process.
+  constexpr std::uint64_t kMaxQueuedNs = 50000000;
+  if (end > now_ns() + kMaxQueuedNs) sleep_until(end - kMaxQueuedNs);
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
