@@ -134,7 +134,16 @@ struct Trace {
   // parse and write until a typed form exists for them.
   nlohmann::json extra = nlohmann::json::object();
   std::string source;                  // file name, for run-time error messages
+  // JSON pointer -> 1-based line of the parsed text (null for traces built in
+  // code). Shared so that copies stay cheap; parsers of sections in `extra`
+  // (e.g. the GPU model's "gpu") locate their errors with line_of().
+  std::shared_ptr<const std::map<std::string, std::uint32_t>> lines;
 };
+
+// Line of `pointer` in the text `trace` was parsed from: the line of the
+// nearest enclosing pointer that has one ("/gpu/jobs/3/mem" falls back to
+// "/gpu/jobs/3", then "/gpu", ...); 0 when unknown.
+std::uint32_t line_of(const Trace& trace, const std::string& pointer);
 
 // An invalid trace: what, where and what was expected.
 class TraceError : public std::runtime_error {
@@ -160,6 +169,10 @@ Trace load_trace_file(const std::string& path);
 void validate(const Trace& trace);
 // Trace -> JSON (deterministic: fixed key order, no floats except sigma).
 nlohmann::json to_json(const Trace& trace);
+// The canonical text of a trace (what write_trace_file writes): 1-space
+// indent, containers that fit in one short line kept on one line (one op per
+// line), trailing newline. Same Trace -> same bytes.
+std::string to_json_text(const Trace& trace);
 void write_trace_file(const Trace& trace, const std::string& path);
 
 // Generators: KIND in agent, fork-storm, io, hogs, mixed (and GPU kinds added

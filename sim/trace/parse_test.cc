@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Tests of parse_trace / validate / to_json_text: every field survives a
+// round trip, errors carry file, line and pointer, and the "gpu" section is
+// carried through untouched with its lines available to its own parser.
+#include <gtest/gtest.h>
+
+#include "sim/trace/trace.h"
+
+namespace agentcg::trace {
+namespace {
+
+// Every field of the format at least once.
+const char* kFull = R"({
+ "format": "agentcg-trace",
+ "version": 1,
+ "name": "full",
+ "description": "all fields",
+ "duration_ns": 5000000000,
+ "generator": {"kind": "hand", "seed": 3, "options": {}},
+ "machine": {"cpus": 4, "context_switch_ns": 2000, "wakeup_overhead_ns": 1500},
+ "cgroups": [
+  {"path": "/a/b", "cpu_weight": 50},
+  {"path": "/", "cpu_weight": 100},
+  {"path": "/a", "cpu_weight": 200, "cpu_max": {"quota_us": 50000, "period_us": 100000},
+   "memory_high": 1000000, "memory_max": 2000000}
+ ],
+ "processes": [
+  {"pid": 1, "start_ns": 0, "cgroup": "/a", "comm": "agent", "agent": {"session": "s1"}, "ops": [
+   {"op": "step", "step": 1},
+   {"op": "sleep", "ns": {"dist": "lognormal", "median": 3000000, "sigma": 0.5, "max": 9000000}},
+   {"op": "tool_begin", "tool": "Bash"},
+   {"op": "fork", "pid": 2},
+   {"op": "fork", "child": {"comm": "cc1", "cgroup": "/a/b", "agent": {"session": "s1"},
+     "ops": [{"op": "run", "ns": {"dist": "uniform", "min": 10, "max": 20}}]}},
+   {"op": "fork", "child": {"ops": [{"op": "io", "ns": {"dist": "exponential", "mean": 400, "max": 4000}}]}},
+   {"op": "wait"},
+   {"op": "tool_end"},
+   {"op": "repeat", "count": 3, "body": [{"op": "run", "ns": 100}, {"op": "io", "ns": 200}]},
+   {"op": "mem", "bytes": {"dist": "lognormal", "median": 1048576, "sigma": 0.25}},
+   {"op": "exec", "comm": "node"},
+   {"op": "exit"}
+  ]},
+  {"pid": 2, "parent": 1, "cgroup": "/a/b", "comm": "bash", "ops": [{"op": "mem", "bytes": 4096}]}
+ ],
+ "gpu": {"devices": [{"memory_bytes": 100}], "jobs": [
+  {"x": 1}
+ ]}
+})";
+
+TEST(Parse, ReadsEveryField) {
+  const Trace t = parse_trace(kFull, "full.json");
+  EXPECT_EQ(t.name, "full");
+  EXPECT_EQ(t.description, "all fields");
+  ASSERT_TRUE(t.duration_ns);
+  EXPECT_EQ(*t.duration_ns, 5000000000u);
+  EXPECT_EQ(t.generator["seed"], 3);
+  EXPECT_EQ(t.machine.cpus, 4u);
+  EXPECT_EQ(t.machine.context_switch_ns, 2000u);
+  EXPECT_EQ(t.machine.wakeup_overhead_ns, 1500u);
+  // Parents first, otherwise in the listed order.
+  ASSERT_EQ(t.cgroups.size(), 3u);
+  EXPECT_EQ(t.cgroups[0].path, "/");
+  EXPECT_EQ(t.cgroups[1].path, "/a");
+  EXPECT_EQ(t.cgroups[2].path, "/a/b");
+  EXPECT_EQ(t.cgroups[1].cpu_weight, 200u);
+  ASSERT_TRUE(t.cgroups[1].cpu_max);
+  EXPECT_EQ(t.cgroups[1].cpu_max->quota_us, 50000u);
+  EXPECT_EQ(t.cgroups[1].memory_high, 1000000u);
+  EXPECT_EQ(t.cgroups[1].memory_max, 2000000u);
+  EXPECT_EQ(t.cgroups[1].loc.pointer, "/cgroups/2");
+  EXPECT_EQ(t.cgroups[1].loc.line, 12u);
+  ASSERT_EQ(t.processes.size(), 2u);
+  const ProcessSpec& p = t.processes[0];
+  EXPECT_EQ(p.pid, 1);
+  EXPECT_EQ(p.cgroup, "/a");
+  ASSERT_TRUE(p.agent);
+  EXPECT_EQ(p.agent->session, "s1");
+  ASSERT_EQ(p.ops.size(), 12u);
+  EXPECT_EQ(p.ops[0].kind, OpKind::kStep);
+  EXPECT_EQ(p.ops[0].step, 1u);
+  EXPECT_EQ(p.ops[1].kind, OpKind::kSleep);
+  EXPECT_EQ(p.ops[1].ns.dist, Value::Dist::kLogNormal);
+  EXPECT_EQ(p.ops[1].ns.a, 3000000u);
+  EXPECT_DOUBLE_EQ(p.ops[1].ns.sigma, 0.5);
+  EXPECT_EQ(p.ops[1].ns.max, 9000000u);
+  EXPECT_EQ(p.ops[2].name, "Bash");
+  EXPECT_EQ(p.ops[3].pid, 2);
+  ASSERT_TRUE(p.ops[4].child);
+  EXPECT_EQ(p.ops[4].child->cgroup, "/a/b");
+  EXPECT_EQ(p.ops[4].child->ops[0].ns.dist, Value::Dist::kUniform);
+  EXPECT_EQ(p.ops[4].child->ops[0].ns.b, 20u);
+  ASSERT_TRUE(p.ops[5].child);
+  EXPECT_EQ(p.ops[5].child->cgroup, "");  // the parent's cgroup
+  EXPECT_EQ(p.ops[5].child->ops[0].ns.dist, Value::Dist::kExponential);
+  EXPECT_EQ(p.ops[5].child->ops[0].ns.max, 4000u);
+  EXPECT_EQ(p.ops[8].kind, OpKind::kRepeat);
+  EXPECT_EQ(p.ops[8].count, 3u);
+  EXPECT_EQ(p.ops[8].body.size(), 2u);
+  EXPECT_EQ(p.ops[9].bytes.dist, Value::Dist::kLogNormal);
+  EXPECT_EQ(p.ops[10].name, "node");
+  EXPECT_EQ(p.ops[11].kind, OpKind::kExit);
+  EXPECT_EQ(p.ops[8].loc.pointer, "/processes/0/ops/8");
+  EXPECT_EQ(p.ops[8].loc.line, 26u);
+  EXPECT_FALSE(t.processes[1].start_ns);
+  EXPECT_EQ(t.processes[1].parent, 1);
+  EXPECT_EQ(t.extra["gpu"]["devices"][0]["memory_bytes"], 100);
+}
+
+TEST(Parse, LineOfFindsNearestEnclosingPointer) {
+  const Trace t = parse_trace(kFull, "full.json");
+  ASSERT_TRUE(t.lines);
+  EXPECT_EQ(line_of(t, ""), 1u);
+  EXPECT_EQ(line_of(t, "/machine/cpus"), 8u);
+  EXPECT_EQ(line_of(t, "/gpu"), 33u);
+  EXPECT_EQ(line_of(t, "/gpu/jobs/0"), 34u);
+  EXPECT_EQ(line_of(t, "/gpu/jobs/0/missing/deeper"), 34u);
+  EXPECT_EQ(line_of(t, "/processes/1/ops/0/bytes"), 31u);
+  Trace code_built;
+  EXPECT_EQ(line_of(code_built, "/gpu"), 0u);
+}
+
+TEST(Parse, NumberAtEndOfLineIsOnItsOwnLine) {
+  // The lexer reads one character past a number: the newline after it must
+  // not push the number onto the next line.
+  const char* text = "{\n \"format\": \"agentcg-trace\",\n \"version\": 1,\n \"machine\": {\"cpus\": 1},\n"
+                     " \"processes\": [\n  7\n ]\n}\n";
+  try {
+    parse_trace(text, "n.json");
+    FAIL() << "expected a TraceError";
+  } catch (const TraceError& e) {
+    EXPECT_EQ(e.line(), 6u);
+    EXPECT_EQ(e.pointer(), "/processes/0");
+  }
+}
+
+TEST(Parse, RoundTripIsAFixedPoint) {
+  const Trace t = parse_trace(kFull, "full.json");
+  const std::string text = to_json_text(t);
+  const Trace t2 = parse_trace(text, "again.json");
+  EXPECT_EQ(to_json(t2), to_json(t));
+  EXPECT_EQ(to_json_text(t2), text);
+  EXPECT_EQ(text.back(), '\n');
+  // Absent optional fields stay absent; the gpu section is unchanged.
+  EXPECT_FALSE(t2.processes[1].start_ns);
+  EXPECT_EQ(t2.extra["gpu"], t.extra["gpu"]);
+  EXPECT_EQ(t2.processes[0].ops[5].child->cgroup, "");
+}
+
+TEST(Parse, ErrorMessageNamesFileLinePointerAndExpectation) {
+  const char* text = "{\n \"format\": \"agentcg-trace\",\n \"version\": 1,\n \"machine\": {\"cpus\": 1},\n"
+                     " \"processes\": [{\"pid\": 1, \"start_ns\": 0, \"ops\": [\n  {\"op\": \"run\", \"ns\": -5}\n ]}]\n}\n";
+  try {
+    parse_trace(text, "bad.json");
+    FAIL() << "expected a TraceError";
+  } catch (const TraceError& e) {
+    EXPECT_EQ(e.file(), "bad.json");
+    EXPECT_EQ(e.line(), 6u);
+    EXPECT_EQ(e.pointer(), "/processes/0/ops/0/ns");
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("bad.json:6: /processes/0/ops/0/ns: expected a non-negative integer", 0), 0u) << what;
+    EXPECT_NE(what.find("got -5"), std::string::npos) << what;
+  }
+}
+
+TEST(Parse, PointerEscapesSlashAndTilde) {
+  const char* text = "{\"format\": \"agentcg-trace\", \"version\": 1, \"machine\": {\"cpus\": 1}, \"processes\": [],\n"
+                     " \"a/b~c\": 1}";
+  try {
+    parse_trace(text, "k.json");
+    FAIL();
+  } catch (const TraceError& e) {
+    EXPECT_EQ(e.pointer(), "/a~1b~0c");
+    EXPECT_EQ(e.line(), 2u);
+  }
+}
+
+TEST(Validate, CodeBuiltTraceErrorsNamePointer) {
+  Trace t;
+  t.machine.cpus = 2;
+  ProcessSpec p;
+  p.pid = 1;
+  p.start_ns = 0;
+  p.cgroup = "/nope";
+  t.processes.push_back(p);
+  try {
+    validate(t);
+    FAIL();
+  } catch (const TraceError& e) {
+    EXPECT_EQ(e.line(), 0u);
+    EXPECT_NE(std::string(e.what()).find("unknown cgroup \"/nope\""), std::string::npos);
+  }
+  t.processes[0].cgroup = "/";
+  EXPECT_NO_THROW(validate(t));
+  t.machine.cpus = 5000;
+  EXPECT_THROW(validate(t), TraceError);
+}
+
+TEST(Validate, CgroupsMayBeListedChildFirst) {
+  Trace t;
+  CgroupSpec child, parent;
+  child.path = "/x/y";
+  parent.path = "/x";
+  t.cgroups = {child, parent};
+  EXPECT_NO_THROW(validate(t));
+}
+
+TEST(Validate, ForkOfListedPidStartsIt) {
+  const char* text = R"({"format": "agentcg-trace", "version": 1, "machine": {"cpus": 1}, "processes": [
+    {"pid": 1, "start_ns": 0, "ops": [{"op": "fork", "pid": 2}, {"op": "wait"}]},
+    {"pid": 2, "ops": [{"op": "fork", "pid": 3}]},
+    {"pid": 3, "parent": 2, "ops": []}]})";
+  EXPECT_NO_THROW(parse_trace(text, "ok.json"));
+  const char* wrong_parent = R"({"format": "agentcg-trace", "version": 1, "machine": {"cpus": 1}, "processes": [
+    {"pid": 1, "start_ns": 0, "ops": [{"op": "fork", "pid": 2}]},
+    {"pid": 2, "parent": 3, "ops": []},
+    {"pid": 3, "start_ns": 0, "ops": []}]})";
+  EXPECT_THROW(parse_trace(wrong_parent, "bad.json"), TraceError);
+  const char* started_twice = R"({"format": "agentcg-trace", "version": 1, "machine": {"cpus": 1}, "processes": [
+    {"pid": 1, "start_ns": 0, "ops": [{"op": "fork", "pid": 2}]},
+    {"pid": 2, "start_ns": 5, "ops": []}]})";
+  EXPECT_THROW(parse_trace(started_twice, "bad.json"), TraceError);
+}
+
+TEST(Load, MissingFileIsATraceError) {
+  try {
+    load_trace_file("no/such/file.json");
+    FAIL();
+  } catch (const TraceError& e) {
+    EXPECT_EQ(e.file(), "no/such/file.json");
+    EXPECT_NE(std::string(e.what()).find("cannot open"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace agentcg::trace
