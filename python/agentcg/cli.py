@@ -174,6 +174,7 @@ def _overrides(items: Sequence[str]) -> Dict[str, Any]:
 def cmd_run(a: argparse.Namespace) -> int:
     from . import api
 
+    os.makedirs(a.out, exist_ok=True)  # --perfetto may point inside it
     r = api.run(a.trace, a.policy, a.gpu_policy, a.config, a.seed, _overrides(a.set) or None,
                 perfetto=a.perfetto)
     out = os.path.join(a.out, "results.json")

@@ -136,12 +136,16 @@ def plot_wakeup_cdf(results: Any, key: str = "wakeup_latency_ns", cgroup: Option
     ax.set_ylim(0.3, 0.9995)
     ax.set_yticks([0.5, 0.9, 0.99, 0.999])
     ax.set_yticklabels(["p50", "p90", "p99", "p99.9"])
+    from matplotlib.ticker import NullLocator
+
+    ax.yaxis.set_minor_locator(NullLocator())  # the logit axis' minor ticks are clutter here
     what = "Tool-call" if key.startswith("tool") else "Wakeup"
     ax.set_xlabel(f"{what.lower()} latency (ms, log scale)")
     ax.set_ylabel("fraction of events at or below (percentile)")
     where = f" in {cgroup}" if cgroup else ""
     ax.set_title(title or f"{what} latency CDF{where}: {_trace_name(rs)}")
-    ax.grid(True, which="both", alpha=0.3)
+    ax.grid(True, which="major", alpha=0.4)
+    ax.grid(True, which="minor", axis="x", alpha=0.15)
     if plotted:
         ax.legend(loc="lower right", fontsize="small")
     else:
@@ -161,12 +165,14 @@ def plot_tool_call_latency(results: Any, title: Optional[str] = None) -> Figure:
     width = 0.8 / len(qs)
     x = np.arange(len(labels))
     any_data = False
+    all_vals: List[float] = []
     for j, (k, name) in enumerate(qs):
         vals = []
         for r in rs.values():
             lat = r.data.get("tool_call_latency_ns") or {}
             vals.append(float(lat.get(k, 0) or 0) / 1e6 if int(lat.get("count", 0) or 0) else 0.0)
         any_data = any_data or any(v > 0 for v in vals)
+        all_vals += [v for v in vals if v > 0]
         bars = ax.bar(x + (j - 1) * width, vals, width, label=name, color=_CYCLE[j], alpha=0.85)
         for b, v in zip(bars, vals):
             if v > 0:
@@ -175,10 +181,14 @@ def plot_tool_call_latency(results: Any, title: Optional[str] = None) -> Figure:
     ax.set_xticks(x)
     ax.set_xticklabels(labels)
     ax.set_xlabel("policy")
-    ax.set_ylabel("tool-call latency (ms)")
-    if any_data:
+    # Log scale only when the bars span orders of magnitude; otherwise bars
+    # starting at an arbitrary log floor would mislead.
+    if any_data and max(all_vals) / min(all_vals) > 30:
         ax.set_yscale("log")
+        ax.set_ylabel("tool-call latency (ms, log scale)")
     else:
+        ax.set_ylabel("tool-call latency (ms)")
+    if not any_data:
         ax.text(0.5, 0.5, "no tool calls in this trace", transform=ax.transAxes, ha="center")
     ax.set_title(title or f"Tool-call latency by policy: {_trace_name(rs)}")
     ax.legend(title="percentile", fontsize="small")
