@@ -80,7 +80,7 @@ rmcg() { for c in "$@"; do rmdir $CG/$c 2>/dev/null; done; return 0; }
 # inc NAME CMD...: runs CMD in cgroup NAME in the background.
 inc() {
 	c=$1; shift
-	sh -c "echo \$\$ > $CG/$c/cgroup.procs && exec $*" &
+	sh -c "echo \$\$ > $CG/$c/cgroup.procs && exec $*" > /dev/null &
 }
 usage_us() { awk '$1 == "usage_usec" { print $2 }' $CG/$1/cpu.stat; }
 now_us() { awk '{ printf "%d\n", $1 * 1000000 }' /proc/uptime; }
@@ -288,7 +288,9 @@ s_robust() {
 # ---- overhead: BPF run time per callback next to the FIFO baseline ------
 overhead_run() { # mode
 	mkcg o 100
-	AGENTCG_PROG_STATS=1 start_daemon $1 || return
+	export AGENTCG_PROG_STATS=1
+	start_daemon $1 || return
+	unset AGENTCG_PROG_STATS
 	inc o agentcg-work spin 4; inc o agentcg-work spin 4
 	inc o agentcg-work forkstorm 1000 16
 	sh -c "echo \$\$ > $CG/o/cgroup.procs && exec agentcg-work wakelat 1000 4" > /dev/null
