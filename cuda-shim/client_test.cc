@@ -69,7 +69,7 @@ ClientOptions offline() {
   return o;
 }
 
-TEST(ShimClient, AllocationsBecomeManagedAndAreTracked) {
+TEST(shim_client, AllocationsBecomeManagedAndAreTracked) {
   DriverTable d = table();
   ASSERT_TRUE(d.has_required());
   Client c(d, offline());
@@ -86,7 +86,7 @@ TEST(ShimClient, AllocationsBecomeManagedAndAreTracked) {
   EXPECT_FALSE(c.mem_free(a, nullptr, false).has_value()) << "double free is not ours any more";
 }
 
-TEST(ShimClient, MemoryLimitRefusesAndShapesMemGetInfo) {
+TEST(shim_client, MemoryLimitRefusesAndShapesMemGetInfo) {
   DriverTable d = table();
   ClientOptions o = offline();
   o.memory_limit_bytes = 1ull << 30;
@@ -101,7 +101,7 @@ TEST(ShimClient, MemoryLimitRefusesAndShapesMemGetInfo) {
   EXPECT_EQ(f, 256ull << 20);
 }
 
-TEST(ShimClient, MemGetInfoPassesThroughWithoutLimitOrDaemon) {
+TEST(shim_client, MemGetInfoPassesThroughWithoutLimitOrDaemon) {
   DriverTable d = table();
   Client c(d, offline());
   size_t f = 0, t = 0;
@@ -110,7 +110,7 @@ TEST(ShimClient, MemGetInfoPassesThroughWithoutLimitOrDaemon) {
   EXPECT_EQ(f, 7ull << 30);
 }
 
-TEST(ShimClient, PitchPadsRowsTo512Bytes) {
+TEST(shim_client, PitchPadsRowsTo512Bytes) {
   DriverTable d = table();
   Client c(d, offline());
   CUdeviceptr p = 0;
@@ -121,7 +121,7 @@ TEST(ShimClient, PitchPadsRowsTo512Bytes) {
   EXPECT_EQ(c.mem_alloc_pitch(&p, &pitch, 1000, 3, 3), CUDA_ERROR_INVALID_VALUE);
 }
 
-TEST(ShimClient, WithoutDaemonWorkRunsUnscheduled) {
+TEST(shim_client, WithoutDaemonWorkRunsUnscheduled) {
   DriverTable d = table();
   Client c(d, offline());
   c.before_work();
@@ -135,7 +135,7 @@ bool read_msg(int fd, proto::Header& h, unsigned char* payload) {
   return recv(fd, payload, h.length, MSG_WAITALL) == static_cast<ssize_t>(h.length);
 }
 
-TEST(ShimClient, GrantDropReleaseCarriesTheGeneration) {
+TEST(shim_client, GrantDropReleaseCarriesTheGeneration) {
   char dir[] = "/tmp/agentcg-client-test-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string path = std::string(dir) + "/s.sock";

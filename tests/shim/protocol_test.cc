@@ -51,7 +51,7 @@ void fill_name(T& m, const char* s) {
 
 }  // namespace
 
-TEST(GpudProtocol, GoldenBytes) {
+TEST(gpud_protocol, GoldenBytes) {
   proto::RegisterMsg reg{};
   reg.session_token = 0x1122334455667788ull;
   reg.memory_bytes = 12ull << 30;
@@ -91,14 +91,14 @@ TEST(GpudProtocol, GoldenBytes) {
   check_golden("list_reply_entry", enc(proto::MsgType::kListReply, ci));
 }
 
-TEST(GpudProtocol, HeaderLayoutIsLittleEndianMagicVersionTypeLength) {
+TEST(gpud_protocol, HeaderLayoutIsLittleEndianMagicVersionTypeLength) {
   auto b = enc(proto::MsgType::kDropLock, proto::DropLockMsg{1});
   // "AGCG", version 1, type 6, length 8.
   const unsigned char want[12] = {'A', 'G', 'C', 'G', 1, 0, 6, 0, 8, 0, 0, 0};
   EXPECT_EQ(0, std::memcmp(b.data(), want, sizeof want));
 }
 
-TEST(GpudProtocol, RejectsGarbageHeaders) {
+TEST(gpud_protocol, RejectsGarbageHeaders) {
   proto::Header ok{proto::kMagic, proto::kProtocolVersion, static_cast<std::uint16_t>(proto::MsgType::kReqLock), 8};
   EXPECT_EQ(proto::check_header(ok), proto::HeaderError::kOk);
   auto h = ok;
@@ -123,7 +123,7 @@ TEST(GpudProtocol, RejectsGarbageHeaders) {
   EXPECT_EQ(proto::check_header(h), proto::HeaderError::kBadLength);
 }
 
-TEST(GpudProtocol, TypeNamesAndSizesComeFromTheOneList) {
+TEST(gpud_protocol, TypeNamesAndSizesComeFromTheOneList) {
   EXPECT_STREQ(proto::type_name(5), "LockOk");
   EXPECT_EQ(proto::payload_size(5), sizeof(proto::LockOkMsg));
   EXPECT_EQ(proto::payload_size(0), 0u);
@@ -131,7 +131,7 @@ TEST(GpudProtocol, TypeNamesAndSizesComeFromTheOneList) {
                "waiting-memory");
 }
 
-TEST(GpudBytes, ParsesSizes) {
+TEST(gpud_bytes, ParsesSizes) {
   using agentcg::gpud::parse_bytes;
   EXPECT_EQ(parse_bytes("4096"), 4096u);
   EXPECT_EQ(parse_bytes("4G"), 4ull << 30);
