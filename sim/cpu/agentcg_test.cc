@@ -151,6 +151,20 @@ TEST(ScxAcceptance, WeightedFairness100_200_300) {
   }
 }
 
+// Hierarchy flattening: /p (100) holds /p/a (100) and /p/b (300), beside /q (100).
+TEST(ScxAcceptance, NestedWeightsFlatten) {
+  Builder b(2, 10 * kSec);
+  b.cgroup("/p", 100);
+  b.cgroup("/p/a", 100);
+  b.cgroup("/p/b", 300);
+  b.cgroup("/q", 100);
+  for (const char* c : {"/p/a", "/p/b", "/q"}) b.hogs(c, 2, 10 * kSec);
+  const auto r = run_policy(b.done(), "flatcg");
+  EXPECT_NEAR(share(r, "/p/a"), 1.0 / 8, 0.01 / 8);
+  EXPECT_NEAR(share(r, "/p/b"), 3.0 / 8, 0.01 * 3 / 8);
+  EXPECT_NEAR(share(r, "/q"), 1.0 / 2, 0.01 / 2);
+}
+
 TEST(ScxAcceptance, DeterministicOutput) {
   Builder b(2, 2 * kSec);
   b.cgroup("/a");
