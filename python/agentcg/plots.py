@@ -358,9 +358,11 @@ def plot_gpu_timeline(result: Result, title: Optional[str] = None) -> Figure:
     ax.set_ylabel("GPU job")
     from matplotlib.patches import Patch
 
-    ax.legend(handles=[Patch(color="#d9d9d9", label="arrived, not yet running"),
-                       Patch(color=_CYCLE[0], label="arrival of first kernel to completion")],
-              fontsize="x-small", loc="lower right")
+    ax.legend(handles=[Patch(color="#d9d9d9", label="arrived, not yet started"),
+                       Patch(color=_CYCLE[0], label="first start to completion (may be switched out)")],
+              fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
+    lo_x, hi_x = ax.get_xlim()
+    ax.set_xlim(lo_x, hi_x + 0.22 * (hi_x - lo_x))  # room for the JCT labels
     ms = g.get("makespan_ns")
     ax.set_title(title or f"GPU jobs under {result.gpu_policy} ({result.data.get('trace')})"
                  + (f": makespan {float(ms) / 1e9:.3g} s, {g.get('switches', 0)} switches" if ms else ""))
