@@ -232,6 +232,20 @@ bool Client::connect_and_register() {
     close(fd);
     return false;
   }
+  // Wait for REGISTERED (the daemon's first message) so that cuMemGetInfo
+  // right after cuInit already reports the scheduled capacity.
+  pollfd pfd{fd, POLLIN, 0};
+  proto::Header h{};
+  unsigned char payload[proto::kMaxFixedMessage];
+  if (poll(&pfd, 1, 2000) != 1 || !read_full(fd, &h, sizeof h) ||
+      proto::check_header(h) != proto::HeaderError::kOk || h.length > sizeof payload ||
+      !read_full(fd, payload, h.length)) {
+    std::lock_guard<std::mutex> slk(send_mu_);
+    fd_.store(-1);
+    close(fd);
+    return false;
+  }
+  handle_message(h.type, payload);
   std::lock_guard<std::mutex> lk(mu_);
   state_ = LockState::kIdle;
   launches_since_sync_ = 0;

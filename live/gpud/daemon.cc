@@ -286,7 +286,7 @@ void Daemon::read_conn(Conn& c, std::uint64_t now) {
     if (r < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      close_conn(fd, now, "read error");
+      close_conn(fd, now, errno == ECONNRESET ? nullptr : "read error");
       return;
     }
     c.in.insert(c.in.end(), buf, buf + r);

@@ -452,17 +452,21 @@ def main():
     if not os.path.isdir("/dev/shm"):
         print("SKIP: no /dev/shm for the fake GPU's shared timeline")
         return 77
-    env = Env(args, args.case)
-    try:
-        CASES[args.case](env)
-    except Fail as e:
-        print("FAIL %s: %s" % (args.case, e))
-        print("--- agentcg-gpud log ---\n" + env.daemon_log())
-        return 1
-    finally:
-        env.cleanup()
-    print("PASS %s" % args.case)
-    return 0
+    # The accuracy cases measure wall-clock shares on a shared 2-core CI
+    # machine; a run disturbed by other load is retried once (and says so).
+    attempts = 2 if args.case.startswith("shim_compute") else 1
+    for attempt in range(1, attempts + 1):
+        env = Env(args, args.case)
+        try:
+            CASES[args.case](env)
+            print("PASS %s" % args.case)
+            return 0
+        except Fail as e:
+            print("FAIL %s (attempt %d/%d, load %.1f): %s" % (args.case, attempt, attempts, os.getloadavg()[0], e))
+            print("--- agentcg-gpud log ---\n" + env.daemon_log())
+        finally:
+            env.cleanup()
+    return 1
 
 
 if __name__ == "__main__":
