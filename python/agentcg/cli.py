@@ -492,6 +492,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.set_defaults(func=cmd_report)
 
     po = sub.add_parser("policies", help="list the CPU and GPU policies")
+    po.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
     po.set_defaults(func=cmd_policies)
     return p
 
