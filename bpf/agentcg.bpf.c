@@ -285,7 +285,9 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 
 	bstat_inc(AGENTCG_BS_enqueues);
 	if (agentcg_mode == AGENTCG_MODE_FIFO) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_GLOBAL, agentcg_base_slice_ns(TUN), enq_flags);
+		/* ENQ_LAST: the CPU's last task goes back to it directly */
+		scx_bpf_dsq_insert(p, (enq_flags & SCX_ENQ_LAST) ? SCX_DSQ_LOCAL : SCX_DSQ_GLOBAL,
+				   agentcg_base_slice_ns(TUN), enq_flags);
 		return;
 	}
 	t = task_ctx(p);

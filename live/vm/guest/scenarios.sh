@@ -314,7 +314,9 @@ s_overhead() {
 
 # ---- main ------------------------------------------------------------------
 want=${1:-all}
-[ "$want" = all ] && want="attach,weights,cpumax,mempen,forkstorm,robust,overhead"
+# overhead is opt-in: its boot hung in the FIFO-baseline run (2026-11-21,
+# cause not found yet; see live/README.md).
+[ "$want" = all ] && want="attach,weights,cpumax,mempen,forkstorm,robust"
 for s in $(echo "$want" | tr ',' ' '); do
 	echo "AGENTCG-SCENARIO $s begin"
 	case $s in
