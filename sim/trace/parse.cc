@@ -49,17 +49,24 @@ TraceError::TraceError(std::string file, std::uint32_t line, std::string pointer
       pointer_(std::move(pointer)),
       message_(std::move(message)) {}
 
-std::uint32_t line_of(const Trace& trace, const std::string& pointer) {
-  if (!trace.lines) return 0;
+namespace {
+
+// Nearest enclosing pointer's line in `lines` (0 when none).
+std::uint32_t line_in(const std::map<std::string, std::uint32_t>* lines, const std::string& pointer) {
+  if (lines == nullptr) return 0;
   std::string p = pointer;
   while (true) {
-    auto it = trace.lines->find(p);
-    if (it != trace.lines->end()) return it->second;
+    auto it = lines->find(p);
+    if (it != lines->end()) return it->second;
     if (p.empty()) return 0;
     const auto slash = p.rfind('/');
     p = slash == std::string::npos ? std::string() : p.substr(0, slash);
   }
 }
+
+}  // namespace
+
+std::uint32_t line_of(const Trace& trace, const std::string& pointer) { return line_in(trace.lines.get(), pointer); }
 
 namespace {
 
@@ -319,11 +326,7 @@ class Parser {
     return path == "/" ? 0 : static_cast<std::size_t>(std::count(path.begin(), path.end(), '/'));
   }
 
-  std::uint32_t line(const std::string& ptr) const {
-    Trace probe;
-    probe.lines = lines_;
-    return line_of(probe, ptr);
-  }
+  std::uint32_t line(const std::string& ptr) const { return line_in(lines_.get(), ptr); }
   SourceLoc loc(const std::string& ptr) const { return SourceLoc{line(ptr), ptr}; }
 
   [[noreturn]] void fail(const std::string& ptr, const std::string& message) const {
