@@ -220,6 +220,21 @@ TEST(Generate, DurationsAndDistributionsAcceptTheDocumentedForms) {
   EXPECT_THROW(child_run("lognormal:8ms"), std::invalid_argument);
 }
 
+TEST(Generate, GpuKindsAreDispatchedAndRoundTrip) {
+#if __has_include("sim/gpu/gpu_generate.h")
+  for (const char* kind : {"gpu-oversub", "gpu-fit", "gpu-quota"}) {
+    const Trace t = generate(kind, 3, {});
+    ASSERT_TRUE(t.extra.contains("gpu")) << kind;
+    const std::string text = to_json_text(t);
+    const Trace parsed = parse_trace(text, kind);
+    EXPECT_EQ(parsed.extra["gpu"], t.extra["gpu"]) << kind;
+    EXPECT_TRUE(same_text(to_json_text(parsed), text)) << kind;
+  }
+#else
+  GTEST_SKIP() << "sim/gpu/gpu_generate.h is not in this tree";
+#endif
+}
+
 TEST(Generate, HelpListsEveryKindAndOption) {
   const std::string help = generator_help();
   for (const char* kind : kKinds) EXPECT_NE(help.find(std::string(kind) + ": "), std::string::npos) << kind;
