@@ -99,8 +99,8 @@ void print_summary(const json& r) {
   if (r.contains("gpu")) {
     const auto& g = r["gpu"];
     std::cout << "  gpu (" << r["gpu_policy"].get<std::string>() << "): makespan "
-              << ms(g.value("makespan_ns", 0)) << " ms  switches " << g.value("switches", 0)
-              << "  migrated " << g.value("bytes_migrated", 0) << " B\n";
+              << ms(g.value("makespan_ns", std::uint64_t{0})) << " ms  switches " << g.value("switches", std::uint64_t{0})
+              << "  migrated " << g.value("bytes_migrated", std::uint64_t{0}) << " B\n";
   }
 }
 

@@ -55,7 +55,9 @@ void CpuModel::start() {
     }
   }
   if (trace_.duration_ns) sim_.schedule(Time::from_ns(*trace_.duration_ns), this, kStop);
-  if (pending_starts_ == 0) sim_.schedule(sim_.now(), this, kStop);
+  // No processes and no stop time (e.g. a GPU-only trace): the CPU side is
+  // done at once; with a stop time it ends there.
+  if (pending_starts_ == 0 && !trace_.duration_ns) sim_.schedule(sim_.now(), this, kStop);
 }
 
 std::uint32_t CpuModel::new_task(const trace::ProcessSpec& spec, std::int64_t pid, CgroupId cg,
