@@ -17,6 +17,7 @@ EventId Simulator::schedule(Time at, EventHandler* h, std::uint32_t kind, std::u
     free_.pop_back();
   } else {
     slot = static_cast<std::uint32_t>(slots_.size());
+    if (slot > kSlotMask) throw std::length_error("Simulator: more than 2^24 pending events");
     slots_.push_back(Slot{});
   }
   Slot& s = slots_[slot];
@@ -25,7 +26,8 @@ EventId Simulator::schedule(Time at, EventHandler* h, std::uint32_t kind, std::u
   s.arg = arg;
   s.gen = s.gen + 1 == 0 ? 1 : s.gen + 1;
   s.live = true;
-  push(Node{at.ns(), seq_++, slot});
+  if (seq_ >> (64 - kSlotBits)) throw std::length_error("Simulator: more than 2^40 events scheduled");
+  push(Node{at.ns(), (seq_++ << kSlotBits) | slot});
   ++scheduled_;
   ++pending_;
   return EventId{slot, s.gen};
@@ -45,37 +47,45 @@ bool Simulator::cancel(EventId id) {
 }
 
 void Simulator::push(Node n) {
-  std::size_t i = heap_.size();
-  heap_.push_back(n);
-  while (i > 0) {
-    std::size_t parent = (i - 1) / 4;
-    if (!before(n, heap_[parent])) break;
-    heap_[i] = heap_[parent];
-    i = parent;
-  }
-  heap_[i] = n;
+  // Only run_until() can leave now() below the heap's last minimum (it peeks
+  // past its boundary); re-bucket everything around the earlier time.
+  if (n.time < last_) rebase(n.time);
+  buckets_[bucket_of(n.time, last_)].push_back(n);
+  ++queued_;
+}
+
+void Simulator::rebase(std::uint64_t t) {
+  std::vector<Node> all(buckets_[0].begin() + static_cast<std::ptrdiff_t>(head0_), buckets_[0].end());
+  for (unsigned i = 1; i < 65; ++i) all.insert(all.end(), buckets_[i].begin(), buckets_[i].end());
+  for (auto& b : buckets_) b.clear();
+  head0_ = 0;
+  last_ = t;
+  for (const Node& n : all) buckets_[bucket_of(n.time, last_)].push_back(n);
+}
+
+const Simulator::Node* Simulator::top() {
+  std::vector<Node>& b0 = buckets_[0];
+  if (head0_ < b0.size()) return &b0[head0_];
+  b0.clear();
+  head0_ = 0;
+  if (queued_ == 0) return nullptr;
+  unsigned i = 1;
+  while (buckets_[i].empty()) ++i;
+  std::vector<Node>& b = buckets_[i];
+  std::uint64_t m = b.front().time;
+  for (const Node& n : b) m = n.time < m ? n.time : m;
+  last_ = m;
+  // Every node moves to a lower bucket, in order (equal times stay FIFO).
+  for (const Node& n : b) buckets_[bucket_of(n.time, last_)].push_back(n);
+  b.clear();
+  return &b0[0];
 }
 
 Simulator::Node Simulator::pop() {
-  Node top = heap_.front();
-  Node last = heap_.back();
-  heap_.pop_back();
-  std::size_t n = heap_.size();
-  if (n == 0) return top;
-  std::size_t i = 0;
-  for (;;) {
-    std::size_t c = 4 * i + 1;
-    if (c >= n) break;
-    std::size_t best = c;
-    std::size_t end = c + 4 < n ? c + 4 : n;
-    for (std::size_t k = c + 1; k < end; ++k)
-      if (before(heap_[k], heap_[best])) best = k;
-    if (!before(heap_[best], last)) break;
-    heap_[i] = heap_[best];
-    i = best;
-  }
-  heap_[i] = last;
-  return top;
+  const Node n = *top();
+  ++head0_;
+  --queued_;
+  return n;
 }
 
 void Simulator::release(std::uint32_t slot) {
@@ -85,11 +95,11 @@ void Simulator::release(std::uint32_t slot) {
 }
 
 bool Simulator::step() {
-  while (!heap_.empty()) {
+  while (top() != nullptr) {
     Node n = pop();
-    Slot& s = slots_[n.slot];
+    Slot& s = slots_[n.slot()];
     if (!s.live) {  // lazily cancelled
-      release(n.slot);
+      release(n.slot());
       continue;
     }
     if (n.time < now_.ns()) throw std::logic_error("Simulator: time went backwards");
@@ -97,7 +107,7 @@ bool Simulator::step() {
     EventHandler* h = s.handler;
     std::uint32_t kind = s.kind;
     std::uint64_t arg = s.arg;
-    release(n.slot);
+    release(n.slot());
     --pending_;
     ++executed_;
     h->on_event(*this, kind, arg);
@@ -110,9 +120,13 @@ void Simulator::run_until(Time until) {
   stop_ = false;
   while (!stop_) {
     // Skip cancelled heads so that the peek below sees a live event.
-    while (!heap_.empty() && !slots_[heap_.front().slot].live) release(pop().slot);
-    if (heap_.empty()) return;
-    if (heap_.front().time > until.ns()) {
+    const Node* t = top();
+    while (t != nullptr && !slots_[t->slot()].live) {
+      release(pop().slot());
+      t = top();
+    }
+    if (t == nullptr) return;
+    if (t->time > until.ns()) {
       now_ = until;
       return;
     }

@@ -126,6 +126,23 @@ TEST(EventQueue, RunUntilStopsAtTheBoundary) {
   EXPECT_EQ(r.seen.size(), 2u);
 }
 
+TEST(EventQueue, SchedulingBelowAPeekedEventAfterRunUntilKeepsOrder) {
+  // run_until() looks at the next event (3 ms) and stops at 2 ms; events
+  // then scheduled between 2 and 3 ms must still run first, FIFO.
+  Simulator sim;
+  Recorder r;
+  sim.schedule(3_ms, &r, 0, 3);
+  sim.schedule(3_ms, &r, 0, 4);
+  sim.run_until(2_ms);
+  sim.schedule(2_ms + 500_us, &r, 0, 1);
+  sim.schedule(2_ms + 500_us, &r, 0, 2);
+  sim.schedule(3_ms, &r, 0, 5);
+  sim.run();
+  ASSERT_EQ(r.seen.size(), 5u);
+  for (std::uint64_t i = 0; i < 5; ++i) EXPECT_EQ(r.seen[i].second, i + 1);
+  sim.check_accounting();
+}
+
 TEST(RandomStream, SameSeedSameNumbersOtherSeedOtherNumbers) {
   RandomStream a(42, "x"), b(42, "x"), c(43, "x"), d(42, "y");
   int diff_seed = 0, diff_stream = 0;

@@ -47,7 +47,7 @@ void BM_CpuSim(benchmark::State& state, const std::string& policy) {
   // 64 CPUs; agent sessions plus a fork storm: ~1,000 tasks over 10 s.
   const auto trace = agentcg::trace::generate(
       "mixed", 1,
-      {{"cpus", "64"}, {"duration", "10s"}, {"sessions", "48"}, {"storm-rate", "60"}, {"io-tasks", "16"}, {"hogs", "32"}});
+      {{"cpus", "64"}, {"duration", "10s"}, {"sessions", "64"}, {"storm-rate", "120"}, {"io-tasks", "32"}, {"hogs", "48"}});
   agentcg::sim::RunOptions o;
   o.policy = policy;
   double simulated_ns = 0, tasks = 0, events = 0;
