@@ -106,20 +106,7 @@ char _license[] SEC("license") = "GPL";
 /* Set by the loader before load. */
 const volatile u32 agentcg_mode = AGENTCG_MODE_AGENTCG;
 const volatile u32 nr_cpus = 1;
-const volatile struct agentcg_tunables tun = {
-	.features = AGENTCG_F_ALL,
-	.startup_boost_window_ms = 100,
-	.startup_boost_vtime_ms = 20,
-	.wakeup_boost_vtime_ms = 5,
-	.base_slice_ms = 4,
-	.boosted_slice_ms = 2,
-	.min_slice_us = 500,
-	.fork_window_sec = 1,
-	.fork_storm_threshold = 32,
-	.io_bound_wakeup_rate = 10,
-	.mem_penalty_max = 4,
-	.mem_penalty_decay_sec = 5,
-};
+const volatile struct agentcg_tunables tun = AGENTCG_TUNABLES_DEFAULT_INIT;
 
 /* Holds the global bpf_spin_lock and what it protects (scx's private()). */
 #define private(name) SEC(".data." #name) __hidden __attribute__((aligned(8)))

@@ -37,22 +37,23 @@ struct agentcg_tunables {
 	u32 mem_penalty_decay_sec;
 };
 
+/*
+ * The defaults as an initializer, so that a constant (the BPF program's
+ * read-only data) and the function below share one definition.
+ */
+#define AGENTCG_TUNABLES_DEFAULT_INIT                                        \
+	{                                                                    \
+		.features = AGENTCG_F_ALL, .startup_boost_window_ms = 100,   \
+		.startup_boost_vtime_ms = 20, .wakeup_boost_vtime_ms = 5,    \
+		.base_slice_ms = 4, .boosted_slice_ms = 2,                   \
+		.min_slice_us = 500, .fork_window_sec = 1,                   \
+		.fork_storm_threshold = 32, .io_bound_wakeup_rate = 10,      \
+		.mem_penalty_max = 4, .mem_penalty_decay_sec = 5,            \
+	}
+
 static inline struct agentcg_tunables agentcg_tunables_default(void)
 {
-	struct agentcg_tunables t = {
-		.features = AGENTCG_F_ALL,
-		.startup_boost_window_ms = 100,
-		.startup_boost_vtime_ms = 20,
-		.wakeup_boost_vtime_ms = 5,
-		.base_slice_ms = 4,
-		.boosted_slice_ms = 2,
-		.min_slice_us = 500,
-		.fork_window_sec = 1,
-		.fork_storm_threshold = 32,
-		.io_bound_wakeup_rate = 10,
-		.mem_penalty_max = 4,
-		.mem_penalty_decay_sec = 5,
-	};
+	struct agentcg_tunables t = AGENTCG_TUNABLES_DEFAULT_INIT;
 	return t;
 }
 
