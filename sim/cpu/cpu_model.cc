@@ -76,6 +76,7 @@ std::uint32_t CpuModel::new_task(const trace::ProcessSpec& spec, std::int64_t pi
   procs_.push_back(std::move(p));
   if (parent >= 0) procs_[static_cast<std::size_t>(parent)].live_children++;
   cg_[cg].tasks++;
+  task_by_pid_[pid] = id;
   ++live_;
   if (log_) log_->pid_comm.emplace_back(pid, procs_.back().comm);
   return id;
@@ -447,12 +448,9 @@ void CpuModel::on_event(Simulator& sim, std::uint32_t kind, std::uint64_t arg) {
       --pending_starts_;
       std::int64_t parent = -1;
       if (spec.parent) {
-        for (std::size_t i = 0; i < tasks_.size(); ++i) {
-          if (tasks_[i].pid == *spec.parent && tasks_[i].state != TaskState::kExited) {
-            parent = static_cast<std::int64_t>(i);
-            break;
-          }
-        }
+        const auto it = task_by_pid_.find(*spec.parent);
+        if (it != task_by_pid_.end() && tasks_[it->second].state != TaskState::kExited)
+          parent = static_cast<std::int64_t>(it->second);
       }
       const std::uint32_t id = new_task(spec, spec.pid, tree_.find(spec.cgroup), parent);
       start_task(id, true, parent >= 0 ? tasks_[static_cast<std::size_t>(parent)].cpu : -1);

@@ -166,6 +166,7 @@ class CpuModel final : public SchedContext, public EventHandler {
   std::deque<Task> tasks_;  // by id; never shrinks (ids are stable)
   std::deque<Proc> procs_;  // parallel to tasks_
   std::map<std::int64_t, std::size_t> listed_by_pid_;  // listed pid -> processes index
+  std::map<std::int64_t, std::uint32_t> task_by_pid_;  // pid -> newest task with it
   std::vector<CgStats> cg_;
   std::vector<MemState> mem_;
   std::map<std::string, std::uint64_t, std::less<>> counters_;
