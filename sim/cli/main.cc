@@ -168,7 +168,9 @@ int cmd_compare(const std::vector<std::string>& argv) {
     if (path == "/" || c["tasks"] == 0) continue;
     row(path + " share / entitled", [&, p = path](const json& r) {
       const auto& x = r["cgroups"][p];
-      return pct(x["cpu_share"]) + "/" + pct(x["entitled_share"]).substr(0, pct(x["entitled_share"]).size() - 1);
+      std::string entitled = pct(x["entitled_share"]);
+      entitled.pop_back();  // one "%" per cell is enough
+      return pct(x["cpu_share"]) + "/" + entitled;
     });
     row(path + " wakeup p99 (ms)", [&, p = path](const json& r) { return ms(r["cgroups"][p]["wakeup_latency_ns"]["p99"]); });
     if (c["tool_call_latency_ns"]["count"] != 0) {
