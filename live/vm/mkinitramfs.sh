@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # Builds the test VM's initramfs: busybox-static, the guest scripts
-# (guest/init.sh as /init, guest/scenarios.sh), the project's binaries with
+# (guest/init.sh as /init, guest/scenarios.sh, guest/scenarios.d/*.sh), the
+# project's binaries with
 # the shared libraries they need (found with ldd; agentcgroupd is dynamic
 # only for libc/libstdc++/cpp-httplib, see live/agentcgroupd/CMakeLists.txt),
 # and the optional benchmark tools (rt-tests, stress-ng) when installed.
@@ -42,5 +43,7 @@ for tool in cyclictest hackbench stress-ng; do
 done
 cp "$here/guest/init.sh" "$root/init"
 cp "$here/guest/scenarios.sh" "$root/scenarios.sh"
+mkdir -p "$root/scenarios.d" "$root/out"
+for f in "$here"/guest/scenarios.d/*.sh; do [ -e "$f" ] && cp "$f" "$root/scenarios.d/"; done
 chmod +x "$root/init" "$root/scenarios.sh"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$out"

@@ -6,16 +6,22 @@
 # markers (AGENTCG-BOOTED ... AGENTCG-DONE), never from qemu's exit code;
 # a boot that prints no AGENTCG-BOOTED within the timeout is retried once.
 #
-# Usage: run-vm.sh BUILD_DIR LOG [SCENARIOS] [TIMEOUT_S]
+# Usage: run-vm.sh BUILD_DIR LOG [SCENARIOS] [TIMEOUT_S] [OUT_DIR]
 #   BUILD_DIR  the CMake build dir with live/agentcgroupd/agentcgroupd and
-#              live/player/agentcg-work
+#              live/player/agentcg-work (required), agentcg-player,
+#              agentcg-record and sim/agentcg-sim (carried when built)
 #   SCENARIOS  comma list for guest/scenarios.sh (default all)
+#   OUT_DIR    receives what the scenarios leave under the guest's /out
+#              (a tar stream over the virtio-serial port agentcg.out)
+# Environment: AGENTCG_VM_CPUS (default 2), AGENTCG_VM_MEM (default 2G),
+# AGENTCG_VM_FILES: extra HOST=GUEST file pairs, space separated.
 # Exit: 0 the guest ran to AGENTCG-DONE; 77 SKIP (qemu, kernel or binaries
 # cannot be obtained; the reason is printed and written to LOG); 1 failure.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
-build=$1 log=$2 scen=${3:-all} tmo=${4:-1500}
+build=$1 log=$2 scen=${3:-all} tmo=${4:-1500} outdir=${5:-}
+cpus=${AGENTCG_VM_CPUS:-2} mem=${AGENTCG_VM_MEM:-2G}
 mkdir -p "$(dirname "$log")"
 
 skip() { echo "SKIP: $*" | tee "$log"; exit 77; }
@@ -34,13 +40,21 @@ work=$build/live/player/agentcg-work
 wd=$(mktemp -d); trap 'rm -rf "$wd"' EXIT
 extras=(-- "$src/live/agentcgroupd/config.yaml=/etc/agentcg/config.yaml")
 for t in "$src"/traces/*.json; do [ -e "$t" ] && extras+=("$t=/traces/$(basename "$t")"); done
-[ -x "$build/live/player/agentcg-player" ] && set -- "$build/live/player/agentcg-player" || set --
-[ -e "$here/guest/live_compare_guest.sh" ] && extras+=("$here/guest/live_compare_guest.sh=/live_compare_guest.sh")
-"$here/mkinitramfs.sh" "$wd/initrd.cpio.gz" "$daemon" "$work" "$@" "${extras[@]}" || skip "cannot build the initramfs"
+for pair in ${AGENTCG_VM_FILES:-}; do extras+=("$pair"); done
+bins=()
+for b in live/player/agentcg-player live/recorder/agentcg-record sim/agentcg-sim; do
+  [ -x "$build/$b" ] && bins+=("$build/$b")
+done
+"$here/mkinitramfs.sh" "$wd/initrd.cpio.gz" "$daemon" "$work" "${bins[@]}" "${extras[@]}" ||
+  skip "cannot build the initramfs"
 
+outargs=()
+[ -n "$outdir" ] && outargs=(-device virtio-serial-pci -chardev "file,id=agentcgout,path=$wd/out.tar"
+                             -device "virtserialport,chardev=agentcgout,name=agentcg.out")
 boot() {
-  timeout --kill-after=10 "$tmo" "$qemu" -accel tcg,thread=single -m 2G -smp 2 -nographic \
-    -no-reboot -kernel "$kdir/vmlinuz" -initrd "$wd/initrd.cpio.gz" \
+  rm -f "$wd/out.tar"
+  timeout --kill-after=10 "$tmo" "$qemu" -accel tcg,thread=single -m "$mem" -smp "$cpus" -nographic \
+    -no-reboot -kernel "$kdir/vmlinuz" -initrd "$wd/initrd.cpio.gz" "${outargs[@]}" \
     -append "console=ttyS0 panic=-1 quiet agentcg.scenarios=$scen" < /dev/null > "$log" 2>&1
 }
 for attempt in 1 2; do
@@ -49,6 +63,11 @@ for attempt in 1 2; do
   tr -d '\r' < "$log" > "$log.tmp" && mv "$log.tmp" "$log"
   if grep -q '^AGENTCG-DONE' "$log"; then
     grep -E '^AGENTCG-(RESULT|BOOTED)' "$log" >&2
+    if [ -n "$outdir" ]; then
+      mkdir -p "$outdir"
+      tar -xf "$wd/out.tar" -C "$outdir" ||
+        { echo "run-vm: the guest's /out did not come back intact ($wd/out.tar)" >&2; exit 1; }
+    fi
     exit 0
   fi
   if grep -q '^AGENTCG-BOOTED' "$log"; then

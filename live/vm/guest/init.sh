@@ -3,7 +3,8 @@
 # /init of the agentcg test VM (busybox). Mounts the pseudo file systems and
 # cgroup v2 with the cpu, memory and pids controllers, prints the boot
 # marker, runs /scenarios.sh with the scenarios named on the kernel command
-# line (agentcg.scenarios=a,b,...), prints the done marker and powers off.
+# line (agentcg.scenarios=a,b,...), sends /out to the host when asked,
+# prints the done marker and powers off.
 # The host decides success from these markers, never from qemu's exit code.
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 mount -t proc proc /proc
@@ -19,6 +20,13 @@ echo 1 > /proc/sys/kernel/bpf_stats_enabled 2>/dev/null
 echo "AGENTCG-BOOTED kernel $(uname -r) cpus $(grep -c ^processor /proc/cpuinfo) sched_ext $(cat /sys/kernel/sched_ext/state 2>/dev/null || echo missing)"
 scen=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^agentcg.scenarios=//p')
 sh /scenarios.sh "${scen:-all}"
-echo "AGENTCG-DONE rc=$?"
+rc=$?
+# Ship /out to the host over the virtio-serial port named agentcg.out (only
+# present when run-vm.sh was given an output directory): a tar stream.
+for p in /sys/class/virtio-ports/*; do
+  [ "$(cat "$p/name" 2>/dev/null)" = agentcg.out ] || continue
+  tar -cf - -C /out . > "/dev/$(basename "$p")" && echo "AGENTCG-OUT $(du -sk /out | cut -f1) KiB"
+done
+echo "AGENTCG-DONE rc=$rc"
 sync
 poweroff -f
