@@ -35,7 +35,8 @@ nlohmann::json config_json(const config::Config& c) {
   nlohmann::json j;
   j["machine"] = {{"context_switch_ns", c.machine.context_switch_ns},
                   {"wakeup_overhead_ns", c.machine.wakeup_overhead_ns},
-                  {"speed_pct", c.machine.speed_pct}};
+                  {"speed_pct", c.machine.speed_pct},
+                  {"cpus", c.machine.cpus}};
   j["cfs"] = {{"latency_ns", c.cfs.latency_ns},
               {"min_granularity_ns", c.cfs.min_granularity_ns},
               {"wakeup_granularity_ns", c.cfs.wakeup_granularity_ns},

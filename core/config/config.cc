@@ -134,10 +134,17 @@ void parse_monitor(const YAML::Node& n, const Reader& r, MonitorConfig& m) {
 }
 
 void parse_machine(const YAML::Node& n, const Reader& r, MachineConfig& m) {
-  r.only_keys(n, "machine", "context_switch_ns,wakeup_overhead_ns,speed_pct");
-  if (n["context_switch_ns"]) m.context_switch_ns = r.u64(n, "machine", "context_switch_ns", 0, 1000000);
-  if (n["wakeup_overhead_ns"]) m.wakeup_overhead_ns = r.u64(n, "machine", "wakeup_overhead_ns", 0, 1000000);
+  r.only_keys(n, "machine", "context_switch_ns,wakeup_overhead_ns,speed_pct,cpus");
+  if (n["context_switch_ns"]) {
+    m.context_switch_ns = r.u64(n, "machine", "context_switch_ns", 0, 1000000);
+    m.context_switch_ns_set = true;
+  }
+  if (n["wakeup_overhead_ns"]) {
+    m.wakeup_overhead_ns = r.u64(n, "machine", "wakeup_overhead_ns", 0, 1000000);
+    m.wakeup_overhead_ns_set = true;
+  }
   if (n["speed_pct"]) m.speed_pct = static_cast<std::uint32_t>(r.u64(n, "machine", "speed_pct", 1, 10000));
+  if (n["cpus"]) m.cpus = static_cast<std::uint32_t>(r.u64(n, "machine", "cpus", 0, 4096));
 }
 
 void parse_cfs(const YAML::Node& n, const Reader& r, CfsConfig& c) {

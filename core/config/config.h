@@ -38,10 +38,15 @@ struct MonitorConfig {
 };
 
 // Costs of the modelled CPU (simulator only; calibrated by `agentcg fidelity`).
+// Precedence: a config file's `machine:` keys (e.g. a calibrated machine
+// profile) > the trace's `machine` > these defaults.
 struct MachineConfig {
   std::uint64_t context_switch_ns = 2000;  // direct cost of a switch between tasks
   std::uint64_t wakeup_overhead_ns = 1000;  // ttwu path: wakeup event -> enqueue
   std::uint32_t speed_pct = 100;           // CPU speed vs the trace's machine (ns of CPU scale by 100/speed)
+  std::uint32_t cpus = 0;                  // 0 = the trace's machine.cpus; else run on this many CPUs
+  bool context_switch_ns_set = false;      // given by a config file: wins over the trace's value
+  bool wakeup_overhead_ns_set = false;
 };
 
 // The CFS/EEVDF baseline's knobs (kernel defaults for a machine with >= 8

@@ -42,6 +42,7 @@ py::dict to_dict(const config::Config& c) {
   machine["context_switch_ns"] = c.machine.context_switch_ns;
   machine["wakeup_overhead_ns"] = c.machine.wakeup_overhead_ns;
   machine["speed_pct"] = c.machine.speed_pct;
+  machine["cpus"] = c.machine.cpus;
   py::dict cfs;
   cfs["latency_ns"] = c.cfs.latency_ns;
   cfs["min_granularity_ns"] = c.cfs.min_granularity_ns;

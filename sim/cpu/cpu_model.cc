@@ -24,17 +24,19 @@ CpuModel::CpuModel(Simulator& sim, const trace::Trace& trace, SchedClass& cls,
       seed_(seed),
       log_(log),
       tree_(trace),
-      cpus_(trace.machine.cpus),
+      cpus_(machine.cpus != 0 ? machine.cpus : trace.machine.cpus),
       cg_(tree_.size()),
       mem_(tree_.size()) {
-  if (trace.machine.context_switch_ns) machine_.context_switch_ns = *trace.machine.context_switch_ns;
-  if (trace.machine.wakeup_overhead_ns) machine_.wakeup_overhead_ns = *trace.machine.wakeup_overhead_ns;
+  if (trace.machine.context_switch_ns && !machine.context_switch_ns_set)
+    machine_.context_switch_ns = *trace.machine.context_switch_ns;
+  if (trace.machine.wakeup_overhead_ns && !machine.wakeup_overhead_ns_set)
+    machine_.wakeup_overhead_ns = *trace.machine.wakeup_overhead_ns;
   for (std::size_t i = 0; i < trace.processes.size(); ++i) {
     listed_by_pid_[trace.processes[i].pid] = i;
     next_pid_ = std::max(next_pid_, trace.processes[i].pid + 1);
   }
   if (log_) {
-    log_->nr_cpus = trace.machine.cpus;
+    log_->nr_cpus = static_cast<std::uint32_t>(cpus_.size());
     log_->cgroup_paths.clear();
     for (std::size_t i = 0; i < tree_.size(); ++i) log_->cgroup_paths.push_back(tree_.path(static_cast<CgroupId>(i)));
   }

@@ -267,3 +267,35 @@ TEST(CpuModel, UnknownPolicyIsAClearError) {
 
 }  // namespace
 }  // namespace agentcg::sim
+
+namespace agentcg::sim {
+namespace {
+
+// A machine profile's `machine:` section: `cpus` replaces the trace's CPU
+// count, and its costs win over the trace's (config > trace > defaults).
+TEST(CpuModel, MachineProfileOverridesTheTracesCpusAndCosts) {
+  Builder b(4, 2 * kSec);
+  b.t.machine.context_switch_ns = 50000;
+  b.cgroup("/a", 100);
+  b.hogs("/a", 4);
+  const nlohmann::json four = run(b.t);
+  EXPECT_EQ(four["cpus"].get<int>(), 4);
+  EXPECT_NEAR(share(four, "/a"), 1.0, 0.02);
+
+  RunOptions o;
+  o.policy = "cfs";
+  o.config = config::load_string("machine:\n  cpus: 2\n", "profile");
+  const nlohmann::json two = sim::run(b.t, o);
+  EXPECT_EQ(two["cpus"].get<int>(), 2);
+  EXPECT_EQ(two["config"]["machine"]["cpus"].get<int>(), 2);
+  EXPECT_NEAR(share(two, "/a"), 1.0, 0.02);  // 4 hogs fill both CPUs
+  // 4 hogs on 2 CPUs switch every slice and pay the trace's 50 us each time
+  EXPECT_LT(two["cgroups"]["/a"]["cpu_time_ns"].get<double>(), 0.995 * 4 * kSec);
+
+  o.config = config::load_string("machine:\n  cpus: 2\n  context_switch_ns: 0\n", "profile");
+  const nlohmann::json free_switch = sim::run(b.t, o);
+  EXPECT_EQ(free_switch["cgroups"]["/a"]["cpu_time_ns"].get<std::uint64_t>(), 4 * kSec);
+}
+
+}  // namespace
+}  // namespace agentcg::sim

@@ -292,10 +292,10 @@ s_robust() {
 # ---- overhead: BPF run time per callback next to the FIFO baseline ------
 # (Runs in a subshell: a bare `wait` in the daemon's own shell would wait for
 # the daemon too, which is how this scenario once hung.)
-overhead_run() { # mode
+overhead_run() { # mode (fifo is a --mode override only: the config accepts agentcg|flatcg)
 	mkcg o 100
 	export AGENTCG_PROG_STATS=1
-	start_daemon $1 || return
+	start_daemon agentcg --mode $1 || return
 	unset AGENTCG_PROG_STATS
 	(
 		inc o agentcg-work spin 4; inc o agentcg-work spin 4
@@ -312,13 +312,14 @@ s_overhead() {
 	overhead_run fifo > /tmp/ov.fifo
 	overhead_run agentcg > /tmp/ov.agentcg
 	mkdir -p /out/overhead && cat /tmp/ov.fifo /tmp/ov.agentcg > /out/overhead/progstats.txt
-	cat /tmp/ov.fifo /tmp/ov.agentcg | while read -r tag mode prog cnt ns; do
+	grep -h '^AGENTCG-PROGSTAT' /tmp/ov.fifo /tmp/ov.agentcg | while read -r tag mode prog cnt ns; do
 		data overhead $mode $prog cnt=$cnt ns=$ns avg_ns=$([ "$cnt" -gt 0 ] && echo $((ns / cnt)) || echo 0)
 	done
-	f=$(awk '$4 > 0 { c += $4; n += $5 } END { printf "%d", c ? n / c : 0 }' /tmp/ov.fifo)
-	a=$(awk '$4 > 0 { c += $4; n += $5 } END { printf "%d", c ? n / c : 0 }' /tmp/ov.agentcg)
-	[ "$a" -gt 0 ] && result overhead PASS "average BPF run time per callback: agentcg ${a} ns, fifo ${f} ns" ||
-		result overhead FAIL "no program statistics (fifo $f, agentcg $a)"
+	f=$(awk '$1 == "AGENTCG-PROGSTAT" && $4 > 0 { c += $4; n += $5 } END { printf "%d", c ? n / c : 0 }' /tmp/ov.fifo)
+	a=$(awk '$1 == "AGENTCG-PROGSTAT" && $4 > 0 { c += $4; n += $5 } END { printf "%d", c ? n / c : 0 }' /tmp/ov.agentcg)
+	[ "$a" -gt 0 ] && [ "$f" -gt 0 ] &&
+		result overhead PASS "average BPF run time per callback: agentcg ${a} ns, fifo ${f} ns (ratio $(awk -v a=$a -v f=$f 'BEGIN { printf "%.2f", a / f }'))" ||
+		{ result overhead FAIL "no program statistics (fifo $f, agentcg $a)"; cat /tmp/ov.fifo /tmp/ov.agentcg; }
 }
 
 # ---- main ------------------------------------------------------------------
