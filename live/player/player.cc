@@ -55,6 +55,7 @@
 // files every 100 ms (series); at most kMaxProcs processes per run.
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -541,6 +542,7 @@ class Player {
   int run();
 
  private:
+  int play();
   void setup_shared();
   void setup_cgroups();
   CgStat read_stat(CgroupId id) const;
@@ -557,7 +559,11 @@ class Player {
   std::vector<std::string> created_;
   bool cg_created_ = false;
   std::vector<CgStat> stat0_, stat1_;
-  std::vector<std::vector<std::uint64_t>> bins_;  // per cgroup: CPU ns per 100 ms bin
+  // Per cgroup: CPU ns per 100 ms bin of the run. Each reading's delta is
+  // spread over the bins its interval covers, so a late reading (the
+  // supervisor delayed) does not pile CPU into one bin.
+  std::vector<std::vector<std::uint64_t>> bins_;
+  void add_reading(std::uint64_t from, std::uint64_t to, const std::vector<std::uint64_t>& delta);
   std::vector<std::uint64_t> mem_peak_sampled_;
   std::vector<std::string> notes_;
   std::uint64_t proc_busy0_ = 0, proc_total0_ = 0, proc_busy1_ = 0, proc_total1_ = 0;
@@ -765,6 +771,22 @@ void Player::stop_all() {
 }
 
 int Player::run() {
+  try {
+    return play();
+  } catch (...) {
+    // Leave nothing behind: processes, then cgroups.
+    if (W.sh) stop_all();
+    if (cg_created_) remove_cgroup_tree(opt_.cgroup_root);
+    throw;
+  }
+}
+
+int Player::play() {
+  {
+    const std::string dir = opt_.out.find('/') == std::string::npos ? "." : opt_.out.substr(0, opt_.out.find_last_of('/') + 1);
+    if (access(dir.c_str(), W_OK) != 0)
+      throw RuntimeError("cannot write " + opt_.out + ": directory " + dir + ": " + std::strerror(errno));
+  }
   setup_shared();
   W.tr = &tr_;
   W.tree = &tree_;
@@ -772,6 +794,17 @@ int Player::run() {
   W.spin_per_us = calibrate_spin();
   setup_cgroups();
   prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0, 0, 0);
+  // The supervisor only samples and starts processes: as SCHED_FIFO its
+  // ticks and start times stay on time even when the trace saturates the
+  // CPUs (and it stays outside sched_ext's and the cgroups' scheduling).
+  // SCHED_RESET_ON_FORK: the trace processes are SCHED_OTHER.
+  {
+    sched_param sp{};
+    sp.sched_priority = 1;
+    if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) != 0)
+      notes_.push_back(std::string("supervisor not real-time (") + std::strerror(errno) +
+                       "): its 100 ms samples and start times may be late under load");
+  }
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGCHLD);
@@ -790,6 +823,7 @@ int Player::run() {
   stat0_.resize(n);
   for (std::size_t i = 0; i < n; ++i) stat0_[i] = read_stat(static_cast<CgroupId>(i));
   bins_.assign(n, {});
+  std::uint64_t prev_t = 0;  // relative to t0
   mem_peak_sampled_.assign(n, 0);
   std::vector<std::uint64_t> cpu_prev = cpu_now();
   read_proc_stat(proc_busy0_, proc_total0_);
@@ -800,8 +834,12 @@ int Player::run() {
   std::uint64_t end = 0;
   auto tick = [&]() {
     std::vector<std::uint64_t> c = cpu_now();
+    const std::uint64_t t = mono_ns() - t0;
+    std::vector<std::uint64_t> d(n);
+    for (std::size_t i = 0; i < n; ++i) d[i] = c[i] >= cpu_prev[i] ? c[i] - cpu_prev[i] : 0;
+    add_reading(prev_t, t, d);
+    prev_t = t;
     for (std::size_t i = 0; i < n; ++i) {
-      bins_[i].push_back(c[i] >= cpu_prev[i] ? c[i] - cpu_prev[i] : 0);
       if (!opt_.no_cgroups)
         mem_peak_sampled_[i] = std::max(mem_peak_sampled_[i], read_u64(dirs_[i] + "/memory.current"));
     }
@@ -814,12 +852,12 @@ int Player::run() {
       now = mono_ns();
     }
     if (dur && now >= t0 + *dur) {
-      end = t0 + *dur;
+      end = now;  // the wall time actually played (the deadline + the wakeup delay)
       break;
     }
-    while (now >= next_tick) {
+    if (now >= next_tick) {
       tick();
-      next_tick += kTickNs;
+      while (next_tick <= now) next_tick += kTickNs;
     }
     reap_nohang();
     if (!dur && next_start == order.size()) {
@@ -848,7 +886,9 @@ int Player::run() {
   // The last, partial bin.
   {
     std::vector<std::uint64_t> c = cpu_now();
-    for (std::size_t i = 0; i < n; ++i) bins_[i].push_back(c[i] >= cpu_prev[i] ? c[i] - cpu_prev[i] : 0);
+    std::vector<std::uint64_t> d(n);
+    for (std::size_t i = 0; i < n; ++i) d[i] = c[i] >= cpu_prev[i] ? c[i] - cpu_prev[i] : 0;
+    add_reading(prev_t, std::min(mono_ns() - t0, end - t0), d);
   }
   read_proc_stat(proc_busy1_, proc_total1_);
   stat1_.resize(n);
@@ -866,6 +906,25 @@ int Player::run() {
   std::ofstream out(opt_.out);
   if (!out || !(out << text) || !out.flush()) throw RuntimeError("cannot write " + opt_.out);
   return interrupted ? 1 : 0;
+}
+
+void Player::add_reading(std::uint64_t from, std::uint64_t to, const std::vector<std::uint64_t>& delta) {
+  if (to <= from) to = from + 1;
+  const std::size_t last = static_cast<std::size_t>((to - 1) / kTickNs);
+  for (auto& b : bins_)
+    if (b.size() <= last) b.resize(last + 1, 0);
+  for (std::size_t i = 0; i < delta.size(); ++i) {
+    std::uint64_t given = 0;
+    for (std::size_t k = static_cast<std::size_t>(from / kTickNs); k <= last; ++k) {
+      const std::uint64_t lo = std::max<std::uint64_t>(from, k * kTickNs);
+      const std::uint64_t hi = std::min<std::uint64_t>(to, (k + 1) * kTickNs);
+      std::uint64_t part = k == last ? delta[i] - given
+                                     : static_cast<std::uint64_t>(static_cast<long double>(delta[i]) * (hi - lo) / (to - from));
+      part = std::min(part, delta[i] - given);
+      bins_[i][k] += part;
+      given += part;
+    }
+  }
 }
 
 json Player::results(std::uint64_t wall) {
@@ -941,7 +1000,7 @@ json Player::results(std::uint64_t wall) {
       std::uint64_t sum = 0;
       for (std::uint64_t j = k * merge; j < std::min(nbins, (k + 1) * merge); ++j)
         if (j < bins.size()) sum += bins[j];
-      // A few ns past the last full bin are folded into it.
+      // CPU read after the end (the stop sweep) is folded into the last bin.
       if ((k + 1) * merge >= nbins)
         for (std::uint64_t j = nbins; j < bins.size(); ++j) sum += bins[j];
       const std::uint64_t lo = k * interval, hi = std::min(wall, (k + 1) * interval);

@@ -140,7 +140,7 @@ def main():
         check(r.returncode == 0, f"--duration run exit {r.returncode}: {r.stderr}")
         if r.returncode == 0:
             lr = json.load(open(os.path.join(tmp, "long-out.json")))
-            check(lr["duration_ns"] == 300 * MS, f"duration_ns {lr['duration_ns']} != 300 ms")
+            check(300 * MS <= lr["duration_ns"] < 1300 * MS, f"duration_ns {lr['duration_ns']} not about 300 ms")
             check(lr["tasks"] == 2, f"tasks {lr['tasks']} != 2")
             check(lr["cgroups"]["/"]["cpu_time_ns"] > 0, "killed hog's CPU time not counted")
         check(not our_procs(), "processes left after --duration")
