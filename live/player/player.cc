@@ -900,6 +900,14 @@ int Player::play() {
   }
   mem_peak_sampled_ = peak;
   if (interrupted) notes_.push_back("interrupted by a signal before the end of the trace");
+  {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    const long long us = static_cast<long long>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL +
+                         ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+    notes_.push_back("the supervisor (outside the trace's cgroups) used " + std::to_string(us / 1000) +
+                     " ms of CPU for starting processes and sampling");
+  }
   json r = results(end - t0);
   if (cg_created_) remove_cgroup_tree(opt_.cgroup_root);
   const std::string text = agentcg::sim::dump_results(r);
