@@ -3,7 +3,7 @@
 `python3 -m agentcg.cli "$@"` with PYTHONPATH=python).
 
 Subcommands: demo, run, compare, sweep, trace {generate,import,validate,
-stats,merge}, plot, report, policies. run/compare/trace keep the C++ CLI's
+stats,merge}, plot, report, policies, live compare, fidelity. run/compare/trace keep the C++ CLI's
 options, output and exit codes (sim/cli/main.cc): 0 ok, 1 invalid input
 (trace, config, files), 2 usage error (bad arguments, unknown policy or
 generator option). Errors are one line on stderr ("agentcg: ..."); --debug
@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence
 EXIT_OK = 0
 EXIT_INPUT = 1
 EXIT_USAGE = 2
+EXIT_LIVE_SKIP = 77  # live commands: no qemu, kernel or live binaries here (the reason is printed)
 
 
 class UsageError(Exception):
@@ -321,6 +322,42 @@ def cmd_demo(a: argparse.Namespace) -> int:
     return demo.run_demo(a.out, seed=a.seed, quick=a.quick, quiet=a.quiet, root=a.traces)
 
 
+def _durations(items: Sequence[str]) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    for it in items:
+        name, sep, d = it.partition("=")
+        if not sep or not name or not d:
+            raise UsageError(f"--duration: expected TRACE=DURATION (e.g. agent=30s), got '{it}'")
+        out[name] = d
+    return out
+
+
+def cmd_live(a: argparse.Namespace) -> int:
+    from . import live
+
+    try:
+        live.live_compare(a.out, build=a.build, traces=_split(a.traces), schedulers=_split(a.schedulers),
+                          durations=_durations(a.duration), mem_scale=a.mem_scale, bench_s=a.bench_seconds,
+                          overhead=not a.no_overhead, timeout_s=a.timeout, quiet=a.quiet)
+    except live.LiveSkip as e:
+        print(f"agentcg: live: cannot run here: {e}", file=sys.stderr)
+        return EXIT_LIVE_SKIP
+    return EXIT_OK
+
+
+def cmd_fidelity(a: argparse.Namespace) -> int:
+    from . import fidelity, live
+
+    try:
+        fidelity.fidelity(a.traces, a.out, build=a.build, schedulers=_split(a.schedulers),
+                          duration=a.duration, mem_scale=a.mem_scale, seed=a.seed, profile=a.profile,
+                          live_dir=a.live_dir, timeout_s=a.timeout, quiet=a.quiet)
+    except live.LiveSkip as e:
+        print(f"agentcg: fidelity: cannot run the live side here: {e}", file=sys.stderr)
+        return EXIT_LIVE_SKIP
+    return EXIT_OK
+
+
 def cmd_policies(a: argparse.Namespace) -> int:
     from . import api
 
@@ -491,6 +528,47 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--quiet", action="store_true")
     rp.set_defaults(func=cmd_report)
 
+    lv = sub.add_parser("live", help="the live backend in a VM: live compare",
+                        description="live compare: boots the sched_ext kernel under qemu once and runs "
+                        "the bundled traces (agentcg-player), cyclictest, hackbench and stress-ng under "
+                        "EEVDF, flatcg and agentcg, plus the BPF cost per callback next to a FIFO "
+                        "scheduler; prints ratios to EEVDF and writes DIR/<trace>/<scheduler>/results.json "
+                        "(the simulator's keys), DIR/benchmarks.json, DIR/overhead.json, DIR/table.txt.")
+    lv.add_argument("action", choices=["compare"])
+    lv.add_argument("--out", default=os.path.join("out", "live"), help="output directory (default out/live)")
+    lv.add_argument("--build", default=None, help="build directory (default build/default)")
+    lv.add_argument("--traces", default="agent,fork-storm", help="bundled traces (default agent,fork-storm)")
+    lv.add_argument("--schedulers", default="eevdf,flatcg,agentcg")
+    lv.add_argument("--duration", action="append", default=[], metavar="TRACE=DUR",
+                    help="player --duration for a trace (default agent=30s; repeatable)")
+    lv.add_argument("--mem-scale", type=float, default=0.25, help="scale of the traces' memory sizes (default 0.25)")
+    lv.add_argument("--bench-seconds", type=int, default=8, help="cyclictest/stress-ng seconds (0: none)")
+    lv.add_argument("--no-overhead", action="store_true", help="skip the BPF cost measurement")
+    lv.add_argument("--timeout", type=int, default=2400, help="VM timeout in seconds")
+    lv.add_argument("--quiet", action="store_true")
+    lv.set_defaults(func=cmd_live)
+
+    fi = sub.add_parser("fidelity", help="simulated vs live side by side, with a calibrated machine profile",
+                        description="Runs each TRACE in the simulator and live (agentcg-player in the VM, "
+                        "one boot) under the default scheduler (sim: cfs, live: eevdf) and agentcg; prints "
+                        "wakeup latency p50/p99, per-cgroup CPU share, tool-call latency and context "
+                        "switches with the error in %%; fits the simulator's machine parameters to the live "
+                        "measurements by least squares, writes the machine profile and reports the error "
+                        "before and after.")
+    fi.add_argument("traces", nargs="+", metavar="TRACE")
+    fi.add_argument("--out", default=os.path.join("out", "fidelity"), help="output directory (default out/fidelity)")
+    fi.add_argument("--build", default=None, help="build directory (default build/default)")
+    fi.add_argument("--schedulers", default="eevdf,agentcg", help="live schedulers (default eevdf,agentcg)")
+    fi.add_argument("--duration", default="20s", help="run length of every trace, sim and live (default 20s)")
+    fi.add_argument("--mem-scale", type=float, default=0.25, help="scale of the traces' memory sizes")
+    fi.add_argument("--seed", type=int, default=1)
+    fi.add_argument("--profile", default=None, help="where to write the machine profile (default DIR/machine.yaml)")
+    fi.add_argument("--live-dir", default=None,
+                    help="reuse the live results of an earlier run (its DIR) instead of booting the VM")
+    fi.add_argument("--timeout", type=int, default=2400, help="VM timeout in seconds")
+    fi.add_argument("--quiet", action="store_true")
+    fi.set_defaults(func=cmd_fidelity)
+
     po = sub.add_parser("policies", help="list the CPU and GPU policies")
     po.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
     po.set_defaults(func=cmd_policies)
@@ -505,6 +583,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # `trace` passes its arguments through untouched (C++ option parsing).
         if args and args[0] == "trace":
             return cmd_trace(args[1:])
+        if args and args[0] == "calibrate":  # C++ option parsing, like trace
+            from . import _core
+
+            sys.stdout.flush()
+            return int(_core.calibrate_command(args[1:]))
         if args and args[0] == "--quiet":
             args = args[1:] + ["--quiet"]
         parser = build_parser()

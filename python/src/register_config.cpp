@@ -3,12 +3,14 @@
 // YAML config (file or text) and return the resolved values as a dict, so
 // Python can show defaults and check a config before a sweep starts. The
 // dict's keys are the YAML keys, so a value read here can be written back.
+#include <sstream>
 #include <string>
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include "core/config/config.h"
+#include "sim/calibrate/calibrate.h"
 #include "python/src/bindings.h"
 
 namespace py = pybind11;
@@ -72,6 +74,24 @@ void register_config(py::module_& m) {
       },
       py::arg("yaml"), py::arg("source") = "<config>",
       "Validates YAML config text; raises ConfigError naming `source`.");
+  m.def(
+      "calibrate_command",
+      [](const std::vector<std::string>& args) -> int {
+        std::ostringstream out, err;
+        int rc;
+        {
+          py::gil_scoped_release release;
+          rc = calibrate::calibrate_command(args, out, err);
+        }
+        py::module_ sys = py::module_::import("sys");
+        if (!out.str().empty()) sys.attr("stdout").attr("write")(out.str());
+        if (!err.str().empty()) sys.attr("stderr").attr("write")(err.str());
+        return rc;
+      },
+      py::arg("args"),
+      "`calibrate MEASUREMENTS.csv -o PROFILE.yaml ...` (sim/calibrate): the exit code; output to sys.stdout/stderr.");
+  m.def("least_squares", &calibrate::least_squares, py::arg("a"), py::arg("b"),
+        "min |A x - b| by column-pivoting QR (Eigen); raises ValueError when A does not determine x.");
 }
 
 }  // namespace agentcg::python

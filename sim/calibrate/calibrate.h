@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <istream>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -56,7 +57,21 @@ std::vector<Measurement> read_measurements_file(const std::string& path);
 
 // Throws std::invalid_argument when fewer than 3 measurements are given or
 // their columns are not independent (the fit would be undetermined).
-Fit fit(const std::vector<Measurement>& m);
+// With fixed_context_switch_ns the switch cost is taken as given (its term
+// is subtracted from live_ns) and only the speed factor and the wakeup cost
+// are fitted: for measurements where every wakeup ends in one switch onto
+// the woken task (wakeup-latency totals), the two columns coincide and only
+// their sum is observable. Two measurements suffice then. With
+// fixed_speed_factor, k is taken as given too (one free parameter).
+Fit fit(const std::vector<Measurement>& m, std::optional<std::uint64_t> fixed_context_switch_ns = {},
+        std::optional<double> fixed_speed_factor = {});
+
+// Linear least squares min |A x - b| (Eigen, column-pivoting QR) for the
+// Gauss-Newton steps of `agentcg fidelity` (A: one row per measurement, one
+// column per parameter, already scaled). Throws std::invalid_argument when
+// the shapes disagree or A's rank is below its column count (a parameter
+// the measurements do not determine).
+std::vector<double> least_squares(const std::vector<std::vector<double>>& a, const std::vector<double>& b);
 
 // Profile YAML (`machine:` section + provenance comments); write_profile
 // throws std::runtime_error when the file cannot be written.
@@ -65,7 +80,8 @@ void write_profile(const Fit& f, std::size_t measurements, const std::string& pa
 // Reads a profile (or any config file) with the shared loader.
 config::MachineConfig read_profile(const std::string& path);
 
-// calibrate MEASUREMENTS.csv -o PROFILE.yaml: 0 ok, 1 bad input, 2 usage.
+// calibrate MEASUREMENTS.csv -o PROFILE.yaml [--fix-context-switch-ns N]
+// [--cpus N]: 0 ok, 1 bad input, 2 usage.
 int calibrate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace agentcg::calibrate

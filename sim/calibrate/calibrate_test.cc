@@ -98,3 +98,53 @@ TEST(Calibrate, MeasurementsCsv) {
 
 }  // namespace
 }  // namespace agentcg::calibrate
+
+namespace agentcg::calibrate {
+namespace {
+
+// Wakeup-latency totals: every wakeup ends in one switch, so the switch and
+// wakeup columns coincide; with the switch cost fixed, speed and wakeup cost
+// are recovered from two independent rows.
+TEST(Calibrate, FixedSwitchCostFitsSpeedAndWakeupCost) {
+  auto row = [](const char* n, std::uint64_t q, std::uint64_t wakeups) {
+    Measurement r;
+    r.name = n;
+    r.work_ns = q;
+    r.context_switches = wakeups;
+    r.wakeups = wakeups;
+    r.sim_ns = q + wakeups * 3000;
+    r.live_ns = static_cast<std::uint64_t>(1.25 * static_cast<double>(q)) + wakeups * (2000 + 40000);
+    return r;
+  };
+  const std::vector<Measurement> m{row("agent", 2000000000, 1000), row("storm", 500000000, 20000),
+                                   row("io", 100000000, 5000)};
+  EXPECT_THROW(fit(m), std::invalid_argument);  // switches == wakeups: not separable
+  const Fit f = fit(m, 2000);
+  EXPECT_EQ(f.machine.speed_pct, 80u);
+  EXPECT_EQ(f.machine.context_switch_ns, 2000u);
+  EXPECT_NEAR(static_cast<double>(f.machine.wakeup_overhead_ns), 40000, 1);
+  EXPECT_LT(f.rms_error_after_ns, 1e3);
+  EXPECT_GT(f.rms_error_before_ns, 1e6);
+}
+
+}  // namespace
+}  // namespace agentcg::calibrate
+
+namespace agentcg::calibrate {
+namespace {
+
+TEST(Calibrate, LeastSquaresSolvesAndRejectsRankDeficientSystems) {
+  // y = 2 a - 3 b, overdetermined and consistent
+  const std::vector<std::vector<double>> a{{1, 0}, {0, 1}, {1, 1}, {2, 1}};
+  const std::vector<double> b{2, -3, -1, 1};
+  const auto x = least_squares(a, b);
+  ASSERT_EQ(x.size(), 2u);
+  EXPECT_NEAR(x[0], 2, 1e-12);
+  EXPECT_NEAR(x[1], -3, 1e-12);
+  EXPECT_THROW(least_squares({{1, 2}, {2, 4}, {3, 6}}, {1, 2, 3}), std::invalid_argument);  // rank 1
+  EXPECT_THROW(least_squares({{1, 2}}, {1}), std::invalid_argument);                       // too few rows
+  EXPECT_THROW(least_squares({{1, 2}, {1}}, {1, 2}), std::invalid_argument);               // ragged
+}
+
+}  // namespace
+}  // namespace agentcg::calibrate

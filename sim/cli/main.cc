@@ -28,6 +28,7 @@
 #include "sim/cli/import_cmd.h"
 #define AGENTCG_HAVE_IMPORT_CMD 1
 #endif
+#include "sim/calibrate/calibrate.h"
 
 namespace fs = std::filesystem;
 using agentcg::cli::Args;
@@ -44,6 +45,7 @@ constexpr const char* kUsage =
     "  trace generate KIND --seed N -o FILE [--OPTION VALUE ...]\n"
     "  trace validate FILE...\n"
     "  trace import --from FORMAT INPUT -o OUT | trace stats FILE | trace merge A B ... -o OUT\n"
+    "  calibrate MEASUREMENTS.csv -o PROFILE.yaml [--fix-context-switch-ns N] [--cpus N]\n"
     "  policies            list the CPU and GPU policies\n";
 
 std::string ms(std::uint64_t ns) {
@@ -214,6 +216,7 @@ int main(int argc, char** argv) {
     if (cmd == "run") return cmd_run(rest);
     if (cmd == "compare") return cmd_compare(rest);
     if (cmd == "trace") return cmd_trace(rest);
+    if (cmd == "calibrate") return agentcg::calibrate::calibrate_command(rest, std::cout, std::cerr);
     if (cmd == "policies") {
       for (const auto& p : agentcg::sim::cpu_policies()) std::cout << "cpu " << p << "\n";
       for (const auto& p : agentcg::sim::gpu_policies()) std::cout << "gpu " << p << "\n";

@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# The live comparison (`agentcg live compare`, python/agentcg/live.py): in
+# ONE boot, the same workloads under the kernel's default scheduler (EEVDF),
+# flatcg and agentcg:
+#   - the bundled traces replayed by agentcg-player (results.json with the
+#     simulator's keys) -> /out/compare/<scheduler>/<trace>.json
+#   - cyclictest (SCHED_OTHER threads, so the scheduler under test wakes
+#     them) under a CPU load (stress-ng --cpu) and under a fork storm
+#     (stress-ng --fork) in a sibling cgroup, and hackbench's run time
+#     -> /out/compare/<scheduler>/bench.txt, one `key value` per line
+# Parameters come from /etc/agentcg/compare.env (written by the host):
+#   COMPARE_SCHEDULERS (eevdf,flatcg,agentcg)  COMPARE_TRACES (agent,fork-storm)
+#   COMPARE_DURATION_<trace> (player --duration, `-` = the trace's own)
+#   COMPARE_MEM_SCALE (0.25)  COMPARE_BENCH_S (8; 0 = no benchmarks)
+# Not in the default set (a few minutes of guest time): opt-in by name.
+# It prints no CTest verdict lines of its own; the host command reads /out/compare.
+
+# hist_pct FILE P: the P-th percentile (nearest rank) of a cyclictest
+# histogram file (lines "latency_us count_thread0 count_thread1 ...").
+hist_pct() {
+	awk -v p="$2" '/^[0-9]/ { n = 0; for (i = 2; i <= NF; i++) n += $i; c[$1 + 0] = n; t += n; if ($1 + 0 > m) m = $1 + 0 }
+		END { if (!t) { print -1; exit } r = int((p * t + 99) / 100); if (r < 1) r = 1; s = 0
+		      for (l = 0; l <= m; l++) { s += c[l]; if (s >= r) { print l; exit } } print m }' "$1"
+}
+# hist_overflow FILE: samples above the histogram's range
+hist_overflow() { awk '/^# Histogram Overflows:/ { for (i = 4; i <= NF; i++) n += $i } END { print n + 0 }' "$1"; }
+
+# cyclictest_in CG SECONDS FILE: cyclictest in cgroup CG, histogram to FILE
+cyclictest_in() {
+	sh -c "echo \$\$ > $CG/$1/cgroup.procs && exec cyclictest -q -m -t 2 -i 1000 -D $2 -h 20000 --histfile=$3" > /dev/null 2>&1
+}
+
+compare_bench() { # out_dir
+	o=$1 b=${COMPARE_BENCH_S:-8}
+	mkcg bench 100; mkcg batch 100; mkcg storm 100; mkcg victim 100
+	# cyclictest under CPU load: 2 CPU hogs per CPU in a sibling cgroup
+	(
+		inc batch stress-ng --cpu 4 --timeout $((b + 2))s
+		sleep 1
+		cyclictest_in victim $b /tmp/ct-load.hist
+		wait
+	)
+	echo "cyclictest_load_p50_us $(hist_pct /tmp/ct-load.hist 50)" >> $o/bench.txt
+	echo "cyclictest_load_p99_us $(hist_pct /tmp/ct-load.hist 99)" >> $o/bench.txt
+	echo "cyclictest_load_overflows $(hist_overflow /tmp/ct-load.hist)" >> $o/bench.txt
+	# cyclictest next to a fork storm; the storm's fork rate is its throughput
+	(
+		sh -c "echo \$\$ > $CG/storm/cgroup.procs && exec stress-ng --fork 4 --timeout $((b + 2))s --metrics-brief --yaml /tmp/storm.yaml" > /dev/null 2>&1 &
+		sleep 1
+		cyclictest_in victim $b /tmp/ct-storm.hist
+		wait
+	)
+	echo "cyclictest_storm_p50_us $(hist_pct /tmp/ct-storm.hist 50)" >> $o/bench.txt
+	echo "cyclictest_storm_p99_us $(hist_pct /tmp/ct-storm.hist 99)" >> $o/bench.txt
+	echo "cyclictest_storm_overflows $(hist_overflow /tmp/ct-storm.hist)" >> $o/bench.txt
+	echo "storm_forks_per_s $(awk '/bogo-ops-per-second-real-time:/ { print $2; exit }' /tmp/storm.yaml 2>/dev/null)" >> $o/bench.txt
+	# hackbench: messaging throughput (run time of a fixed amount of work)
+	t0=$(now_us)
+	sh -c "echo \$\$ > $CG/bench/cgroup.procs && exec hackbench -P -g 4 -f 10 -l 200" > /tmp/hb.txt 2>&1
+	t1=$(now_us)
+	echo "hackbench_s $(awk '/^Time:/ { print $2 }' /tmp/hb.txt)" >> $o/bench.txt
+	echo "hackbench_wall_ms $(((t1 - t0) / 1000))" >> $o/bench.txt
+	rmcg bench batch storm victim
+}
+
+compare_one() { # scheduler
+	sch=$1 o=/out/compare/$1
+	mkdir -p $o
+	if [ "$sch" != eevdf ]; then
+		start_daemon $sch || { data compare $sch error "daemon did not start"; return 1; }
+	fi
+	echo "scheduler $(ops) state $(state)" > $o/bench.txt
+	for t in $(echo "${COMPARE_TRACES:-agent,fork-storm}" | tr ',' ' '); do
+		eval d=\${COMPARE_DURATION_$(echo $t | tr -c 'a-zA-Z0-9\n' '_'):--}
+		set -- --label $sch --seed 1 --mem-scale ${COMPARE_MEM_SCALE:-0.25} --cgroup-root $CG/agentcg-player
+		[ "$d" != - ] && set -- "$@" --duration $d
+		t0=$(now_us)
+		agentcg-player /traces/$t.json -o $o/$t.json "$@" > $o/$t.log 2>&1
+		rc=$?
+		data compare $sch player $t rc=$rc wall_ms=$((($(now_us) - t0) / 1000))
+		[ $rc -eq 0 ] || tail -n 5 $o/$t.log
+	done
+	[ "${COMPARE_BENCH_S:-8}" -gt 0 ] && compare_bench $o
+	data compare $sch bench $(tr '\n' ' ' < $o/bench.txt)
+	if [ "$sch" != eevdf ]; then
+		grep -q 'ejected' $DLOG && { data compare $sch ejected "$(grep ejected $DLOG | head -1)"; }
+		stop_daemon
+		cp $DLOG $o/agentcgroupd.log
+	fi
+	return 0
+}
+
+s_compare() {
+	[ -f /etc/agentcg/compare.env ] && . /etc/agentcg/compare.env
+	command -v agentcg-player > /dev/null || { result compare FAIL "agentcg-player not in the initramfs (not built)"; return; }
+	fails=
+	for s in $(echo "${COMPARE_SCHEDULERS:-eevdf,flatcg,agentcg}" | tr ',' ' '); do
+		compare_one $s || fails="$fails $s"
+	done
+	[ -z "$fails" ] && result compare PASS "schedulers ${COMPARE_SCHEDULERS:-eevdf,flatcg,agentcg} measured" ||
+		result compare FAIL "failed:$fails"
+}
