@@ -468,6 +468,29 @@ void run_ops(Proc& p, const std::vector<trace::Op>& ops, int depth) {
 
 // ---- cgroup files ---------------------------------------------------------
 
+// One read(2) of a small kernel file (cgroup and /proc files), no iostreams:
+// the supervisor reads these every 100 ms and must stay cheap under qemu TCG.
+std::string read_small(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  char buf[4096];
+  const ssize_t n = read(fd, buf, sizeof buf);
+  close(fd);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+// The value of "key N" in a flat-keyed file's text; 0 when absent.
+std::uint64_t kv_value(const std::string& text, const char* key) {
+  const std::size_t klen = std::strlen(key);
+  for (std::size_t pos = 0; pos < text.size();) {
+    if (text.compare(pos, klen, key) == 0 && pos + klen < text.size() && text[pos + klen] == ' ')
+      return std::strtoull(text.c_str() + pos + klen + 1, nullptr, 10);
+    const std::size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) break;
+    pos = nl + 1;
+  }
+  return 0;
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream f(path);
   if (!f) return "";
@@ -680,7 +703,7 @@ std::vector<std::uint64_t> Player::cpu_now() const {
   const std::size_t n = tree_.size();
   std::vector<std::uint64_t> v(n, 0);
   if (!opt_.no_cgroups) {
-    for (std::size_t i = 0; i < n; ++i) v[i] = read_kv(dirs_[i] + "/cpu.stat")["usage_usec"] * 1000;
+    for (std::size_t i = 0; i < n; ++i) v[i] = kv_value(read_small(dirs_[i] + "/cpu.stat"), "usage_usec") * 1000;
     return v;
   }
   for (std::size_t i = 0; i < n; ++i) v[i] = W.cgs[i].cpu_ns.load();
@@ -826,6 +849,8 @@ int Player::play() {
   std::uint64_t prev_t = 0;  // relative to t0
   mem_peak_sampled_.assign(n, 0);
   std::vector<std::uint64_t> cpu_prev = cpu_now();
+  // memory.peak (Linux >= 5.19) makes sampling memory.current unnecessary.
+  const bool have_mem_peak = !opt_.no_cgroups && access((dirs_[kRootCgroup] + "/memory.peak").c_str(), R_OK) == 0;
   read_proc_stat(proc_busy0_, proc_total0_);
   const std::uint64_t t0 = mono_ns();
   std::size_t next_start = 0;
@@ -840,7 +865,7 @@ int Player::play() {
     add_reading(prev_t, t, d);
     prev_t = t;
     for (std::size_t i = 0; i < n; ++i) {
-      if (!opt_.no_cgroups)
+      if (!opt_.no_cgroups && !have_mem_peak)
         mem_peak_sampled_[i] = std::max(mem_peak_sampled_[i], read_u64(dirs_[i] + "/memory.current"));
     }
     cpu_prev = std::move(c);
