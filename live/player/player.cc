@@ -852,6 +852,7 @@ int Player::play() {
   // memory.peak (Linux >= 5.19) makes sampling memory.current unnecessary.
   const bool have_mem_peak = !opt_.no_cgroups && access((dirs_[kRootCgroup] + "/memory.peak").c_str(), R_OK) == 0;
   read_proc_stat(proc_busy0_, proc_total0_);
+  const std::uint64_t sup_cpu0 = thread_cpu_ns();
   const std::uint64_t t0 = mono_ns();
   std::size_t next_start = 0;
   std::uint64_t next_tick = t0 + kTickNs;
@@ -926,12 +927,10 @@ int Player::play() {
   mem_peak_sampled_ = peak;
   if (interrupted) notes_.push_back("interrupted by a signal before the end of the trace");
   {
-    rusage ru{};
-    getrusage(RUSAGE_SELF, &ru);
-    const long long us = static_cast<long long>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL +
-                         ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
-    notes_.push_back("the supervisor (outside the trace's cgroups) used " + std::to_string(us / 1000) +
-                     " ms of CPU for starting processes and sampling");
+    const std::uint64_t run_cpu = thread_cpu_ns() - sup_cpu0;
+    notes_.push_back("the supervisor (outside the trace's cgroups) used " + std::to_string(run_cpu / 1000000) +
+                     " ms of CPU while the trace played (starting processes, sampling every 100 ms), " +
+                     std::to_string(sup_cpu0 / 1000000) + " ms before (loading, calibration, cgroup setup)");
   }
   json r = results(end - t0);
   if (cg_created_) remove_cgroup_tree(opt_.cgroup_root);
