@@ -25,10 +25,11 @@ using cli::UsageError;
 
 constexpr const char* kImportUsage =
     "usage: trace import --from FORMAT INPUT -o OUT [--strict] [--name NAME] [--cgroup PATH]\n"
-    "                    [--cpus N] [--unsampled-as-run]\n"
+    "                    [--cpus N] [--unsampled-as-run] [--only-cgroup PATH]\n"
     "  FORMAT: agentcgroup-ebpf (ebpf_trace.jsonl), agentcgroup-task (folder with resources.json\n"
     "          and tool_calls.json), ftrace (trace-cmd report / tracefs text), perf (perf script),\n"
-    "          gpu-csv (GPU job CSV). OUT '-' writes to stdout.\n";
+    "          agentcg-record (folder written by agentcg-record), gpu-csv (GPU job CSV).\n"
+    "          OUT '-' writes to stdout. --only-cgroup (agentcg-record): keep one cgroup subtree.\n";
 constexpr const char* kStatsUsage =
     "usage: trace stats FILE [--from FORMAT] [--json] [--strict]\n"
     "  FILE is an agentcg trace, or a recording when --from FORMAT is given.\n";
@@ -49,6 +50,11 @@ Options import_options(const Args& a) {
   if (cpus > 4096) throw UsageError("option --cpus: expected 1..4096");
   o.cpus = static_cast<std::uint32_t>(cpus);
   o.unsampled_as_run = a.flag("unsampled-as-run");
+  if (auto c = a.get("only-cgroup")) {
+    if (c->empty() || (*c)[0] != '/' || (c->size() > 1 && c->back() == '/'))
+      throw UsageError("option --only-cgroup: expected an absolute path such as /agents, got '" + *c + "'");
+    o.only_cgroup = *c;
+  }
   return o;
 }
 
@@ -107,7 +113,7 @@ Result import_with(const std::string& format, const std::string& input, const Op
 
 int import_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   return guarded(kImportUsage, err, [&]() {
-    Args a(args, {"from", "out", "name", "cgroup", "cpus"}, {"strict", "unsampled-as-run"});
+    Args a(args, {"from", "out", "name", "cgroup", "cpus", "only-cgroup"}, {"strict", "unsampled-as-run"});
     if (a.positional().size() != 1)
       throw UsageError("expected exactly one INPUT, got " + std::to_string(a.positional().size()));
     const std::string format = a.require("from");
@@ -124,7 +130,7 @@ int import_command(const std::vector<std::string>& args, std::ostream& out, std:
 
 int stats_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   return guarded(kStatsUsage, err, [&]() {
-    Args a(args, {"from", "cpus", "name", "cgroup"}, {"json", "strict", "unsampled-as-run"});
+    Args a(args, {"from", "cpus", "name", "cgroup", "only-cgroup"}, {"json", "strict", "unsampled-as-run"});
     if (a.positional().size() != 1)
       throw UsageError("expected exactly one FILE, got " + std::to_string(a.positional().size()));
     const std::string file = a.positional()[0];
@@ -133,7 +139,8 @@ int stats_command(const std::vector<std::string>& args, std::ostream& out, std::
       Result r = import_with(*format, file, import_options(a));
       err << r.report.summary();
       s = compute_stats(r.trace);
-      if (!r.report.wakeup_latency_ns.empty() || *format == "ftrace" || *format == "perf")
+      if (!r.report.wakeup_latency_ns.empty() || *format == "ftrace" || *format == "perf" ||
+          *format == "agentcg-record")
         s.wakeup_latency_ns = Percentiles::of(r.report.wakeup_latency_ns);
     } else {
       s = compute_stats(trace::load_trace_file(file));

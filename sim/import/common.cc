@@ -190,12 +190,13 @@ std::optional<std::uint64_t> parse_iso8601_utc_ns(std::string_view s) {
   return secs * 1000000000ULL + frac;
 }
 
-std::string formats() { return "agentcgroup-ebpf, agentcgroup-task, ftrace, perf, gpu-csv"; }
+std::string formats() { return "agentcgroup-ebpf, agentcgroup-task, ftrace, perf, agentcg-record, gpu-csv"; }
 
 Result import_any(const std::string& format, const std::string& path, const Options& opts) {
   if (format == "agentcgroup-ebpf") return import_agentcgroup_ebpf_file(path, opts);
   if (format == "agentcgroup-task") return import_agentcgroup_task_dir(path, opts);
   if (format == "ftrace" || format == "perf") return import_ftrace_file(path, opts);
+  if (format == "agentcg-record") return import_agentcg_record_dir(path, opts);
   throw std::invalid_argument("unknown format '" + format + "' (expected one of: " + formats() +
                               ")");
 }

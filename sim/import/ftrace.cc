@@ -31,7 +31,8 @@
 // the start (their earlier CPU time is unknown; they start at first sight);
 // threads are separate processes (the tracepoints do not say clone vs fork).
 //
-// Who calls it: import_any() / `trace import --from ftrace|perf`, trace stats.
+// Who calls it: import_any() / `trace import --from ftrace|perf`, trace stats,
+// and the agentcg-record importer (agentcg_record.cc) through FtraceDetail.
 #include <algorithm>
 #include <charconv>
 #include <fstream>
@@ -167,7 +168,8 @@ std::string basename_of(std::string_view path) {
 
 class FtraceImporter {
  public:
-  FtraceImporter(const std::string& source, const Options& opts) : source_(source), opts_(opts) {
+  FtraceImporter(const std::string& source, const Options& opts, FtraceDetail* detail)
+      : source_(source), opts_(opts), detail_(detail) {
     report_.format = "ftrace";
     report_.input = source;
   }
@@ -259,6 +261,10 @@ class FtraceImporter {
     Result r;
     r.trace.machine.cpus = opts_.cpus != 0 ? opts_.cpus : std::max<std::uint32_t>(1, max_cpu_ + 1);
     add_cgroup_chain(r.trace, opts_.cgroup);
+    if (detail_ != nullptr) {
+      detail_->t0_ns = t0_;
+      for (const ProcessTable::Entry& e : table_.entries()) detail_->recorded_tid[e.spec->pid] = e.recorded_pid;
+    }
     r.trace.processes = table_.take();
     r.trace.duration_ns.reset();
     finish_trace(r.trace, report_, opts_,
@@ -461,7 +467,10 @@ class FtraceImporter {
         report_.note_unrepresented("switch-ins without a recorded wakeup");
       }
       if (task.state != TaskState::kDead) {
-        if (task.wakeup_ns) report_.wakeup_latency_ns.push_back(t - std::min(t, *task.wakeup_ns));
+        if (task.wakeup_ns) {
+          report_.wakeup_latency_ns.push_back(t - std::min(t, *task.wakeup_ns));
+          if (detail_ != nullptr) detail_->wakeups.emplace_back(e.spec->pid, report_.wakeup_latency_ns.back());
+        }
         task.wakeup_ns.reset();
         task.state = TaskState::kRunning;
         task.since_ns = t;
@@ -472,6 +481,7 @@ class FtraceImporter {
 
   std::string source_;
   Options opts_;
+  FtraceDetail* detail_;
   Report report_;
   ProcessTable table_;
   std::unordered_map<std::int64_t, Task> tasks_;  // by recorded tid; lookup only, never iterated
@@ -482,8 +492,9 @@ class FtraceImporter {
 
 }  // namespace
 
-Result import_ftrace(std::istream& in, const std::string& source, const Options& opts) {
-  FtraceImporter imp(source, opts);
+Result import_ftrace(std::istream& in, const std::string& source, const Options& opts,
+                     FtraceDetail* detail) {
+  FtraceImporter imp(source, opts, detail);
   std::string line;
   while (std::getline(in, line)) imp.line(line);
   if (in.bad()) throw ImportError(source, 0, "read error");

@@ -49,6 +49,9 @@ struct Options {
   // lived < 100 ms) has no CPU counter; true models its lifetime as CPU run
   // time instead of sleep (then total CPU exceeds the recorded counters).
   bool unsampled_as_run = false;
+  // agentcg-record: keep only processes in this cgroup or below it; empty =
+  // every process except kernel threads.
+  std::string only_cgroup;
 };
 
 // What happened during an import, for the stderr summary and provenance.
@@ -90,12 +93,27 @@ Result import_agentcgroup_task(std::istream& resources, const std::string& resou
                                const Options& opts);
 Result import_agentcgroup_task_dir(const std::string& dir, const Options& opts);
 
+// What the ftrace importer knows beyond the trace, for importers built on it
+// (agentcg-record): the clock, the recorded tid of every produced pid and
+// each wakeup latency's task. Ordered maps: deterministic when iterated.
+struct FtraceDetail {
+  std::optional<std::uint64_t> t0_ns;                 // recording timestamp of trace time 0
+  std::map<std::int64_t, std::int64_t> recorded_tid;  // trace pid -> recorded tid
+  std::vector<std::pair<std::int64_t, std::uint64_t>> wakeups;  // (trace pid, latency ns), input order
+};
+
 // ftrace: trace-cmd report / tracefs `trace` text / perf script text.
-Result import_ftrace(std::istream& in, const std::string& source, const Options& opts);
+// `detail`, when given, receives the FtraceDetail of the import.
+Result import_ftrace(std::istream& in, const std::string& source, const Options& opts,
+                     FtraceDetail* detail = nullptr);
 Result import_ftrace_file(const std::string& path, const Options& opts);
 
+// agentcg-record: a folder written by live/recorder/agentcg-record
+// (ftrace.txt, members.tsv, cgroups.tsv, memory.tsv, meta.json).
+Result import_agentcg_record_dir(const std::string& dir, const Options& opts);
+
 // Dispatch by format name (agentcgroup-ebpf, agentcgroup-task, ftrace, perf
-// is an alias of ftrace). Throws std::invalid_argument for an unknown format.
+// is an alias of ftrace, agentcg-record). Throws std::invalid_argument for an unknown format.
 Result import_any(const std::string& format, const std::string& path, const Options& opts);
 // Formats import_any knows, comma-separated, for usage text.
 std::string formats();
