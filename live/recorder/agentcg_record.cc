@@ -43,6 +43,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
+#include <string_view>
 #include <set>
 #include <string>
 #include <thread>
@@ -227,19 +229,20 @@ class Tracer {
  public:
   // Finds or mounts tracefs, creates the instance and enables the events.
   bool start(const Config& cfg, std::string& err) {
-    for (const char* base : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}) {
-      if (access((std::string(base) + "/instances").c_str(), F_OK) == 0) {
-        base_ = base;
-        break;
-      }
-    }
-    if (base_.empty()) {
-      if (mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, nullptr) == 0 &&
-          access("/sys/kernel/tracing/instances", F_OK) == 0) {
-        base_ = "/sys/kernel/tracing";
+    // /sys/kernel/tracing, mounted there if needed; the debugfs automount
+    // (/sys/kernel/debug/tracing) only when mounting fails.
+    if (access("/sys/kernel/tracing/instances", F_OK) == 0) {
+      base_ = "/sys/kernel/tracing";
+    } else if (mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, nullptr) == 0 &&
+               access("/sys/kernel/tracing/instances", F_OK) == 0) {
+      base_ = "/sys/kernel/tracing";
+    } else {
+      const int e = errno;
+      if (access("/sys/kernel/debug/tracing/instances", F_OK) == 0) {
+        base_ = "/sys/kernel/debug/tracing";
       } else {
         err = std::string("no tracefs: /sys/kernel/tracing/instances is missing and mounting tracefs "
-                          "there failed (") + std::strerror(errno) +
+                          "there failed (") + std::strerror(e) +
               "); a kernel with CONFIG_FTRACE and tracefs is needed";
         return false;
       }
@@ -318,8 +321,15 @@ class Tracer {
 };
 
 // Streams trace_pipe into ftrace.txt; counts "[LOST N EVENTS]" markers.
+// trace_pipe merges the per-CPU buffers by what is committed when it reads,
+// so an event can come out a few ms after later-stamped events of another
+// CPU (seen under qemu TCG: up to 2.3 ms). Lines are therefore held in a
+// reorder window of kWindowNs of timestamps and written sorted (stable for
+// equal stamps), so ftrace.txt is a time-sorted report like `trace`.
 class PipeReader {
  public:
+  static constexpr std::uint64_t kWindowNs = 500000000;
+
   PipeReader(int in_fd, int out_fd) : in_(in_fd), out_(out_fd) {}
   void start() { thread_ = std::thread([this] { loop(); }); }
   // Stops after draining what the pipe still holds.
@@ -329,6 +339,7 @@ class PipeReader {
   }
   std::uint64_t lost() const { return lost_; }
   std::uint64_t bytes() const { return bytes_; }
+  std::uint64_t reordered() const { return reordered_; }
   const std::string& error() const { return error_; }
 
  private:
@@ -341,39 +352,90 @@ class PipeReader {
       ssize_t n = 0;
       if (r > 0 || draining) n = read(in_, buf.data(), buf.size());
       if (n > 0) {
-        scan(buf.data(), static_cast<std::size_t>(n));
-        std::size_t off = 0;
-        while (off < static_cast<std::size_t>(n)) {
-          const ssize_t w = write(out_, buf.data() + off, static_cast<std::size_t>(n) - off);
-          if (w < 0) {
-            if (errno == EINTR) continue;
-            error_ = std::string("writing ftrace.txt: ") + std::strerror(errno);
-            return;
-          }
-          off += static_cast<std::size_t>(w);
-        }
         bytes_ += static_cast<std::uint64_t>(n);
+        scan(buf.data(), static_cast<std::size_t>(n));
+        if (!flush(false)) return;
         continue;
       }
       if (n < 0 && errno != EAGAIN && errno != EINTR) {
         error_ = std::string("reading trace_pipe: ") + std::strerror(errno);
+        flush(true);
         return;
       }
-      if (draining && (n == 0 || errno == EAGAIN)) return;
+      if (draining && (n == 0 || errno == EAGAIN)) {
+        if (!carry_.empty()) add_line(carry_ + "\n");
+        carry_.clear();
+        flush(true);
+        return;
+      }
     }
   }
-  // Counts "LOST N EVENTS" across read boundaries (carry keeps a line tail).
+  // The timestamp of a tracefs line: the number token ending in ':' before
+  // the event name ("  comm-12  [001] d..2.  123.456789: sched_switch: ...").
+  static std::optional<std::uint64_t> stamp(std::string_view line) {
+    for (std::size_t i = line.find(": "); i != std::string_view::npos; i = line.find(": ", i + 1)) {
+      std::size_t b = i;
+      while (b > 0 && line[b - 1] != ' ') --b;
+      const std::string_view tok = line.substr(b, i - b);
+      const auto dot = tok.find('.');
+      if (dot == std::string_view::npos || dot == 0 || dot + 1 == tok.size()) continue;
+      std::uint64_t sec = 0, frac = 0;
+      std::size_t digits = 0;
+      bool ok = true;
+      for (std::size_t k = 0; k < tok.size() && ok; ++k) {
+        if (k == dot) continue;
+        if (tok[k] < '0' || tok[k] > '9') ok = false;
+        else if (k < dot) sec = sec * 10 + static_cast<std::uint64_t>(tok[k] - '0');
+        else if (digits < 9) frac = frac * 10 + static_cast<std::uint64_t>(tok[k] - '0'), ++digits;
+      }
+      if (!ok) continue;
+      for (; digits < 9; ++digits) frac *= 10;
+      return sec * 1000000000ULL + frac;
+    }
+    return std::nullopt;
+  }
+  void add_line(std::string line) {
+    if (const auto p = line.find("[LOST "); p != std::string::npos)
+      lost_ += std::strtoull(line.c_str() + p + 6, nullptr, 10);
+    const auto ts = stamp(line);
+    std::uint64_t key = max_ts_;
+    if (ts) {
+      if (*ts < max_ts_) ++reordered_;
+      key = *ts;
+      max_ts_ = std::max(max_ts_, *ts);
+    }
+    pending_.emplace(key, std::move(line));
+  }
+  // Splits the chunk into lines (carry_ keeps a partial last line).
   void scan(const char* data, std::size_t n) {
     carry_.append(data, n);
     std::size_t start = 0;
     for (std::size_t nl = carry_.find('\n'); nl != std::string::npos; nl = carry_.find('\n', start)) {
-      const std::string_view line(carry_.data() + start, nl - start);
-      if (const auto p = line.find("[LOST "); p != std::string_view::npos)
-        lost_ += std::strtoull(std::string(line.substr(p + 6)).c_str(), nullptr, 10);
+      add_line(carry_.substr(start, nl + 1 - start));
       start = nl + 1;
     }
     carry_.erase(0, start);
-    if (carry_.size() > 4096) carry_.clear();
+  }
+  // Writes the lines older than the window (all with `all`).
+  bool flush(bool all) {
+    std::string out;
+    auto it = pending_.begin();
+    for (; it != pending_.end(); ++it) {
+      if (!all && it->first + kWindowNs >= max_ts_) break;
+      out += it->second;
+    }
+    pending_.erase(pending_.begin(), it);
+    std::size_t off = 0;
+    while (off < out.size()) {
+      const ssize_t w = write(out_, out.data() + off, out.size() - off);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        error_ = std::string("writing ftrace.txt: ") + std::strerror(errno);
+        return false;
+      }
+      off += static_cast<std::size_t>(w);
+    }
+    return true;
   }
 
   int in_;
@@ -382,6 +444,9 @@ class PipeReader {
   std::atomic<bool> done_{false};
   std::uint64_t lost_ = 0;
   std::uint64_t bytes_ = 0;
+  std::uint64_t reordered_ = 0;
+  std::uint64_t max_ts_ = 0;
+  std::multimap<std::uint64_t, std::string> pending_;  // by timestamp, stable for equal keys
   std::string carry_;
   std::string error_;
 };
@@ -666,9 +731,9 @@ int run(const Config& cfg) {
   std::fclose(memory);
   const std::uint64_t lost = std::max(ring_lost, reader.lost());
   write_meta(cfg, sched, start, end, exit_code, lost, tracer.missing_events(), true);
-  std::fprintf(stderr, "agentcg-record: %.3f s, %llu bytes of events, %llu lost events%s\n",
+  std::fprintf(stderr, "agentcg-record: %.3f s, %llu bytes of events (%llu put back in time order), %llu lost events%s\n",
                static_cast<double>(end - start) / 1e9, static_cast<unsigned long long>(reader.bytes()),
-               static_cast<unsigned long long>(lost),
+               static_cast<unsigned long long>(reader.reordered()), static_cast<unsigned long long>(lost),
                lost ? " (raise --buffer-kb)" : "");
   if (!reader.error().empty()) {
     std::fprintf(stderr, "agentcg-record: %s\n", reader.error().c_str());

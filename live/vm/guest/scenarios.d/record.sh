@@ -26,7 +26,7 @@ s_record() {
 	rrc=$?
 	ua1=$(usage_us rec-a); ub1=$(usage_us rec-b)
 	cat /tmp/rec.log
-	inst=$(ls -d /sys/kernel/tracing/instances/agentcg-record-* 2>/dev/null | wc -l)
+	inst=$(ls -d /sys/kernel/tracing/instances/agentcg-record-* /sys/kernel/debug/tracing/instances/agentcg-record-* 2>/dev/null | wc -l)
 	mkdir -p /out/record
 	agentcg-sim trace import --from agentcg-record $R -o /tmp/record.json > /tmp/rec-import.log 2>&1
 	irc=$?
@@ -47,24 +47,25 @@ s_record() {
 			inp && c { line = $0; while (match(line, /"op": "run", "ns": [0-9]+/)) {
 				v = substr(line, RSTART, RLENGTH); sub(/.*: /, "", v); r += v; line = substr(line, RSTART + RLENGTH) } }
 			!c { w = 0 }
-			END { if (inp && w) { n++; s += r }; printf "%d %d\n", n, s }' /tmp/record.json
+			END { if (inp && w) { n++; s += r }; printf "%d %.0f\n", n, s }' /tmp/record.json
 	}
 	set -- $(cg_run /rec-a); na=$1; ra=$2
 	set -- $(cg_run /rec-b); nb=$1; rb=$2
 	use=$(( (ua1 - ua0) + (ub1 - ub0) ))
-	dem=$(( (ra + rb) / 1000 ))
-	err=$(echo "$dem $use" | awk '{ d = $1 - $2; if (d < 0) d = -d; printf "%.4f", $2 > 0 ? d / $2 : 1 }')
+	dem=$(echo "$ra $rb" | awk '{ printf "%.0f", ($1 + $2) / 1000 }')
+	err=$(echo "$dem $use" | awk '{ d = $1 - $2; if (d < 0) d = -d; printf "%.4f", ($2 > 0) ? d / $2 : 1 }')
 	wk=$(awk '/"wakeup_latency_ns"/ { f = 1 } f && /"count"/ { gsub(/[^0-9]/, ""); print; exit }' /tmp/rec-stats.json)
 	lost=$(awk -F': ' '/"lost_events"/ { gsub(/[^0-9]/, "", $2); print $2 }' $R/meta.json)
+	bad=$(sed -n 's/.* \([0-9]*\) malformed lines skipped.*/\1/p' /tmp/rec-import.log | head -1)
 	sz=$(du -sk $R | cut -f1)
 	data record rc=$rrc import_rc=$irc validate_rc=$vrc stats_rc=$src instances_left=$inst \
-		spinners_a=$na spinners_b=$nb demand_us=$dem usage_us=$use rel_err=$err wakeups=${wk:-0} lost=$lost size_kb=$sz
-	ok=$(echo "$err" | awk '{ print ($1 <= 0.15) ? 1 : 0 }')
+		spinners_a=$na spinners_b=$nb demand_us=$dem usage_us=$use rel_err=$err wakeups=${wk:-0} lost=$lost malformed=${bad:-0} size_kb=$sz
+	ok=$(echo "$err" | awk '{ print ($1 != "" && $1 + 0 <= 0.15) ? 1 : 0 }')
 	if [ $rrc -eq 0 ] && [ $irc -eq 0 ] && [ $vrc -eq 0 ] && [ "$inst" = 0 ] && [ "$na" = 1 ] && [ "$nb" = 1 ] &&
-	   [ "$ok" = 1 ] && [ "${wk:-0}" -gt 0 ]; then
-		result record PASS "recorded ${sz} KiB (lost $lost), imported + validated; spinners in /rec-a and /rec-b, demand ${dem}us vs cpu.stat ${use}us (error $err <= 0.15), $wk wakeups"
+	   [ "$ok" = 1 ] && [ "${wk:-0}" -gt 0 ] && [ "${bad:-0}" = 0 ]; then
+		result record PASS "recorded ${sz} KiB (lost $lost), imported + validated; spinners in /rec-a and /rec-b, demand ${dem}us vs cpu.stat ${use}us (error $err <= 0.15), $wk wakeups, no malformed line"
 	else
-		result record FAIL "rc=$rrc import=$irc validate=$vrc instances_left=$inst spinners a=$na b=$nb demand=${dem}us usage=${use}us err=$err wakeups=${wk:-0}"
+		result record FAIL "rc=$rrc import=$irc validate=$vrc instances_left=$inst spinners a=$na b=$nb demand=${dem}us usage=${use}us err=$err wakeups=${wk:-0} malformed=${bad:-0}"
 		cat /tmp/rec-validate.log
 	fi
 }
