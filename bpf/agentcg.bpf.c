@@ -48,8 +48,11 @@
  * verifier-friendly fixed-depth unrolled chain: future work). Core's
  * active-set and weight updates run under one global bpf_spin_lock; the
  * cpu.max pool is updated without a lock (a race loses one charge of at
- * most one slice). Boosted wakeups do not preempt running tasks yet
- * (agentcg_should_preempt() is not wired). At most AGENTCG_MAX_CGRPS cgroups
+ * most one slice). A task enqueued into a cgroup holding a boost kicks
+ * (SCX_KICK_PREEMPT) the CPU whose running task core's
+ * agentcg_should_preempt() gives up "now" with the largest effective vtime;
+ * a "not before T" verdict (min_slice) is not re-armed as in the simulator:
+ * that victim keeps its CPU until its slice ends. At most AGENTCG_MAX_CGRPS cgroups
  * are scheduled fairly; more go to the fallback FIFO (counted).
  *
  * Invariants: every task has a task_ctx from init_task on; a cgroup has a
@@ -114,6 +117,11 @@ const volatile struct agentcg_tunables tun = AGENTCG_TUNABLES_DEFAULT_INIT;
 /* Read by the daemon. */
 struct agentcg_exit_info exit_info;
 u64 cgrp_slots[AGENTCG_MAX_CGRPS];
+/* One past the highest slot ever handed out: dispatch scans [0, slots_hw).
+ * Slots are taken lowest-first, so on a machine with few cgroups dispatch
+ * looks at few slots (it used to scan all AGENTCG_MAX_CGRPS). Written only
+ * by cgroup_init, which the kernel serialises. */
+u32 slots_hw;
 
 /* core's global state and the virtual root, under `agentcg_lock`. */
 private(AGENTCG) struct bpf_spin_lock agentcg_lock;
@@ -191,6 +199,22 @@ struct {
 	__type(value, struct bw_timer);
 } bw_timers SEC(".maps");
 
+/* What each CPU runs (ops.running sets, ops.stopping clears), read by the
+ * wakeup-preemption check on other CPUs: a racy snapshot is fine there. */
+struct cpu_curr {
+	u64 cgid; /* 0: not one of ours */
+	u64 started_at_ns;
+	u32 boosted;
+	u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct cpu_curr);
+} cpu_currs SEC(".maps");
+
 #define TUN ((const struct agentcg_tunables *)&tun)
 
 static __always_inline void bstat_inc(u32 idx)
@@ -264,6 +288,50 @@ s32 BPF_STRUCT_OPS(agentcg_select_cpu, struct task_struct *p, s32 prev_cpu, u64 
 	return cpu;
 }
 
+/*
+ * A task of a boosted cgroup was queued: find the CPU whose running task
+ * core's agentcg_should_preempt() lets go now, the one ordered last (largest
+ * effective vtime) if several, and kick it; its task goes back to its queue
+ * and the CPU dispatches again (the simulator's ScxClass does the same).
+ */
+static __always_inline void maybe_preempt(u64 waker_cgid, struct cgrp_state *cs, u64 now)
+{
+	struct agentcg_task vt = {};
+	u64 best_v = 0;
+	s32 best_cpu = -1;
+	u32 cpu, zero = 0;
+
+	bpf_for(cpu, 0, nr_cpus) {
+		struct cpu_curr *cc = bpf_map_lookup_percpu_elem(&cpu_currs, &zero, cpu);
+		struct agentcg_preempt r;
+		struct cgrp_state *vs;
+		u64 cgid, v;
+
+		if (!cc)
+			continue;
+		cgid = cc->cgid;
+		if (!cgid || cgid == waker_cgid)
+			continue;
+		vs = bpf_map_lookup_elem(&cgrp_states, &cgid);
+		if (!vs)
+			continue;
+		vt.boosted = cc->boosted;
+		vt.started_at_ns = cc->started_at_ns;
+		r = agentcg_should_preempt(&cs->cg, &vs->cg, &vt, now, TUN);
+		if (r.verdict != AGENTCG_PREEMPT_NOW)
+			continue;
+		v = agentcg_eff_vtime(&vs->cg, now, TUN);
+		if (best_cpu < 0 || agentcg_before(best_v, v)) {
+			best_cpu = cpu;
+			best_v = v;
+		}
+	}
+	if (best_cpu >= 0) {
+		scx_bpf_kick_cpu(best_cpu, SCX_KICK_PREEMPT);
+		count_events(AGENTCG_EV(preemptions));
+	}
+}
+
 void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *t;
@@ -293,13 +361,15 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 	agentcg_task_enqueue(&t->at, &cs->cg, lag_ns());
 	scx_bpf_dsq_insert_vtime(p, t->cgid, agentcg_slice_ns(&cs->cg, now, TUN), t->at.vtime,
 				 enq_flags);
+	if (agentcg_has_boost(&cs->cg, now, TUN))
+		maybe_preempt(t->cgid, cs, now);
 }
 
 void BPF_STRUCT_OPS(agentcg_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct cgrp_state *best_cs = NULL;
 	u64 best = 0, best_v = 0, now;
-	u32 i;
+	u32 i, hw;
 
 	if (agentcg_mode == AGENTCG_MODE_FIFO)
 		return; /* SCX_DSQ_GLOBAL is consumed by the kernel */
@@ -308,7 +378,10 @@ void BPF_STRUCT_OPS(agentcg_dispatch, s32 cpu, struct task_struct *prev)
 		return;
 	}
 	now = bpf_ktime_get_ns();
-	bpf_for(i, 0, AGENTCG_MAX_CGRPS) {
+	hw = slots_hw;
+	if (hw > AGENTCG_MAX_CGRPS)
+		hw = AGENTCG_MAX_CGRPS;
+	bpf_for(i, 0, hw) {
 		u64 cgid = cgrp_slots[i & (AGENTCG_MAX_CGRPS - 1)];
 		struct cgrp_state *cs;
 		u64 v;
@@ -402,6 +475,8 @@ void BPF_STRUCT_OPS(agentcg_running, struct task_struct *p)
 	struct task_ctx *t;
 	struct cgrp_state *cs;
 	struct agentcg_cgrp_stat *st;
+	struct cpu_curr *cc;
+	u32 zero = 0;
 	u64 now, left;
 
 	if (agentcg_mode == AGENTCG_MODE_FIFO)
@@ -420,6 +495,12 @@ void BPF_STRUCT_OPS(agentcg_running, struct task_struct *p)
 		return;
 	agentcg_task_picked(&cs->cg, &t->at);
 	t->at.boosted = agentcg_has_boost(&cs->cg, now, TUN);
+	cc = bpf_map_lookup_elem(&cpu_currs, &zero);
+	if (cc) {
+		cc->cgid = t->cgid;
+		cc->started_at_ns = now;
+		cc->boosted = t->at.boosted;
+	}
 	/* cpu.max: never run past what the pool and this CPU's share still hold. */
 	if (agentcg_bw_limited(&cs->bw)) {
 		bool ok = agentcg_bw_acquire(&cs->bw, &cs->bw_local_ns, AGENTCG_BW_DEFAULT_SLICE_NS, now);
@@ -445,10 +526,14 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 	struct cgrp_state *cs;
 	struct agentcg_cgrp_stat *st;
 	u64 now, ran;
-	u32 pen, qshare;
+	u32 pen, qshare, zero = 0;
+	struct cpu_curr *cc;
 
 	if (agentcg_mode == AGENTCG_MODE_FIFO)
 		return;
+	cc = bpf_map_lookup_elem(&cpu_currs, &zero);
+	if (cc)
+		cc->cgid = 0;
 	t = task_ctx(p);
 	if (!t || !t->at.started_at_ns)
 		return;
@@ -584,6 +669,8 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(agentcg_cgroup_init, struct cgroup *cgrp,
 		bstat_inc(AGENTCG_BS_cgrp_overflow);
 		return 0; /* its tasks use the fallback queue */
 	}
+	if (slot + 1 > slots_hw)
+		slots_hw = slot + 1;
 	ret = create_dsq(cgid, -1);
 	if (ret) {
 		cgrp_slots[slot & (AGENTCG_MAX_CGRPS - 1)] = 0;

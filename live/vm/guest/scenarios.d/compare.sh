@@ -17,13 +17,16 @@
 
 # hist_pct FILE P: the P-th percentile (nearest rank) of a cyclictest
 # histogram file (lines "latency_us count_thread0 count_thread1 ...").
+# (busybox awk reads "000058" as octal-ish: leading zeros are stripped first)
 hist_pct() {
-	awk -v p="$2" '/^[0-9]/ { n = 0; for (i = 2; i <= NF; i++) n += $i; c[$1 + 0] = n; t += n; if ($1 + 0 > m) m = $1 + 0 }
+	awk -v p="$2" 'function num(s) { sub(/^0+/, "", s); return s + 0 }
+		/^[0-9]/ { n = 0; for (i = 2; i <= NF; i++) n += num($i); l = num($1); c[l] = n; t += n; if (l > m) m = l }
 		END { if (!t) { print -1; exit } r = int((p * t + 99) / 100); if (r < 1) r = 1; s = 0
 		      for (l = 0; l <= m; l++) { s += c[l]; if (s >= r) { print l; exit } } print m }' "$1"
 }
 # hist_overflow FILE: samples above the histogram's range
-hist_overflow() { awk '/^# Histogram Overflows:/ { for (i = 4; i <= NF; i++) n += $i } END { print n + 0 }' "$1"; }
+hist_overflow() { awk 'function num(s) { sub(/^0+/, "", s); return s + 0 }
+	/^# Histogram Overflows:/ { for (i = 4; i <= NF; i++) n += num($i) } END { print n + 0 }' "$1"; }
 
 # cyclictest_in CG SECONDS FILE: cyclictest in cgroup CG, histogram to FILE
 cyclictest_in() {
