@@ -332,30 +332,34 @@ def _durations(items: Sequence[str]) -> Dict[str, str]:
     return out
 
 
-def cmd_live(a: argparse.Namespace) -> int:
+def _live_command(what: str, run: Any) -> int:
+    """Runs a command that boots the VM; no VM here -> exit 77 with the reason."""
     from . import live
 
     try:
-        live.live_compare(a.out, build=a.build, traces=_split(a.traces), schedulers=_split(a.schedulers),
-                          durations=_durations(a.duration), mem_scale=a.mem_scale, bench_s=a.bench_seconds,
-                          overhead=not a.no_overhead, timeout_s=a.timeout, quiet=a.quiet)
+        run()
     except live.LiveSkip as e:
-        print(f"agentcg: live: cannot run here: {e}", file=sys.stderr)
+        print(f"agentcg: {what}: cannot run the live side here: {e}", file=sys.stderr)
         return EXIT_LIVE_SKIP
     return EXIT_OK
+
+
+def cmd_live(a: argparse.Namespace) -> int:
+    from . import live
+
+    return _live_command("live compare", lambda: live.live_compare(
+        a.out, build=a.build, traces=_split(a.traces), schedulers=_split(a.schedulers),
+        durations=_durations(a.duration), mem_scale=a.mem_scale, bench_s=a.bench_seconds,
+        overhead=not a.no_overhead, timeout_s=a.timeout, quiet=a.quiet))
 
 
 def cmd_fidelity(a: argparse.Namespace) -> int:
-    from . import fidelity, live
+    from . import fidelity
 
-    try:
-        fidelity.fidelity(a.traces, a.out, build=a.build, schedulers=_split(a.schedulers),
-                          duration=a.duration, mem_scale=a.mem_scale, seed=a.seed, profile=a.profile,
-                          live_dir=a.live_dir, timeout_s=a.timeout, quiet=a.quiet)
-    except live.LiveSkip as e:
-        print(f"agentcg: fidelity: cannot run the live side here: {e}", file=sys.stderr)
-        return EXIT_LIVE_SKIP
-    return EXIT_OK
+    return _live_command("fidelity", lambda: fidelity.fidelity(
+        a.traces, a.out, build=a.build, schedulers=_split(a.schedulers), duration=a.duration,
+        mem_scale=a.mem_scale, seed=a.seed, profile=a.profile, live_dir=a.live_dir,
+        timeout_s=a.timeout, quiet=a.quiet))
 
 
 def cmd_policies(a: argparse.Namespace) -> int:

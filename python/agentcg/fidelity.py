@@ -171,16 +171,6 @@ def residual_targets(sim: Mapping[str, Any], real: Mapping[str, Any], name: str)
     return out
 
 
-def _cell(v: Any, unit: str) -> str:
-    if v is None:
-        return "-"
-    if unit == "ms":
-        return f"{v / 1e6:.3f}"
-    if unit == "share":
-        return f"{v:.3f}"
-    return str(v)
-
-
 def _err(r: Mapping[str, Any]) -> str:
     if r.get("error_pct") is not None:
         return f"{r['error_pct']:+.1f} %"
@@ -196,8 +186,9 @@ def format_table(before: Mapping[str, List[Dict[str, Any]]], after: Mapping[str,
         arows = {r["metric"]: r for r in after.get(key, [])}
         for r in rows:
             a = arows.get(r["metric"], {})
-            lines.append(f"| {key} | {r['metric']} ({r['unit']}) | {_cell(r['live'], r['unit'])} | "
-                         f"{_cell(r['sim'], r['unit'])} | {_err(r)} | {_cell(a.get('sim'), r['unit'])} | "
+            cell = live.format_cell
+            lines.append(f"| {key} | {r['metric']} ({r['unit']}) | {cell(r['live'], r['unit'])} | "
+                         f"{cell(r['sim'], r['unit'])} | {_err(r)} | {cell(a.get('sim'), r['unit'])} | "
                          f"{_err(a) if a else '-'} |")
     return "\n".join(lines) + "\n"
 

@@ -202,7 +202,8 @@ def compare_rows(summary: Mapping[str, Any], schedulers: Sequence[str]) -> List[
     return rows
 
 
-def _cell(v: Any, unit: str) -> str:
+def format_cell(v: Any, unit: str) -> str:
+    """A table cell: ns shown as ms, shares with 3 decimals, '-' for none."""
     if v is None:
         return "-"
     if unit == "ms":
@@ -219,11 +220,11 @@ def format_rows(rows: Sequence[Tuple[str, str, List[Any]]], schedulers: Sequence
     body = []
     for name, unit, vals in rows:
         base = vals[0]
-        cells = [name, unit, _cell(base, unit)]
+        cells = [name, unit, format_cell(base, unit)]
         for v in vals[1:]:
             ratio = (f" ({v / base:.2f})" if isinstance(v, (int, float)) and isinstance(base, (int, float))
                      and base else "")
-            cells.append(_cell(v, unit) + ratio)
+            cells.append(format_cell(v, unit) + ratio)
         body.append(cells)
     w = [max(len(r[i]) for r in [head] + body) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w[i]) if i < 2 else c.rjust(w[i]) for i, c in enumerate(r)) for r in [head] + body]

@@ -65,7 +65,7 @@ def test_missing_live_binaries_is_a_clear_skip(tmp_path: Path) -> None:
     with pytest.raises(live.LiveSkip, match="agentcgroupd is not built"):
         live.build_dir(str(tmp_path))
     r = run_cli(["live", "compare", "--build", str(tmp_path), "--out", str(tmp_path / "o")])
-    assert r.returncode == 77 and "cannot run here" in r.stderr
+    assert r.returncode == 77 and "cannot run the live side here" in r.stderr
 
 
 def test_prepare_trace_scales_memory_and_limits_duration(tmp_path: Path) -> None:

@@ -28,34 +28,29 @@ hist_pct() {
 hist_overflow() { awk 'function num(s) { sub(/^0+/, "", s); return s + 0 }
 	/^# Histogram Overflows:/ { for (i = 4; i <= NF; i++) n += num($i) } END { print n + 0 }' "$1"; }
 
-# cyclictest_in CG SECONDS FILE: cyclictest in cgroup CG, histogram to FILE
-cyclictest_in() {
-	sh -c "echo \$\$ > $CG/$1/cgroup.procs && exec cyclictest -q -m -t 2 -i 1000 -D $2 -h 20000 --histfile=$3" > /dev/null 2>&1
+# cyclictest_next_to OUT LABEL SECONDS LOAD_CG LOAD_CMD...: cyclictest in
+# cgroup victim for SECONDS while LOAD_CMD runs in the sibling cgroup LOAD_CG
+# (started 1 s before); appends cyclictest_LABEL_{p50_us,p99_us,overflows}.
+cyclictest_next_to() {
+	o=$1 label=$2 secs=$3 lcg=$4; shift 4
+	(
+		sh -c "echo \$\$ > $CG/$lcg/cgroup.procs && exec $*" > /dev/null 2>&1 &
+		sleep 1
+		sh -c "echo \$\$ > $CG/victim/cgroup.procs && exec cyclictest -q -m -t 2 -i 1000 -D $secs -h 20000 --histfile=/tmp/ct-$label.hist" > /dev/null 2>&1
+		wait
+	)
+	echo "cyclictest_${label}_p50_us $(hist_pct /tmp/ct-$label.hist 50)" >> $o/bench.txt
+	echo "cyclictest_${label}_p99_us $(hist_pct /tmp/ct-$label.hist 99)" >> $o/bench.txt
+	echo "cyclictest_${label}_overflows $(hist_overflow /tmp/ct-$label.hist)" >> $o/bench.txt
 }
 
 compare_bench() { # out_dir
 	o=$1 b=${COMPARE_BENCH_S:-8}
 	mkcg bench 100; mkcg batch 100; mkcg storm 100; mkcg victim 100
-	# cyclictest under CPU load: 2 CPU hogs per CPU in a sibling cgroup
-	(
-		inc batch stress-ng --cpu 4 --timeout $((b + 2))s
-		sleep 1
-		cyclictest_in victim $b /tmp/ct-load.hist
-		wait
-	)
-	echo "cyclictest_load_p50_us $(hist_pct /tmp/ct-load.hist 50)" >> $o/bench.txt
-	echo "cyclictest_load_p99_us $(hist_pct /tmp/ct-load.hist 99)" >> $o/bench.txt
-	echo "cyclictest_load_overflows $(hist_overflow /tmp/ct-load.hist)" >> $o/bench.txt
-	# cyclictest next to a fork storm; the storm's fork rate is its throughput
-	(
-		sh -c "echo \$\$ > $CG/storm/cgroup.procs && exec stress-ng --fork 4 --timeout $((b + 2))s --metrics-brief --yaml /tmp/storm.yaml" > /dev/null 2>&1 &
-		sleep 1
-		cyclictest_in victim $b /tmp/ct-storm.hist
-		wait
-	)
-	echo "cyclictest_storm_p50_us $(hist_pct /tmp/ct-storm.hist 50)" >> $o/bench.txt
-	echo "cyclictest_storm_p99_us $(hist_pct /tmp/ct-storm.hist 99)" >> $o/bench.txt
-	echo "cyclictest_storm_overflows $(hist_overflow /tmp/ct-storm.hist)" >> $o/bench.txt
+	# under CPU load: 2 CPU hogs per CPU
+	cyclictest_next_to $o load $b batch stress-ng --cpu 4 --timeout $((b + 2))s
+	# next to a fork storm; the storm's fork rate is its throughput
+	cyclictest_next_to $o storm $b storm stress-ng --fork 4 --timeout $((b + 2))s --metrics-brief --yaml /tmp/storm.yaml
 	echo "storm_forks_per_s $(awk '/bogo-ops-per-second-real-time:/ { print $2; exit }' /tmp/storm.yaml 2>/dev/null)" >> $o/bench.txt
 	# hackbench: messaging throughput (run time of a fixed amount of work)
 	t0=$(now_us)
