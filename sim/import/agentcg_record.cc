@@ -24,7 +24,10 @@
 // - memory: each cgroup's memory.current sample is given as a `mem` op to
 //   the oldest imported process alive in that cgroup at the sample's time
 //   (the others hold 0), so the sum over a cgroup's processes follows
-//   memory.current. What memory.current charges (page cache, kernel memory)
+//   memory.current. The op goes where the sample falls in the process's
+//   recorded lifetime, mapped proportionally onto its ops (which leave out
+//   the time it waited runnable, so a contended process's ops are shorter
+//   than its life). What memory.current charges (page cache, kernel memory)
 //   is not split per process; samples of a cgroup with no imported process
 //   alive are counted as not represented;
 // - machine.cpus from meta.json (`--cpus` overrides).
@@ -289,7 +292,8 @@ class RecordImporter {
 
   struct Info {
     std::uint64_t start = 0;
-    std::uint64_t end = 0;
+    std::uint64_t end = 0;     // exit, or the recording's end
+    std::uint64_t ops_ns = 0;  // sum of the timed ops
     std::string cgroup = "/";
     bool kthread = false;
     bool keep = true;
@@ -299,19 +303,21 @@ class RecordImporter {
   void assemble(trace::Trace& t, const FtraceDetail& detail) {
     std::vector<trace::ProcessSpec>& procs = t.processes;
     std::map<std::int64_t, Info> info;  // by trace pid
-    std::map<std::int64_t, std::uint64_t> fork_time;  // child pid -> fork time
-    // Start and end times from the ops (no contention: the recording's times).
+    // Recorded lifetimes (wall clock, trace time) and the ops' own duration
+    // (shorter when the process waited runnable: waits are not ops).
     for (const trace::ProcessSpec& p : procs) {
       Info& in = info[p.pid];
       in.parent = p.parent;
-      in.start = p.start_ns ? *p.start_ns : fork_time[p.pid];
-      std::uint64_t cur = in.start;
-      for (const trace::Op& op : p.ops) {
+      for (const trace::Op& op : p.ops)
         if (op.kind == trace::OpKind::kRun || op.kind == trace::OpKind::kSleep || op.kind == trace::OpKind::kIo)
-          cur += op.ns.a;
-        if (op.kind == trace::OpKind::kFork) fork_time[op.pid] = cur;
+          in.ops_ns += op.ns.a;
+      if (auto l = detail.lifetime.find(p.pid); l != detail.lifetime.end()) {
+        in.start = l->second.first;
+        in.end = std::max(l->second.first, l->second.second);
+      } else {
+        in.start = p.start_ns.value_or(0);
+        in.end = in.start + in.ops_ns;
       }
-      in.end = cur;
     }
     // Cgroups and kernel threads (creation order: parents first).
     std::uint64_t moved = 0, unsampled = 0;
@@ -446,7 +452,15 @@ class RecordImporter {
           if (it != by_cgroup.end()) ++orphan;
           continue;
         }
-        samples[*holder].emplace_back(t, bytes);
+        // Wall time -> position along the ops, proportionally over the
+        // lifetime (the ops leave out runnable waits).
+        const Info& hi = info[procs[*holder].pid];
+        const std::uint64_t span = hi.end - hi.start;
+        const std::uint64_t at =
+            span == 0 ? 0
+                      : static_cast<std::uint64_t>(static_cast<double>(t - hi.start) / static_cast<double>(span) *
+                                                   static_cast<double>(hi.ops_ns));
+        samples[*holder].emplace_back(at, bytes);
         ++placed;
       }
     }
@@ -454,10 +468,11 @@ class RecordImporter {
       report_.note_unrepresented("memory.current samples with no imported process alive in the cgroup", orphan);
     report_.counters["memory samples as mem ops"] = placed;
     for (std::size_t i = 0; i < procs.size(); ++i)
-      if (!samples[i].empty()) insert_mem(procs[i], info[procs[i].pid].start, samples[i]);
+      if (!samples[i].empty()) insert_mem(procs[i], 0, samples[i]);
   }
 
-  // Inserts mem ops at their times, splitting the timed op that spans one.
+  // Inserts mem ops at their positions (ns of timed ops from `start`),
+  // splitting the timed op that spans one.
   static void insert_mem(trace::ProcessSpec& p, std::uint64_t start,
                          const std::vector<std::pair<std::uint64_t, std::uint64_t>>& samples) {
     std::vector<trace::Op> out;

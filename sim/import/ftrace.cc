@@ -263,7 +263,10 @@ class FtraceImporter {
     add_cgroup_chain(r.trace, opts_.cgroup);
     if (detail_ != nullptr) {
       detail_->t0_ns = t0_;
-      for (const ProcessTable::Entry& e : table_.entries()) detail_->recorded_tid[e.spec->pid] = e.recorded_pid;
+      for (const ProcessTable::Entry& e : table_.entries()) {
+        detail_->recorded_tid[e.spec->pid] = e.recorded_pid;
+        if (!e.builder.exited()) detail_->lifetime[e.spec->pid].second = end;  // alive at the end
+      }
     }
     r.trace.processes = table_.take();
     r.trace.duration_ns.reset();
@@ -293,6 +296,7 @@ class FtraceImporter {
   ProcessTable::Entry& task_entry(std::int64_t pid, std::string_view comm, std::uint64_t t) {
     if (ProcessTable::Entry* e = table_.find(pid)) return *e;
     ProcessTable::Entry& e = table_.create(pid, std::string(comm), opts_.cgroup, t);
+    if (detail_ != nullptr) detail_->lifetime[e.spec->pid] = {t, t};
     e.spec->start_ns = t;
     tasks_[pid] = Task{};
     report_.note_unrepresented("tasks present before their first event (earlier CPU unknown)");
@@ -365,6 +369,7 @@ class FtraceImporter {
       account_run(parent, ptask, t);
       if (table_.find(*cpid) != nullptr) table_.retire(*cpid);  // pid reused after exit
       ProcessTable::Entry& child = table_.create(*cpid, std::string(child_comm), opts_.cgroup, t);
+      if (detail_ != nullptr) detail_->lifetime[child.spec->pid] = {t, t};
       // The parent entry reference stays valid: the table is a deque.
       parent.builder.fork(child.spec->pid);
       child.spec->parent = parent.spec->pid;
@@ -392,6 +397,7 @@ class FtraceImporter {
       ProcessTable::Entry& e = task_entry(*pid, get(kvs, "comm").value_or(""), t);
       Task& task = tasks_[*pid];
       account_run(e, task, t);
+      if (detail_ != nullptr && !e.builder.exited()) detail_->lifetime[e.spec->pid].second = t;
       e.builder.exit();
       task.state = TaskState::kDead;
       return true;
@@ -452,6 +458,7 @@ class FtraceImporter {
             task.sleep_kind = *out == SwitchOut::kIo ? trace::OpKind::kIo : trace::OpKind::kSleep;
             break;
           case SwitchOut::kDead:
+            if (detail_ != nullptr && !e.builder.exited()) detail_->lifetime[e.spec->pid].second = t;
             e.builder.exit();
             task.state = TaskState::kDead;
             break;

@@ -100,6 +100,9 @@ struct FtraceDetail {
   std::optional<std::uint64_t> t0_ns;                 // recording timestamp of trace time 0
   std::map<std::int64_t, std::int64_t> recorded_tid;  // trace pid -> recorded tid
   std::vector<std::pair<std::int64_t, std::uint64_t>> wakeups;  // (trace pid, latency ns), input order
+  // trace pid -> (first event, exit or the recording's last event), trace
+  // time: the recorded lifetime, which the ops (no runnable waits) may not span.
+  std::map<std::int64_t, std::pair<std::uint64_t, std::uint64_t>> lifetime;
 };
 
 // ftrace: trace-cmd report / tracefs `trace` text / perf script text.

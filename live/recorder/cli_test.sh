@@ -1,0 +1,34 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# CTest case recorder_cli: agentcg-record's argument checking and its clear
+# failures where it cannot record (no root, no cgroup v2 / tracefs). Needs
+# neither root nor tracefs; recording itself is tested in the VM (record.sh).
+# Usage: cli_test.sh PATH/TO/agentcg-record
+rec=$1
+fail() { echo "FAIL: $*"; exit 1; }
+expect() { # want_rc description args...
+	want=$1; what=$2; shift 2
+	out=$("$rec" "$@" 2>&1); rc=$?
+	[ $rc -eq $want ] || fail "$what: exit $rc, expected $want: $out"
+	echo "ok: $what (exit $rc): $(echo "$out" | head -1)"
+}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+expect 2 "no arguments"
+expect 2 "unknown option" --bogus -o "$tmp/r" --duration 1s
+expect 2 "bad duration" -o "$tmp/r" --duration 1x
+expect 2 "bad interval" -o "$tmp/r" --interval-ms 0 --duration 1s
+expect 2 "duration and command" -o "$tmp/r" --duration 1s -- true
+expect 2 "neither duration nor command" -o "$tmp/r"
+expect 2 "empty command" -o "$tmp/r" --
+expect 0 "help" --help
+if [ "$(id -u)" != 0 ]; then
+	expect 1 "not root" -o "$tmp/r" --duration 1s
+else
+	# Root without a cgroup v2 hierarchy at the given root: a clear error.
+	expect 1 "no cgroup v2 mount" -o "$tmp/r" --cgroup-root "$tmp/nocg" --duration 1s
+fi
+# Nothing recorded into a tracing instance may be left behind.
+for d in /sys/kernel/tracing/instances /sys/kernel/debug/tracing/instances; do
+	ls -d "$d"/agentcg-record-* 2>/dev/null | grep -q . && fail "a tracing instance was left in $d"
+done
+echo "PASS"
