@@ -41,7 +41,7 @@ from . import live
 SIM_POLICY = {"eevdf": "cfs", "flatcg": "flatcg", "agentcg": "agentcg"}
 DEFAULT_CONTEXT_SWITCH_NS = 2000
 DEFAULT_WAKEUP_OVERHEAD_NS = 1000
-CALIBRATION_ROUNDS = 8
+CALIBRATION_ROUNDS = 15
 _UNITS = {"ns": 1, "us": 1000, "ms": 1000000, "s": 1000000000}
 
 
@@ -138,6 +138,17 @@ def side_by_side(sim: Mapping[str, Any], real: Mapping[str, Any]) -> List[Dict[s
             continue
         rows.append({"metric": f"CPU share {cg}", "unit": "share", "sim": s, "live": r,
                      "error_abs": s - r})
+    # the split of the CPU the trace's cgroups got (each leaf's part of their
+    # sum): how the scheduler divided it, apart from what the live machine
+    # spent outside them (the player's supervisor, daemons, emulation)
+    leaves = [cg for cg in leaf_cgroups(real) if cg in sim.get("cgroups", {})]
+    tot_s = sum(sim["cgroups"][cg].get("cpu_share") or 0 for cg in leaves)
+    tot_r = sum(real["cgroups"][cg].get("cpu_share") or 0 for cg in leaves)
+    if len(leaves) > 1 and tot_s > 0 and tot_r > 0:
+        for cg in leaves:
+            s = (sim["cgroups"][cg].get("cpu_share") or 0) / tot_s
+            r = (real["cgroups"][cg].get("cpu_share") or 0) / tot_r
+            rows.append({"metric": f"CPU split {cg}", "unit": "share", "sim": s, "live": r, "error_abs": s - r})
     lat("tool_call_latency_ns", "tool-call latency")
     s, r = sim.get("context_switches"), real.get("context_switches")
     rows.append({"metric": "context switches", "unit": "count", "sim": s, "live": r, "error_pct": _pct_err(s, r)})
@@ -145,13 +156,17 @@ def side_by_side(sim: Mapping[str, Any], real: Mapping[str, Any]) -> List[Dict[s
 
 
 def error_summary(rows: Sequence[Dict[str, Any]]) -> Dict[str, Optional[float]]:
-    """The goal's figures: worst |error| of p99 wakeup (%) and of shares (points)."""
+    """The goal's figures: worst |error| of the wakeup p50/p99 (%), of the
+    CPU shares of the machine and of the split among the trace's cgroups
+    (fractions)."""
     p99 = [abs(r["error_pct"]) for r in rows if r["metric"] == "wakeup latency p99" and r.get("error_pct") is not None]
     p50 = [abs(r["error_pct"]) for r in rows if r["metric"] == "wakeup latency p50" and r.get("error_pct") is not None]
     sh = [abs(r["error_abs"]) for r in rows if r["metric"].startswith("CPU share") and r.get("error_abs") is not None]
+    sp = [abs(r["error_abs"]) for r in rows if r["metric"].startswith("CPU split") and r.get("error_abs") is not None]
     return {"wakeup_p50_max_err_pct": max(p50) if p50 else None,
             "wakeup_p99_max_err_pct": max(p99) if p99 else None,
-            "share_max_err_abs": max(sh) if sh else None}
+            "share_max_err_abs": max(sh) if sh else None,
+            "split_max_err_abs": max(sp) if sp else None}
 
 
 def residual_targets(sim: Mapping[str, Any], real: Mapping[str, Any], name: str) -> List[Tuple[str, float, float]]:
@@ -203,8 +218,13 @@ def _simulate(trace: Path, policy: str, seed: int, config_path: Optional[Path],
     return dict(json.loads(run(str(trace), policy=policy, seed=seed, config=cfg).text))
 
 
-# The fitted parameters: (config key, lower bound, upper bound, finite-difference step).
-PARAMS = (("wakeup_overhead_ns", 0.0, 1e6, 2000.0), ("speed_pct", 5.0, 1000.0, 5.0))
+# The fitted parameters: (config key, lower bound, upper bound), searched in
+# log space: latencies span microseconds to milliseconds and the residuals
+# are log-ratios, so equal relative steps are the natural scale.
+PARAMS = (("wakeup_overhead_ns", 100.0, 1e6), ("speed_pct", 5.0, 1000.0))
+MAX_LOG_STEP = 1.0
+SCAN_POINTS = 25  # wakeup costs tried before the refinement, log-spaced over 100 ns .. 1 ms
+FD_STEP = 0.1  # finite-difference step in log space (10 %): latencies are step functions of the costs
 
 
 def _log_residuals(pairs: Sequence[Tuple[str, float, float]]) -> List[float]:
@@ -213,66 +233,87 @@ def _log_residuals(pairs: Sequence[Tuple[str, float, float]]) -> List[float]:
 
 def calibrate(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[str, Any]], cpus: int,
               rounds: int = CALIBRATION_ROUNDS) -> Tuple[Dict[str, int], List[Dict[str, Any]]]:
-    """Gauss-Newton on the log-ratios live/sim of residual_targets(), the
-    Jacobian by finite differences (one extra simulation per parameter and
-    key), each step a linear least-squares solve in Eigen
-    (_core.least_squares); a step that does not lower the squared error is
-    halved (at most 4 times). SIMULATE(key, machine) -> results dict.
-    Returns the machine and the per-round history."""
+    """Gauss-Newton on the log-ratios live/sim of residual_targets() over the
+    logarithms of the parameters, the Jacobian by finite differences (one
+    extra simulation per parameter and key), each step a linear
+    least-squares solve in Eigen (_core.least_squares); a step that does not
+    lower the squared error is halved (at most 4 times), and no step
+    moves a parameter by more than a factor e. The objective is not convex
+    (latency percentiles jump as queues form), so the search starts from
+    the best of SCAN_POINTS wakeup costs.
+    SIMULATE(key, machine) -> results dict. Returns the machine and the
+    per-round history."""
+    # the simulator's defaults first (the "before"), then a coarse scan of
+    # the wakeup cost picks the basin the Gauss-Newton steps refine
+    m0, hist = _gauss_newton(simulate, keys, real, cpus, 0, float(DEFAULT_WAKEUP_OVERHEAD_NS))
+    scan = []
+    for i in range(SCAN_POINTS):
+        w = 100.0 * (1e6 / 100.0) ** (i / (SCAN_POINTS - 1))  # 100 ns .. 1 ms, log-spaced
+        scan.append((_gauss_newton(simulate, keys, real, cpus, 0, w)[1][0]["sq_log_error"], w))
+    start = min(scan)[1]
+    m, refined = _gauss_newton(simulate, keys, real, cpus, rounds, start)
+    if refined[-1]["sq_log_error"] >= hist[0]["sq_log_error"]:
+        return m0, hist  # nothing beats the defaults
+    return m, hist + refined
+
+
+def _gauss_newton(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[str, Any]], cpus: int,
+                  rounds: int, start_wakeup_ns: float) -> Tuple[Dict[str, int], List[Dict[str, Any]]]:
     from . import _core
 
-    theta = {"wakeup_overhead_ns": float(DEFAULT_WAKEUP_OVERHEAD_NS), "speed_pct": 100.0}
+    u = {"wakeup_overhead_ns": math.log(start_wakeup_ns), "speed_pct": math.log(100.0)}
 
     def machine(t: Mapping[str, float]) -> Dict[str, int]:
         return {"cpus": cpus, "context_switch_ns": DEFAULT_CONTEXT_SWITCH_NS,
-                "wakeup_overhead_ns": int(round(t["wakeup_overhead_ns"])), "speed_pct": int(round(t["speed_pct"]))}
+                "wakeup_overhead_ns": int(round(math.exp(t["wakeup_overhead_ns"]))),
+                "speed_pct": int(round(math.exp(t["speed_pct"])))}
 
-    def evaluate(t: Mapping[str, float]) -> List[Tuple[str, float, float]]:
+    def evaluate(t: Mapping[str, float]) -> List[float]:
         m = machine(t)
-        return [x for k in keys for x in residual_targets(simulate(k, m), real[k], k)]
+        return _log_residuals([x for k in keys for x in residual_targets(simulate(k, m), real[k], k)])
 
     history: List[Dict[str, Any]] = []
-    pairs = evaluate(theta)
+    pairs = [x for k in keys for x in residual_targets(simulate(k, machine(u)), real[k], k)]
     res = _log_residuals(pairs)
     err = sum(x * x for x in res)
-    history.append({"machine": machine(theta), "sq_log_error": err})
+    history.append({"machine": machine(u), "sq_log_error": err})
     # the speed only moves tool-call latency (CPU work), so it is fitted only with tool calls
     has_tools = any(n.endswith(":tool_call_p50") for n, _, _ in pairs)
     free = [p for p in PARAMS if p[0] != "speed_pct" or has_tools]
     for _ in range(rounds):
         cols = []
-        for name, lo, hi, h in free:
-            t2 = dict(theta)
-            h = max(h, 0.1 * theta[name])  # latencies are step functions of the costs: a wide difference
-            t2[name] = theta[name] + h if theta[name] + h <= hi else theta[name] - h
-            step = t2[name] - theta[name]
-            r2 = _log_residuals(evaluate(t2))
-            # d(log sim)/d(theta) = -(d residual)/d(theta)
+        for name, lo, hi in free:
+            t2 = dict(u)
+            step = FD_STEP if u[name] + FD_STEP <= math.log(hi) else -FD_STEP
+            t2[name] = u[name] + step
+            r2 = evaluate(t2)
+            # d(log sim)/du = -(d residual)/du
             cols.append([-(b2 - b1) / step for b1, b2 in zip(res, r2)])
         jac = [[cols[j][i] for j in range(len(free))] for i in range(len(res))]
         try:
             delta = _core.least_squares(jac, res)
         except ValueError:
             break  # a parameter the measurements do not move: stop where we are
-        scale = 1.0
+        # trust region: at most a factor e per parameter and round (the
+        # objective is not smooth, and a long step lands in another basin)
+        scale = min(1.0, MAX_LOG_STEP / max(abs(d) for d in delta)) if any(delta) else 1.0
         for _ in range(5):
-            t_new = {k: v for k, v in theta.items()}
-            for (name, lo, hi, _h), d in zip(free, delta):
-                t_new[name] = min(hi, max(lo, theta[name] + scale * d))
-            new_pairs = evaluate(t_new)
-            new_res = _log_residuals(new_pairs)
+            t_new = dict(u)
+            for (name, lo, hi), d in zip(free, delta):
+                t_new[name] = min(math.log(hi), max(math.log(lo), u[name] + scale * d))
+            new_res = evaluate(t_new)
             new_err = sum(x * x for x in new_res)
             if new_err < err:
                 break
             scale /= 2
         else:
             break  # no descent: converged as far as these measurements allow
-        settled = all(abs(t_new[n] - theta[n]) <= max(1.0, 0.01 * abs(theta[n])) for n, *_ in free)
-        theta, res, err = t_new, new_res, new_err
-        history.append({"machine": machine(theta), "sq_log_error": err})
+        settled = all(abs(t_new[n] - u[n]) <= 0.01 for n, *_ in free)
+        u, res, err = t_new, new_res, new_err
+        history.append({"machine": machine(u), "sq_log_error": err})
         if settled:
             break
-    return machine(theta), history
+    return machine(u), history
 
 
 def write_profile(path: Path, m: Mapping[str, int], history: Sequence[Mapping[str, Any]], n_targets: int) -> None:
@@ -376,11 +417,12 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
     if not quiet:
         print(table, end="")
         eb, ea = report["error_before"], report["error_after"] or {}
-        print(f"worst error before calibration: wakeup p99 {_fmt(eb['wakeup_p99_max_err_pct'])} %, "
-              f"CPU share {_fmt(eb['share_max_err_abs'], 100)} points")
-        if after:
-            print(f"worst error after calibration:  wakeup p99 {_fmt(ea.get('wakeup_p99_max_err_pct'))} %, "
-                  f"CPU share {_fmt(ea.get('share_max_err_abs'), 100)} points (profile {prof})")
+        for label, e in (("before calibration", eb), ("after calibration ", ea)):
+            if e:
+                print(f"worst error {label}: wakeup p50 {_fmt(e['wakeup_p50_max_err_pct'])} %, p99 "
+                      f"{_fmt(e['wakeup_p99_max_err_pct'])} %; CPU share {_fmt(e['share_max_err_abs'], 100)} "
+                      f"points, split {_fmt(e['split_max_err_abs'], 100)} points")
+        print(f"machine profile: {prof}")
         for n in notes:
             print(f"note: {n}", file=sys.stderr)
         print(f"fidelity: {dest}/fidelity.md, fidelity.json, sim/, sim-calibrated/, live/")
