@@ -8,12 +8,14 @@
 # the trace is within 15 % of the cgroups' cpu.stat usage_usec growth, the
 # recording has wakeup latencies, and the recorder removed its tracing
 # instance. About 10 s of guest time. The recording and the trace are
-# copied to /out/record/.
-# results: record
+# copied to /out/record/. record_signal: a --duration recording stopped by
+# SIGTERM after 1 s exits 143, completes meta.json and leaves no tracing
+# instance behind.
+# results: record record_signal
 
 s_record() {
-	command -v agentcg-record > /dev/null || { result record FAIL "agentcg-record not in the initramfs (build the agentcg-record target)"; return; }
-	command -v agentcg-sim > /dev/null || { result record FAIL "agentcg-sim not in the initramfs (build the agentcg-sim target)"; return; }
+	command -v agentcg-record > /dev/null || { result record FAIL "agentcg-record not in the initramfs (build the agentcg-record target)"; result record_signal FAIL "no agentcg-record"; return; }
+	command -v agentcg-sim > /dev/null || { result record FAIL "agentcg-sim not in the initramfs (build the agentcg-sim target)"; result record_signal FAIL "no agentcg-sim"; return; }
 	R=/tmp/record
 	rm -rf $R
 	mkcg rec-a 100; mkcg rec-b 300; mkcg rec-s 100
@@ -68,5 +70,20 @@ s_record() {
 		result record FAIL "rc=$rrc import=$irc validate=$vrc instances_left=$inst spinners a=$na b=$nb demand=${dem}us usage=${use}us err=$err wakeups=${wk:-0} malformed=${bad:-0}"
 		cat /tmp/rec-validate.log
 	fi
+	# SIGTERM during a --duration recording: clean stop.
+	rm -rf /tmp/record-sig
+	agentcg-record -o /tmp/record-sig --duration 60s > /tmp/rec-sig.log 2>&1 &
+	rp=$!
+	sleep 1
+	kill -TERM $rp
+	wait $rp
+	trc=$?
+	left=$(ls -d /sys/kernel/tracing/instances/agentcg-record-* /sys/kernel/debug/tracing/instances/agentcg-record-* 2>/dev/null | wc -l)
+	grep -q '"complete": true' /tmp/record-sig/meta.json 2>/dev/null && comp=1 || comp=0
+	lines=$(wc -l < /tmp/record-sig/ftrace.txt 2>/dev/null)
+	data record_signal rc=$trc instances_left=$left meta_complete=$comp ftrace_lines=${lines:-0}
+	[ $trc -eq 143 ] && [ "$left" = 0 ] && [ $comp = 1 ] && [ "${lines:-0}" -gt 0 ] &&
+		result record_signal PASS "SIGTERM after 1 s: exit 143, meta.json complete, ${lines} event lines, no tracing instance left" ||
+		{ result record_signal FAIL "rc=$trc instances_left=$left meta_complete=$comp lines=${lines:-0}"; cat /tmp/rec-sig.log; }
 }
 DEFAULT_SCENARIOS="$DEFAULT_SCENARIOS,record"
