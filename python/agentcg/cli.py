@@ -378,9 +378,10 @@ TRACE_HELP = {
     "validate": "trace validate FILE...\n"
                 "  Checks trace files; prints 'FILE: valid (N processes, M cgroups)' or the error\n"
                 "  'FILE:LINE: POINTER: what, expected ...' (exit 1).\n",
-    "import": "trace import --from FORMAT INPUT -o OUT [--strict]\n"
-              "  Converts a recording (agentcgroup-ebpf, agentcgroup-task, ftrace, gpu-csv) into a trace.\n",
-    "stats": "trace stats FILE [--from FORMAT] [--json]\n"
+    "import": "trace import --from FORMAT INPUT -o OUT [--strict] [--only-cgroup PATH]\n"
+              "  Converts a recording (agentcgroup-ebpf, agentcgroup-task, ftrace, perf, agentcg-record,\n"
+              "  gpu-csv) into a trace; --only-cgroup keeps one cgroup subtree of an agentcg-record folder.\n",
+    "stats": "trace stats FILE [--from FORMAT] [--only-cgroup PATH] [--json]\n"
              "  Summarises a trace or recording (tasks, forks/s, CPU demand, memory, wakeup latency).\n",
     "merge": "trace merge A B ... [--stagger 5s] -o OUT\n"
               "  Packs several traces onto one machine, each in its own cgroup, starts staggered.\n",
