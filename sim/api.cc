@@ -21,6 +21,7 @@ namespace {
 
 std::unique_ptr<SchedClass> make_class(const std::string& policy, const config::Config& cfg) {
   if (policy == "cfs") return make_cfs_class(cfg.cfs);
+  if (policy == "eevdf") return make_eevdf_class(cfg.cfs);
   if (policy == "fifo") return make_fifo_class();
 #ifdef AGENTCG_HAVE_SCX
   if (auto c = make_scx_class(policy, cfg.scheduler)) return c;
@@ -60,9 +61,9 @@ nlohmann::json config_json(const config::Config& c) {
 
 std::vector<std::string> cpu_policies() {
 #ifdef AGENTCG_HAVE_SCX
-  return {"cfs", "fifo", "flatcg", "agentcg"};
+  return {"cfs", "eevdf", "fifo", "flatcg", "agentcg"};
 #else
-  return {"cfs", "fifo"};
+  return {"cfs", "eevdf", "fifo"};
 #endif
 }
 

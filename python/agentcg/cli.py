@@ -555,7 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     fi = sub.add_parser("fidelity", help="simulated vs live side by side, with a calibrated machine profile",
                         description="Runs each TRACE in the simulator and live (agentcg-player in the VM, "
-                        "one boot) under the default scheduler (sim: cfs, live: eevdf) and agentcg; prints "
+                        "one boot) under the default scheduler (live: EEVDF, sim: eevdf) and agentcg; prints "
                         "wakeup latency p50/p99, per-cgroup CPU share, tool-call latency and context "
                         "switches with the error in %%; fits the simulator's machine parameters to the live "
                         "measurements by least squares, writes the machine profile and reports the error "

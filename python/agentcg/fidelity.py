@@ -4,7 +4,8 @@
 Each trace is prepared once (run length and memory scale fixed in a copy,
 so both sides play exactly the same workload), run live by agentcg-player in
 one VM boot under the kernel's default scheduler and agentcg
-(live.run_vm), and simulated under the matching policy (eevdf -> cfs) on a
+(live.run_vm), and simulated under the matching policy (the eevdf model for
+the kernel's EEVDF) on a
 machine with the VM's CPU count. The report puts side by side, per trace and
 scheduler: wakeup latency p50 and p99, each leaf cgroup's CPU share,
 tool-call latency and context switches, with the error in %.
@@ -38,7 +39,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ._errors import AgentcgError
 from . import live
 
-SIM_POLICY = {"eevdf": "cfs", "flatcg": "flatcg", "agentcg": "agentcg"}
+SIM_POLICY = {"eevdf": "eevdf", "flatcg": "flatcg", "agentcg": "agentcg"}
 DEFAULT_CONTEXT_SWITCH_NS = 2000
 DEFAULT_WAKEUP_OVERHEAD_NS = 1000
 CALIBRATION_ROUNDS = 15

@@ -24,8 +24,8 @@ std::uint64_t ilog2(std::uint64_t v) {
 
 class CfsClass final : public SchedClass {
  public:
-  explicit CfsClass(const config::CfsConfig& cfg) : cfg_(cfg) {}
-  std::string_view name() const override { return "cfs"; }
+  CfsClass(const config::CfsConfig& cfg, bool eevdf) : cfg_(cfg), eevdf_(eevdf) {}
+  std::string_view name() const override { return eevdf_ ? "eevdf" : "cfs"; }
 
   void init(SchedContext& ctx) override {
     ctx_ = &ctx;
@@ -35,6 +35,9 @@ class CfsClass final : public SchedClass {
     latency_ns_ = cfg_.latency_ns ? cfg_.latency_ns : 6000000 * factor;
     min_gran_ns_ = cfg_.min_granularity_ns ? cfg_.min_granularity_ns : 750000 * factor;
     wakeup_gran_ns_ = cfg_.wakeup_granularity_ns ? cfg_.wakeup_granularity_ns : 1000000 * factor;
+    // EEVDF's sysctl_sched_base_slice (0.75 ms, scaled like the others); the
+    // min_granularity knob sets it, as the kernel renamed that sysctl.
+    base_slice_ns_ = min_gran_ns_;
     const std::size_t n = ctx.nr_cgroups();
     groups_.resize(n);
     local_.assign(n * static_cast<std::size_t>(ctx.nr_cpus()), 0);
@@ -49,7 +52,9 @@ class CfsClass final : public SchedClass {
   void enqueue(Task& p, std::uint64_t flags) override {
     Entity& e = tasks_[p.id];
     Group& g = groups_[p.cgroup];
-    if (flags & kEnqNew) {
+    if (eevdf_ && (flags & (kEnqNew | kEnqWakeup))) {
+      place_eevdf(e, p.cgroup, (flags & kEnqNew) != 0);
+    } else if (flags & kEnqNew) {
       e.vruntime = g.min_vruntime + vslice(e.weight);
     } else if (flags & kEnqWakeup) {
       place_wakeup(e, g);
@@ -75,14 +80,14 @@ class CfsClass final : public SchedClass {
       for (;;) {
         Group& g = groups_[cg];
         if (g.queue.empty()) return {};
-        key = g.queue.begin()->second;
+        key = eevdf_ ? pick_eevdf(g) : g.queue.begin()->second;
         if (!is_group(key)) break;
         cg = group_of(key);
       }
       Task& t = ctx_->task(task_of(key));
       // Draw bandwidth for every limited level; a level whose pool is empty
       // is throttled (its entity leaves its parent's queue) and we pick again.
-      std::uint64_t slice = slice_ns();
+      std::uint64_t slice = eevdf_ ? base_slice_ns_ : slice_ns();
       bool throttled = false;
       for (CgroupId a = t.cgroup;; a = ctx_->cgroup(a).parent) {
         Group& g = groups_[a];
@@ -111,10 +116,16 @@ class CfsClass final : public SchedClass {
 
   void running(Task&, int) override {}
 
-  void stopping(Task& p, int cpu, bool) override {
+  void stopping(Task& p, int cpu, bool runnable) override {
     const std::uint64_t ran = (ctx_->now() - p.started_at).ns();
     Entity& e = tasks_[p.id];
     e.vruntime += ran * kNice0Load / e.weight;
+    if (eevdf_) {
+      update_deadline(e);
+      // a task going to sleep keeps its lag (V - v), clamped as
+      // update_entity_lag() does, for its placement when it wakes
+      if (!runnable) e.vlag = clamp_lag(avg_vruntime(groups_[p.cgroup], e.vruntime) - static_cast<double>(e.vruntime), e);
+    }
     advance_min(p.cgroup, e.vruntime);
     for (CgroupId a = p.cgroup;; a = ctx_->cgroup(a).parent) {
       Group& g = groups_[a];
@@ -131,6 +142,7 @@ class CfsClass final : public SchedClass {
       const bool queued = g.entity.queued;
       if (queued) groups_[parent].queue.erase({g.entity.vruntime, key});
       g.entity.vruntime += ran * kNice0Load / g.entity.weight;
+      if (eevdf_) update_deadline(g.entity);
       if (queued) groups_[parent].queue.insert({g.entity.vruntime, key});
       advance_min(parent, g.entity.vruntime);
     }
@@ -189,6 +201,8 @@ class CfsClass final : public SchedClass {
     std::uint64_t vruntime = 0;
     std::uint64_t weight = kNice0Load;
     bool queued = false;
+    std::uint64_t deadline = 0;  // EEVDF: virtual deadline
+    double vlag = 0;             // EEVDF: lag kept while asleep (V - vruntime)
   };
   struct Group {
     Entity entity;  // this group's entity in its parent's queue
@@ -223,6 +237,59 @@ class CfsClass final : public SchedClass {
     const std::uint64_t floor = g.min_vruntime > latency_ns_ / 2 ? g.min_vruntime - latency_ns_ / 2 : 0;
     e.vruntime = std::max(e.vruntime, floor);
   }
+  // --- EEVDF (kernels >= 6.6) -------------------------------------------
+  // V: the load-weighted average vruntime of the group's queued entities
+  // (the kernel's avg_vruntime() also counts the running entity; here the
+  // running entities of a group on other CPUs are left out). `fallback` is
+  // used when nothing is queued.
+  double avg_vruntime(const Group& g, std::uint64_t fallback) {
+    if (g.queue.empty()) return static_cast<double>(fallback);
+    const std::uint64_t base = g.queue.begin()->first;
+    double sw = 0, swv = 0;
+    for (const auto& [v, key] : g.queue) {
+      const double w = static_cast<double>(entity(key).weight);
+      sw += w;
+      swv += w * static_cast<double>(v - base);
+    }
+    return static_cast<double>(base) + swv / sw;
+  }
+  std::uint64_t eevdf_vslice(std::uint64_t weight) const { return base_slice_ns_ * kNice0Load / weight; }
+  double clamp_lag(double lag, const Entity& e) const {
+    // limit = calc_delta_fair(max(2 x slice, TICK_NSEC = 4 ms), se)
+    const double limit = static_cast<double>(std::max<std::uint64_t>(2 * base_slice_ns_, 4000000) * kNice0Load /
+                                             e.weight);
+    return std::clamp(lag, -limit, limit);
+  }
+  // place_entity(): vruntime = V - lag (0 for a new task), deadline one
+  // virtual slice later, half a slice for a new task (PLACE_DEADLINE_INITIAL).
+  void place_eevdf(Entity& e, CgroupId cg, bool is_new) {
+    const double v = avg_vruntime(groups_[cg], groups_[cg].min_vruntime) - (is_new ? 0.0 : e.vlag);
+    e.vruntime = v > 0 ? static_cast<std::uint64_t>(v) : 0;
+    e.vlag = 0;
+    e.deadline = e.vruntime + (is_new ? eevdf_vslice(e.weight) / 2 : eevdf_vslice(e.weight));
+  }
+  // update_deadline(): a new virtual slice once the entity reached its deadline.
+  void update_deadline(Entity& e) {
+    if (static_cast<std::int64_t>(e.vruntime - e.deadline) >= 0) e.deadline = e.vruntime + eevdf_vslice(e.weight);
+  }
+  // pick_eevdf(): among the eligible entities (vruntime <= V) the earliest
+  // deadline. The queue is ordered by vruntime, so the eligible ones are a
+  // prefix; its first entity is always eligible.
+  std::uint64_t pick_eevdf(const Group& g) {
+    const double avg = avg_vruntime(g, 0);
+    std::uint64_t best = g.queue.begin()->second;
+    std::uint64_t best_d = entity(best).deadline;
+    for (const auto& [v, key] : g.queue) {
+      if (static_cast<double>(v) > avg) break;
+      const std::uint64_t d = entity(key).deadline;
+      if (static_cast<std::int64_t>(d - best_d) < 0) {
+        best = key;
+        best_d = d;
+      }
+    }
+    return best;
+  }
+
   void advance_min(CgroupId cg, std::uint64_t v) {
     Group& g = groups_[cg];
     const std::uint64_t m = g.queue.empty() ? v : std::min(v, g.queue.begin()->first);
@@ -240,9 +307,14 @@ class CfsClass final : public SchedClass {
       const CgroupId parent = ctx_->cgroup(cg).parent;
       // A group coming back from idle is placed like a waking entity; one
       // whose tasks are still running elsewhere keeps its vruntime.
-      if (g.running == 0) place_wakeup(g.entity, groups_[parent]);
+      if (g.running == 0) place_group(g.entity, parent);
       enqueue_entity(parent, group_key(cg));
     }
+  }
+
+  void place_group(Entity& e, CgroupId parent) {
+    if (eevdf_) place_eevdf(e, parent, false);
+    else place_wakeup(e, groups_[parent]);
   }
 
   void dequeue_entity(CgroupId cg, std::uint64_t key) {
@@ -270,7 +342,7 @@ class CfsClass final : public SchedClass {
     ctx_->note_throttle(cg, false);
     if (!g.queue.empty() && !g.entity.queued && cg != kRootCgroup) {
       const CgroupId parent = ctx_->cgroup(cg).parent;
-      if (g.running == 0) place_wakeup(g.entity, groups_[parent]);
+      if (g.running == 0) place_group(g.entity, parent);
       enqueue_entity(parent, group_key(cg));
     }
     for (int cpu = 0; cpu < ctx_->nr_cpus(); ++cpu)
@@ -305,13 +377,24 @@ class CfsClass final : public SchedClass {
     // curr's entity has not been charged for its current run yet.
     const std::uint64_t ran = (ctx_->now() - curr->started_at).ns();
     const std::uint64_t vcurr = cse.vruntime + ran * kNice0Load / cse.weight;
+    if (eevdf_) {
+      // check_preempt_wakeup_fair(): preempt when the woken entity is the
+      // one pick_eevdf() would take over curr: eligible, earlier deadline
+      const double avg = avg_vruntime(groups_[pw[i - 1].first], se.vruntime);
+      std::uint64_t dcurr = cse.deadline;
+      if (static_cast<std::int64_t>(vcurr - dcurr) >= 0) dcurr = vcurr + eevdf_vslice(cse.weight);
+      if (static_cast<double>(se.vruntime) <= avg && static_cast<std::int64_t>(se.deadline - dcurr) < 0)
+        ctx_->kick_cpu(cpu, true);
+      return;
+    }
     const std::uint64_t gran = wakeup_gran_ns_ * kNice0Load / se.weight;
     if (vcurr > se.vruntime && vcurr - se.vruntime > gran) ctx_->kick_cpu(cpu, true);
   }
 
   config::CfsConfig cfg_;
+  bool eevdf_ = false;
   SchedContext* ctx_ = nullptr;
-  std::uint64_t latency_ns_ = 0, min_gran_ns_ = 0, wakeup_gran_ns_ = 0;
+  std::uint64_t latency_ns_ = 0, min_gran_ns_ = 0, wakeup_gran_ns_ = 0, base_slice_ns_ = 0;
   std::vector<Entity> tasks_;
   std::vector<Group> groups_;
   std::vector<s64> local_;  // local bandwidth runtime per (cgroup, cpu)
@@ -354,7 +437,10 @@ class FifoClass final : public SchedClass {
 }  // namespace
 
 std::unique_ptr<SchedClass> make_cfs_class(const config::CfsConfig& cfg) {
-  return std::make_unique<CfsClass>(cfg);
+  return std::make_unique<CfsClass>(cfg, false);
+}
+std::unique_ptr<SchedClass> make_eevdf_class(const config::CfsConfig& cfg) {
+  return std::make_unique<CfsClass>(cfg, true);
 }
 std::unique_ptr<SchedClass> make_fifo_class() { return std::make_unique<FifoClass>(); }
 

@@ -17,10 +17,21 @@
 //  - Slices: period = latency, or nr x min_granularity beyond nr_latency
 //    tasks per CPU, divided among the runnable tasks of a CPU.
 //  - Bandwidth control through core/include/agentcg/bandwidth.h (cpu.max).
+// EEVDF (policy `eevdf`, kernels >= 6.6): the same queues, vruntime,
+// group scheduling and bandwidth, with EEVDF's pick, placement and
+// preemption instead: at each level the eligible entity (vruntime <= the
+// load-weighted average V of the queued entities) with the earliest virtual
+// deadline runs; deadline = vruntime + base_slice x 1024 / weight (base_slice
+// = the min_granularity value, 0.75 ms x factor), renewed when reached; a
+// task runs one base slice per dispatch; a waking task is placed at V minus
+// the lag it kept when it slept (clamped like update_entity_lag()), a new
+// one at V with half a slice to its first deadline (PLACE_DEADLINE_INITIAL);
+// a wakeup preempts when the woken entity is eligible with an earlier
+// deadline than curr's. V leaves out the group's running entities (the
+// kernel counts its one curr); no RUN_TO_PARITY, no DELAY_DEQUEUE.
 // Left out: per-CPU run queues and load balancing (one global queue stands
 // for ideal balancing), PELT load tracking and its effect on group shares,
-// EEVDF's lag/deadline picking (kernels >= 6.6), SMT/NUMA domains,
-// autogroup, nice levels.
+// SMT/NUMA domains, autogroup, nice levels.
 #pragma once
 
 #include <memory>
@@ -31,6 +42,7 @@
 namespace agentcg::sim {
 
 std::unique_ptr<SchedClass> make_cfs_class(const config::CfsConfig& cfg);
+std::unique_ptr<SchedClass> make_eevdf_class(const config::CfsConfig& cfg);
 // FIFO across the machine with 20 ms slices (SCX_SLICE_DFL), ignoring cgroups.
 std::unique_ptr<SchedClass> make_fifo_class();
 

@@ -90,8 +90,8 @@ def test_calibration_recovers_a_known_wakeup_cost(tmp_path: Path) -> None:
     for name in ("io", "fork-storm"):
         prep = tmp_path / f"{name}.json"
         fidelity.prepare_trace(Path(REPO) / "traces" / f"{name}.json", prep, fidelity.parse_duration("5s"), 1.0)
-        for s, pol in (("eevdf", "cfs"), ("agentcg", "agentcg")):
-            r = agentcg.run(str(prep), policy=pol, config={"machine": {"cpus": 2, "wakeup_overhead_ns": 50000}})
+        for s in ("eevdf", "agentcg"):
+            r = agentcg.run(str(prep), policy=fidelity.SIM_POLICY[s], config={"machine": {"cpus": 2, "wakeup_overhead_ns": 50000}})
             d = live_dir / f"fid-{name}" / s
             d.mkdir(parents=True)
             (d / "results.json").write_text(r.text)
