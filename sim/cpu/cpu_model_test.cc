@@ -76,24 +76,31 @@ nlohmann::json run(const trace::Trace& t, const std::string& policy = "cfs", std
 
 double share(const nlohmann::json& r, const std::string& cg) { return r["cgroups"][cg]["cpu_share"].get<double>(); }
 
-TEST(CfsFairness, Weights100To300On2CpusGiveOneSixthStepsWithin1Percent) {
+// Hogs in cgroups of weight 100, 200, 300 on 2 CPUs: shares 1/6, 2/6, 3/6.
+nlohmann::json expect_weight_shares(const std::string& policy) {
   Builder b(2, 10 * kSec);
   b.cgroup("/hog-0", 100);
   b.cgroup("/hog-1", 200);
   b.cgroup("/hog-2", 300);
   for (int g = 0; g < 3; ++g) b.hogs("/hog-" + std::to_string(g), 2);
-  const auto r = run(b.t);
+  const auto r = run(b.t, policy);
+  EXPECT_EQ(r["policy"].get<std::string>(), policy);
   EXPECT_NEAR(share(r, "/hog-0"), 1.0 / 6, 0.01);
   EXPECT_NEAR(share(r, "/hog-1"), 2.0 / 6, 0.01);
   EXPECT_NEAR(share(r, "/hog-2"), 3.0 / 6, 0.01);
+  return r;
+}
+
+TEST(CfsFairness, Weights100To300On2CpusGiveOneSixthStepsWithin1Percent) {
+  const auto r = expect_weight_shares("cfs");
   EXPECT_NEAR(r["cgroups"]["/hog-1"]["entitled_share"].get<double>(), 2.0 / 6, 1e-6);
   EXPECT_GT(r["jain_fairness"].get<double>(), 0.99);
   EXPECT_GT(r["cpu_utilization"].get<double>(), 0.99);
 }
 
-TEST(CfsFairness, NestedHierarchyGivesTheProductOfTheRatios) {
-  // /a (100) vs /b (300); inside /b: /b/x (100) vs /b/y (200).
-  // Expected: a = 1/4, b/x = 3/4 * 1/3 = 1/4, b/y = 3/4 * 2/3 = 1/2.
+// /a (100) vs /b (300); inside /b: /b/x (100) vs /b/y (200).
+// Expected: a = 1/4, b/x = 3/4 * 1/3 = 1/4, b/y = 3/4 * 2/3 = 1/2.
+void expect_nested_shares(const std::string& policy) {
   Builder b(2, 10 * kSec);
   b.cgroup("/a", 100);
   b.cgroup("/b", 300);
@@ -102,12 +109,14 @@ TEST(CfsFairness, NestedHierarchyGivesTheProductOfTheRatios) {
   b.hogs("/a", 2);
   b.hogs("/b/x", 2);
   b.hogs("/b/y", 2);
-  const auto r = run(b.t);
+  const auto r = run(b.t, policy);
   EXPECT_NEAR(share(r, "/a"), 0.25, 0.01);
   EXPECT_NEAR(share(r, "/b/x"), 0.25, 0.01);
   EXPECT_NEAR(share(r, "/b/y"), 0.50, 0.01);
   EXPECT_NEAR(share(r, "/b"), 0.75, 0.01);
 }
+
+TEST(CfsFairness, NestedHierarchyGivesTheProductOfTheRatios) { expect_nested_shares("cfs"); }
 
 TEST(CfsFairness, EntitlementIsCappedByTaskCount) {
   // One task cannot use more than one of the two CPUs, whatever its weight.
@@ -265,11 +274,6 @@ TEST(CpuModel, UnknownPolicyIsAClearError) {
   }
 }
 
-}  // namespace
-}  // namespace agentcg::sim
-
-namespace agentcg::sim {
-namespace {
 
 // A machine profile's `machine:` section: `cpus` replaces the trace's CPU
 // count, and its costs win over the trace's (config > trace > defaults).
@@ -297,37 +301,11 @@ TEST(CpuModel, MachineProfileOverridesTheTracesCpusAndCosts) {
   EXPECT_EQ(free_switch["cgroups"]["/a"]["cpu_time_ns"].get<std::uint64_t>(), 4 * kSec);
 }
 
-}  // namespace
-}  // namespace agentcg::sim
-
-namespace agentcg::sim {
-namespace {
 
 // EEVDF keeps CFS's long-run shares (weights and nesting) ...
 TEST(Eevdf, WeightsAndNestingGiveTheSameSharesAsCfs) {
-  Builder b(2, 10 * kSec);
-  b.cgroup("/hog-0", 100);
-  b.cgroup("/hog-1", 200);
-  b.cgroup("/hog-2", 300);
-  for (int g = 0; g < 3; ++g) b.hogs("/hog-" + std::to_string(g), 2);
-  const auto r = run(b.t, "eevdf");
-  EXPECT_EQ(r["policy"].get<std::string>(), "eevdf");
-  EXPECT_NEAR(share(r, "/hog-0"), 1.0 / 6, 0.01);
-  EXPECT_NEAR(share(r, "/hog-1"), 2.0 / 6, 0.01);
-  EXPECT_NEAR(share(r, "/hog-2"), 3.0 / 6, 0.01);
-
-  Builder n(2, 10 * kSec);
-  n.cgroup("/a", 100);
-  n.cgroup("/b", 300);
-  n.cgroup("/b/x", 100);
-  n.cgroup("/b/y", 200);
-  n.hogs("/a", 2);
-  n.hogs("/b/x", 2);
-  n.hogs("/b/y", 2);
-  const auto rn = run(n.t, "eevdf");
-  EXPECT_NEAR(share(rn, "/a"), 0.25, 0.01);
-  EXPECT_NEAR(share(rn, "/b/x"), 0.25, 0.01);
-  EXPECT_NEAR(share(rn, "/b/y"), 0.5, 0.01);
+  expect_weight_shares("eevdf");
+  expect_nested_shares("eevdf");
 }
 
 // ... but runs tasks one base slice at a time (0.75 ms x 2 on 2 CPUs), so
