@@ -267,7 +267,6 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
             raise AgentcgError(f"--schedulers: unknown scheduler '{s}' (expected {', '.join(SCHEDULERS)})")
     if schedulers[0] != "eevdf":
         raise AgentcgError("--schedulers: the first one is the reference and must be eevdf")
-    files = []
     for t in traces:
         p = ROOT / "traces" / f"{t}.json"
         if not p.exists():
@@ -282,7 +281,7 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
         env["COMPARE_DURATION_" + "".join(c if c.isalnum() else "_" for c in t)] = d
     vm_out = dest / ".vm-out"
     shutil.rmtree(vm_out, ignore_errors=True)
-    run_vm(b, "compare,overhead" if overhead else "compare", vm_out, dest / "vm-serial.log", env, files,
+    run_vm(b, "compare,overhead" if overhead else "compare", vm_out, dest / "vm-serial.log", env, (),
            timeout_s, quiet)
     summary = collect_compare(vm_out, dest, traces, schedulers)
     shutil.rmtree(vm_out, ignore_errors=True)
