@@ -400,7 +400,10 @@ def gpud_fault_client_killed(env):
     check(first_b >= t_kill - 5000000, "B ran before A was killed (lock not exclusive)")
     check(ms(first_b - t_kill) < 500, "B waited %.0f ms after A died holding the lock" % ms(first_b - t_kill))
     v = env.metrics()
-    check(v["agentcg_gpu_reclaimed_locks_total"] == 1, "reclaim not counted: %s" % v)
+    # A's reclaim at least (B ran within 500 ms of A's death, so A's lock was
+    # taken back); B may add one when it exits while still holding the lock,
+    # which happens when a loaded machine delays its last release (seen in CI).
+    check(v["agentcg_gpu_reclaimed_locks_total"] >= 1, "reclaim not counted: %s" % v)
     print("B ran %.0f ms after the kill" % ms(first_b - t_kill))
 
 
