@@ -32,7 +32,6 @@ import json
 import math
 import re
 import shutil
-import sys
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -211,12 +210,10 @@ def format_table(before: Mapping[str, List[Dict[str, Any]]], after: Mapping[str,
 
 # --- the command ----------------------------------------------------------------
 
-def _simulate(trace: Path, policy: str, seed: int, config_path: Optional[Path],
-              machine_cpus: int, machine: Optional[Mapping[str, int]] = None) -> Dict[str, Any]:
+def _simulate(trace: Path, policy: str, seed: int, machine: Mapping[str, int]) -> Dict[str, Any]:
     from .api import run
 
-    cfg: Any = str(config_path) if config_path else {"machine": dict(machine or {"cpus": machine_cpus})}
-    return dict(json.loads(run(str(trace), policy=policy, seed=seed, config=cfg).text))
+    return dict(json.loads(run(str(trace), policy=policy, seed=seed, config={"machine": dict(machine)}).text))
 
 
 # The fitted parameters: (config key, lower bound, upper bound), searched in
@@ -372,60 +369,51 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
             real[f"{n}/{s}"] = json.loads(p.read_text(encoding="utf-8"))
     cpus = int(next(iter(real.values()))["cpus"])
 
-    # simulated, before calibration
-    sims: Dict[str, Dict[str, Any]] = {}
-    before: Dict[str, List[Dict[str, Any]]] = {}
-    for n in names:
-        for s in schedulers:
-            key = f"{n}/{s}"
-            sims[key] = _simulate(prepared[n], SIM_POLICY[s], seed, None, cpus)
-            _save(dest / "sim" / n / SIM_POLICY[s] / "results.json", sims[key])
-            before[key] = side_by_side(sims[key], real[key])
-
-    # calibrate (Gauss-Newton, see calibrate()), write the profile, rerun
-    prof = Path(profile) if profile else dest / "machine.yaml"
+    # one simulation per (trace/scheduler, machine): the calibration asks
+    # for the same machines again (the defaults, the fitted one)
     cache: Dict[str, Dict[str, Any]] = {}
 
     def simulate(key: str, m: Mapping[str, int]) -> Dict[str, Any]:
         ck = key + json.dumps(m, sort_keys=True)
         if ck not in cache:
             n, s = key.split("/")
-            cache[ck] = _simulate(prepared[n], SIM_POLICY[s], seed, None, cpus, m)
+            cache[ck] = _simulate(prepared[n], SIM_POLICY[s], seed, m)
         return cache[ck]
 
+    # simulated with the default machine (on the VM's CPU count), then
+    # calibrated (Gauss-Newton, see calibrate()) and simulated again
     keys = list(real)
-    m, rounds = calibrate(simulate, keys, real, cpus)
-    n_targets = sum(len(residual_targets(sims[k], real[k], k)) for k in keys)
-    write_profile(prof, m, rounds, n_targets)
+    default_machine = {"cpus": cpus, "context_switch_ns": DEFAULT_CONTEXT_SWITCH_NS,
+                       "wakeup_overhead_ns": DEFAULT_WAKEUP_OVERHEAD_NS, "speed_pct": 100}
+    before: Dict[str, List[Dict[str, Any]]] = {}
     after: Dict[str, List[Dict[str, Any]]] = {}
-    notes: List[str] = []
+    m, rounds = calibrate(simulate, keys, real, cpus)
     for k in keys:
         n, s = k.split("/")
-        r = _simulate(prepared[n], SIM_POLICY[s], seed, prof, cpus)
-        _save(dest / "sim-calibrated" / n / SIM_POLICY[s] / "results.json", r)
-        after[k] = side_by_side(r, real[k])
+        for label, machine, table in (("sim", default_machine, before), ("sim-calibrated", m, after)):
+            r = simulate(k, machine)
+            _save(dest / label / n / SIM_POLICY[s] / "results.json", r)
+            table[k] = side_by_side(r, real[k])
+    prof = Path(profile) if profile else dest / "machine.yaml"
+    n_targets = sum(len(residual_targets(simulate(k, default_machine), real[k], k)) for k in keys)
+    write_profile(prof, m, rounds, n_targets)
     all_before = [r for v in before.values() for r in v]
     all_after = [r for v in after.values() for r in v]
     report = {"traces": names, "schedulers": list(schedulers), "cpus": cpus, "duration_ns": dur,
-              "mem_scale": mem_scale, "profile": str(prof) if after else None,
-              "before": before, "after": after, "error_before": error_summary(all_before),
-              "error_after": error_summary(all_after) if after else None, "notes": notes,
-              "calibration_rounds": rounds,
-              "machine": m}
+              "mem_scale": mem_scale, "profile": str(prof), "before": before, "after": after,
+              "error_before": error_summary(all_before), "error_after": error_summary(all_after),
+              "calibration_rounds": rounds, "machine": m}
     _save(dest / "fidelity.json", report)
     table = format_table(before, after)
     (dest / "fidelity.md").write_text(table, encoding="utf-8")
     if not quiet:
         print(table, end="")
-        eb, ea = report["error_before"], report["error_after"] or {}
-        for label, e in (("before calibration", eb), ("after calibration ", ea)):
-            if e:
-                print(f"worst error {label}: wakeup p50 {_fmt(e['wakeup_p50_max_err_pct'])} %, p99 "
-                      f"{_fmt(e['wakeup_p99_max_err_pct'])} %; CPU share {_fmt(e['share_max_err_abs'], 100)} "
-                      f"points, split {_fmt(e['split_max_err_abs'], 100)} points")
+        for label, e in (("before calibration", report["error_before"]),
+                         ("after calibration ", report["error_after"])):
+            print(f"worst error {label}: wakeup p50 {_fmt(e['wakeup_p50_max_err_pct'])} %, p99 "
+                  f"{_fmt(e['wakeup_p99_max_err_pct'])} %; CPU share {_fmt(e['share_max_err_abs'], 100)} "
+                  f"points, split {_fmt(e['split_max_err_abs'], 100)} points")
         print(f"machine profile: {prof}")
-        for n in notes:
-            print(f"note: {n}", file=sys.stderr)
         print(f"fidelity: {dest}/fidelity.md, fidelity.json, sim/, sim-calibrated/, live/")
     return report
 

@@ -28,7 +28,10 @@
 // one at V with half a slice to its first deadline (PLACE_DEADLINE_INITIAL);
 // a wakeup preempts when the woken entity is eligible with an earlier
 // deadline than curr's. V leaves out the group's running entities (the
-// kernel counts its one curr); no RUN_TO_PARITY, no DELAY_DEQUEUE.
+// kernel counts its one curr); no RUN_TO_PARITY, no DELAY_DEQUEUE. V is
+// recomputed by a scan of the queue (O(queued) per pick and wakeup, where the
+// kernel keeps running sums): fine for tests and traces, slower than `cfs`
+// on very long queues.
 // Left out: per-CPU run queues and load balancing (one global queue stands
 // for ideal balancing), PELT load tracking and its effect on group shares,
 // SMT/NUMA domains, autogroup, nice levels.
