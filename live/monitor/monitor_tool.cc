@@ -2,7 +2,9 @@
 // agentcg-monitor: the scheduler monitor on its own, without agentcgroupd:
 // loads bpf/monitor.bpf.c, prints "agentcg-monitor: ready", waits for
 // SIGINT/SIGTERM (or --seconds S), then prints the Prometheus text of the
-// monitor (--print). Used by live/monitor/bench_hackbench.sh (overhead with
+// monitor (--print) and, with --prog-stats (kernel.bpf_stats_enabled=1), a
+// line "agentcg-monitor: progstat RUN_CNT RUN_TIME_NS" summed over its BPF
+// programs: the monitor's own CPU cost. Used by live/monitor/bench_hackbench.sh (overhead with
 // and without the monitor) and for debugging on a node.
 // Exit codes: 0 ok, 2 bad command line, 3 the monitor could not load.
 #include <signal.h>
@@ -22,6 +24,7 @@ void on_signal(int) { g_stop = 1; }
 int main(int argc, char** argv) {
   long seconds = -1;
   bool print = false;
+  bool prog_stats = false;
   for (int i = 1; i < argc; i++) {
     const std::string a = argv[i];
     if (a == "--seconds" && i + 1 < argc) {
@@ -33,8 +36,10 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--print") {
       print = true;
+    } else if (a == "--prog-stats") {
+      prog_stats = true;
     } else {
-      std::fprintf(stderr, "usage: agentcg-monitor [--seconds S] [--print]\n");
+      std::fprintf(stderr, "usage: agentcg-monitor [--seconds S] [--print] [--prog-stats]\n");
       return 2;
     }
   }
@@ -51,6 +56,11 @@ int main(int argc, char** argv) {
   if (print) {
     const agentcg::monitor::PodDirectory none;
     std::fputs(agentcg::monitor::render_monitor_metrics(mon.snapshot(), none).c_str(), stdout);
+  }
+  if (prog_stats) {
+    const auto ps = mon.prog_stats();
+    std::printf("agentcg-monitor: progstat %llu %llu\n", static_cast<unsigned long long>(ps.first),
+                static_cast<unsigned long long>(ps.second));
   }
   return 0;
 }

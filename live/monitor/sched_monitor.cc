@@ -57,6 +57,21 @@ void SchedMonitor::walk() {
   for (const auto& e : live::walk_cgroups(root_)) paths_[e.id] = e.path;
 }
 
+std::pair<std::uint64_t, std::uint64_t> SchedMonitor::prog_stats() const {
+  std::pair<std::uint64_t, std::uint64_t> r{0, 0};
+  if (!skel_) return r;
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    bpf_prog_info info{};
+    __u32 len = sizeof(info);
+    const int fd = bpf_program__fd(prog);
+    if (fd < 0 || bpf_prog_get_info_by_fd(fd, &info, &len) != 0) continue;
+    r.first += info.run_cnt;
+    r.second += info.run_time_ns;
+  }
+  return r;
+}
+
 std::string SchedMonitor::path_of(std::uint64_t id) const {
   auto it = paths_.find(id);
   return it == paths_.end() ? "" : it->second;

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "live/monitor/monitor_logic.h"
 
@@ -39,6 +40,10 @@ class SchedMonitor {
 
   // Reads every cgroup's stats (summed over CPUs) and the global counters.
   MonitorSnapshot snapshot();
+
+  // Run count and run time (ns) summed over the monitor's BPF programs
+  // (both 0 unless kernel.bpf_stats_enabled=1).
+  std::pair<std::uint64_t, std::uint64_t> prog_stats() const;
 
   // The cgroup v2 path of an id from the last walk ("" if unknown).
   std::string path_of(std::uint64_t id) const;
