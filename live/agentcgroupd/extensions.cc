@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include <bpf/bpf.h>
@@ -48,6 +49,7 @@ void Extensions::start(const config::Config& cfg, const std::string& mode_overri
       log_line("warn", "scheduler monitor not loaded: " + monitor_->why());
     }
   }
+  if (const char* env = std::getenv("AGENTCG_CGROUP2_ROOT"); cgroup2_root_.empty() && env && *env) cgroup2_root_ = env;
   if (cgroup2_root_.empty()) {
     const auto mi = read_small_file("/proc/self/mountinfo");
     cgroup2_root_ = mi ? monitor::cgroup2_mount_of(*mi) : "";

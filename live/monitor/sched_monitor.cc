@@ -3,6 +3,7 @@
 #include "live/monitor/sched_monitor.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -18,8 +19,14 @@ SchedMonitor::~SchedMonitor() { stop(); }
 
 bool SchedMonitor::start() {
   stop();
-  const auto mi = live::read_small_file("/proc/self/mountinfo");
-  root_ = mi ? cgroup2_mount_of(*mi) : "";
+  // In a container the host's tree is a bind mount (deploy/base/daemonset.yaml):
+  // AGENTCG_CGROUP2_ROOT names it; cgroup ids are global, so the map keys match.
+  if (const char* env = std::getenv("AGENTCG_CGROUP2_ROOT"); env && *env) {
+    root_ = env;
+  } else {
+    const auto mi = live::read_small_file("/proc/self/mountinfo");
+    root_ = mi ? cgroup2_mount_of(*mi) : "";
+  }
   if (root_.empty()) {
     why_ = "no cgroup v2 mount in /proc/self/mountinfo";
     return false;
