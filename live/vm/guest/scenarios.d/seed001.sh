@@ -89,7 +89,7 @@ s_monitor_only() {
 	kill -STOP $busy $spid; sleep 1.5
 	pb1=$(proc_fig $busy); ps1=$(proc_fig $spid); mb1=$(mon_fig /mbusy); ms1=$(mon_fig /msleep)
 	st=$(state)
-	kill -KILL $busy $spid 2>/dev/null; wait 2>/dev/null
+	kill -KILL $busy $spid 2>/dev/null; wait $busy $spid 2>/dev/null  # not the daemon
 	seed001_stop; rmcg mbusy msleep
 	d() { echo "$1 | $2" | awk '{ print $4 - $1, $5 - $2 }'; }
 	set -- $(d "$pb0" "$pb1") $(d "$mb0" "$mb1") $(d "$ps0" "$ps1") $(d "$ms0" "$ms1")
@@ -133,7 +133,8 @@ s_strategy_push() {
 	[ "$(state)" = enabled ] || { result strategy_push FAIL "scheduler not attached ($(state))"; seed001_stop; return; }
 	mkcg sa 100; mkcg sb 100
 	T=$((3 * DUR + 12))
-	for c in sa sb; do inc $c agentcg-work spin $T; inc $c agentcg-work spin $T; done
+	spins=""
+	for c in sa sb; do inc $c agentcg-work spin $T; spins="$spins $!"; inc $c agentcg-work spin $T; spins="$spins $!"; done
 	before=$(shares before $DUR sa sb)
 	c1=$(http POST /api/v1/strategies '{"name":"sa-up","selector":{"cgroup":"/sa"},"action":{"weight_pct":300}}' | head -1)
 	sleep 0.5
@@ -145,7 +146,7 @@ s_strategy_push() {
 	sleep 0.5
 	after=$(shares after $DUR sa sb)
 	st=$(state)
-	wait 2>/dev/null
+	kill $spins 2>/dev/null; wait $spins 2>/dev/null  # not the daemon
 	seed001_stop; rmcg sa sb
 	data strategy_push shares_before $before shares_during $during shares_after $after
 	data strategy_push http create=$c1 malformed=$bad delete=$del strategies_after_malformed=$n state=$st
