@@ -26,7 +26,7 @@
  * /proc/<pid>/status are the reference (tests/monitor_native_test.sh).
  *
  * Invariants: a task's cgroup is its cgroup v2 (default hierarchy) cgroup at
- * the time of the event, read through CO-RE (task->cgroups->dfl_cgrp->kn->id,
+ * the time of the event (task->cgroups->dfl_cgrp->kn->id,
  * the id user space sees as the directory's inode number); per-task state
  * lives in task storage (freed with the task); stats are per-CPU, so no
  * atomics on the hot path. The idle tasks (pid 0) are not accounted.
@@ -86,9 +86,12 @@ static __always_inline void count_global(u32 idx)
 		(*v)++;
 }
 
+/* Direct BTF pointer loads (the verifier turns them into exception-
+ * handled PROBE_MEM loads, CO-RE-relocated through vmlinux.h's
+ * preserve_access_index): no helper call per hop, unlike BPF_CORE_READ. */
 static __always_inline u64 cgid_of(struct task_struct *p)
 {
-	return BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
+	return p->cgroups->dfl_cgrp->kn->id;
 }
 
 static struct agentcg_mon_cgrp_stat *cgrp_stat(struct task_struct *p)
@@ -157,7 +160,7 @@ int BPF_PROG(mon_sched_switch, bool preempt, struct task_struct *prev, struct ta
 		t = task_of(prev);
 		s = cgrp_stat(prev);
 		if (t && s) {
-			u64 exec = BPF_CORE_READ(prev, se.sum_exec_runtime);
+			u64 exec = prev->se.sum_exec_runtime;
 
 			if (t->running && exec > t->exec_in)
 				s->runtime_ns += exec - t->exec_in;
@@ -191,7 +194,7 @@ int BPF_PROG(mon_sched_switch, bool preempt, struct task_struct *prev, struct ta
 			}
 			t->wait_ns = 0;
 			t->woken = 0;
-			t->exec_in = BPF_CORE_READ(next, se.sum_exec_runtime);
+			t->exec_in = next->se.sum_exec_runtime;
 			t->running = 1;
 		}
 	}

@@ -48,10 +48,12 @@ seed001_stop() { [ -n "$DPID" ] && kill $DPID 2>/dev/null && wait $DPID; DPID=; 
 
 # http METHOD PATH [BODY]: raw HTTP/1.0 over busybox nc (busybox wget has
 # no DELETE); prints the status code on the first line, then the body.
+# busybox nc exits at the end of its stdin: the sleep keeps it open until
+# the server has answered and closed.
 http() {
 	b=${3:-}
-	printf '%s %s HTTP/1.0\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s' \
-		"$1" "$2" "$TOKEN" "${#b}" "$b" | nc 127.0.0.1 9191 2>/dev/null |
+	{ printf '%s %s HTTP/1.0\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s' \
+		"$1" "$2" "$TOKEN" "${#b}" "$b"; sleep 2; } | nc 127.0.0.1 ${API#*:} 2>/dev/null |
 		awk 'NR == 1 { print $2; next } body { print } /^\r?$/ { body = 1 }'
 }
 
@@ -61,14 +63,14 @@ proc_fig() { # pids... -> "runtime_ns switches"
 		s=$(cat /proc/$p/schedstat)
 		v=$(awk '/^voluntary_ctxt_switches/ { v = $2 } /^nonvoluntary_ctxt_switches/ { n = $2 } END { print v + n }' /proc/$p/status)
 		echo "$s $v"
-	done | awk '{ r += $1; c += $4 } END { printf "%d %d\n", r, c }'
+	done | awk '{ r += $1; c += $4 } END { printf "%.0f %.0f\n", r, c }'
 }
 mon_fig() { # cgroup -> "runtime_ns switches" from /metrics
 	metrics | awk -v cg="{cgroup=\"$1\"}" '
 		$1 == "agentcg_sched_runtime_ns_total" cg { r = $2 }
 		$1 == "agentcg_sched_voluntary_switches_total" cg { v = $2 }
 		$1 == "agentcg_sched_involuntary_switches_total" cg { n = $2 }
-		END { printf "%d %d\n", r, v + n }'
+		END { printf "%.0f %.0f\n", r, v + n }'
 }
 within5() { # a b -> 0/1
 	awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; print (d <= 0.05 * b + 3) ? 1 : 0 }'
@@ -91,7 +93,7 @@ s_monitor_only() {
 	st=$(state)
 	kill -KILL $busy $spid 2>/dev/null; wait $busy $spid 2>/dev/null  # not the daemon
 	seed001_stop; rmcg mbusy msleep
-	d() { echo "$1 | $2" | awk '{ print $4 - $1, $5 - $2 }'; }
+	d() { echo "$1 | $2" | awk '{ printf "%.0f %.0f\n", $4 - $1, $5 - $2 }'; }
 	set -- $(d "$pb0" "$pb1") $(d "$mb0" "$mb1") $(d "$ps0" "$ps1") $(d "$ms0" "$ms1")
 	data monitor_only busy_proc_runtime_ns $1 busy_mon_runtime_ns $3 busy_proc_switches $2 busy_mon_switches $4
 	data monitor_only sleep_proc_runtime_ns $5 sleep_mon_runtime_ns $7 sleep_proc_switches $6 sleep_mon_switches $8
