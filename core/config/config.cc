@@ -219,7 +219,9 @@ Config load_string(const std::string& yaml, const std::string& source) {
   r.only_keys(root, "(top level)", "daemon,scheduler,monitor,gpu,machine,cfs,api");
   if (root["daemon"]) parse_daemon(root["daemon"], r, c.daemon);
   if (root["scheduler"]) {
-    YAML::Node sched = YAML::Clone(root["scheduler"]);
+    // The supervision keys are taken out of the loaded tree itself (not a
+    // YAML::Clone, which loses the line marks of the other keys' errors).
+    YAML::Node sched = root["scheduler"];
     if (sched.IsMap()) parse_supervisor(sched, r, c.supervisor);
     parse_scheduler_section(sched, r, c.scheduler);
   }
