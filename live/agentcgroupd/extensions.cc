@@ -33,7 +33,9 @@ void log_line(const char* level, const std::string& msg) {
 }  // namespace
 
 Extensions::Extensions()
-    : pods_(std::make_shared<monitor::PodDirectory>()), pods_mu_(std::make_shared<std::mutex>()) {}
+    : pods_(std::make_shared<monitor::PodDirectory>()),
+      pods_mu_(std::make_shared<std::mutex>()),
+      pod_metrics_(std::make_shared<std::vector<monitor::PodMetricsSelector>>()) {}
 
 Extensions::~Extensions() { stop(); }
 
@@ -102,6 +104,10 @@ void Extensions::start(const config::Config& cfg, const std::string& mode_overri
           std::lock_guard<std::mutex> lock(*pods_mu);
           pods->clear();
           for (auto& p : list) pods->upsert(std::move(p));
+        },
+        [sel = pod_metrics_, pods_mu](std::vector<monitor::PodMetricsSelector> list) {
+          std::lock_guard<std::mutex> lock(*pods_mu);
+          *sel = std::move(list);
         });
     k8s_->start();
     log_line("info", "Kubernetes node agent: watching SchedulingStrategy and the pods of node " + kc->node_name +
@@ -189,7 +195,7 @@ void Extensions::tick(std::uint64_t now_ns, bpf_object* scheduler) {
 std::string Extensions::metrics_text(std::uint64_t now_ns) {
   if (monitor_ && (monitor_text_.empty() || now_ns - monitor_at_ns_ >= kMonitorRefreshNs)) {
     std::lock_guard<std::mutex> lock(*pods_mu_);
-    monitor_text_ = monitor::render_monitor_metrics(monitor_->snapshot(), *pods_);
+    monitor_text_ = monitor::render_monitor_metrics(monitor_->snapshot(), *pods_, *pod_metrics_);
     monitor_at_ns_ = now_ns;
   }
   std::ostringstream o;

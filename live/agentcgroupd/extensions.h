@@ -57,6 +57,7 @@ class Extensions {
   std::uint64_t monitor_at_ns_ = 0;
   std::shared_ptr<monitor::PodDirectory> pods_;
   std::shared_ptr<std::mutex> pods_mu_;
+  std::shared_ptr<std::vector<monitor::PodMetricsSelector>> pod_metrics_;  // guarded by *pods_mu_
   std::unique_ptr<strategy::StrategyStore> store_;
   std::unique_ptr<httplib::Server> api_;
   std::thread api_thread_;

@@ -95,7 +95,24 @@ monitor::PodInfo pod_of(const json& pod) {
   return p;
 }
 
-NodeAgent::NodeAgent(AgentConfig cfg, OnStrategies on_strategies, OnPods on_pods) : cfg_(std::move(cfg)) {
+NodeAgent::NodeAgent(AgentConfig cfg, OnStrategies on_strategies, OnPods on_pods, OnPodMetrics on_pod_metrics)
+    : cfg_(std::move(cfg)) {
+  pod_metrics_ = std::make_unique<Reflector>(
+      cfg_.endpoint, "/apis/agentcg.io/v1alpha1/podschedulingmetrics", "",
+      [on_pod_metrics](const std::map<std::string, json>& objs) {
+        std::vector<monitor::PodMetricsSelector> sel;
+        for (const auto& [uid, o] : objs) {
+          monitor::PodMetricsSelector s;
+          s.ns = o.value("/metadata/namespace"_json_pointer, "");
+          const json l = o.value("/spec/labels"_json_pointer, json::object());
+          if (l.is_object())
+            for (const auto& [k, v] : l.items())
+              if (v.is_string()) s.labels[k] = v.get<std::string>();
+          sel.push_back(std::move(s));
+        }
+        if (on_pod_metrics) on_pod_metrics(std::move(sel));
+      },
+      cfg_.watch_timeout_sec);
   strategies_ = std::make_unique<Reflector>(
       cfg_.endpoint, "/apis/agentcg.io/v1alpha1/schedulingstrategies", "",
       [this, on_strategies](const std::map<std::string, json>& objs) {
@@ -121,13 +138,16 @@ NodeAgent::~NodeAgent() { stop(); }
 void NodeAgent::start() {
   t1_ = std::thread([this] { strategies_->run(); });
   t2_ = std::thread([this] { pods_->run(); });
+  t3_ = std::thread([this] { pod_metrics_->run(); });
 }
 
 void NodeAgent::stop() {
   strategies_->stop();
   pods_->stop();
+  pod_metrics_->stop();
   if (t1_.joinable()) t1_.join();
   if (t2_.joinable()) t2_.join();
+  if (t3_.joinable()) t3_.join();
 }
 
 }  // namespace agentcg::k8s

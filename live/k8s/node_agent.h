@@ -9,7 +9,10 @@
 //     metadata.namespace, so RBAC on the namespace is RBAC on the rule);
 //     the strategy's name is "<namespace>-<name>" (cut to 63);
 //   Pods with spec.nodeName = this node -> the PodDirectory (names,
-//     labels, container names for /metrics labels and selectors).
+//     labels, container names for /metrics labels and selectors);
+//   PodSchedulingMetrics (all namespaces) -> which pods get per-pod series
+//     (namespace + spec.labels; spec.metrics and collectionIntervalSec
+//     are accepted but every signal is exported at the scrape interval).
 // Endpoint: AGENTCG_K8S_API (e.g. http://127.0.0.1:8001 through kubectl
 // proxy, or the recorded-response server of the tests), else in-cluster
 // (KUBERNETES_SERVICE_HOST/PORT, the service account's token and ca.crt);
@@ -52,18 +55,20 @@ class NodeAgent {
  public:
   using OnStrategies = std::function<void(std::vector<strategy::Strategy>)>;
   using OnPods = std::function<void(std::vector<monitor::PodInfo>)>;
-  NodeAgent(AgentConfig cfg, OnStrategies on_strategies, OnPods on_pods);
+  using OnPodMetrics = std::function<void(std::vector<monitor::PodMetricsSelector>)>;
+  NodeAgent(AgentConfig cfg, OnStrategies on_strategies, OnPods on_pods, OnPodMetrics on_pod_metrics = nullptr);
   ~NodeAgent();
   void start();
   void stop();
   const Reflector& strategies() const { return *strategies_; }
   const Reflector& pods() const { return *pods_; }
+  const Reflector& pod_metrics() const { return *pod_metrics_; }
   std::uint64_t invalid_strategies() const { return invalid_; }
 
  private:
   AgentConfig cfg_;
-  std::unique_ptr<Reflector> strategies_, pods_;
-  std::thread t1_, t2_;
+  std::unique_ptr<Reflector> strategies_, pods_, pod_metrics_;
+  std::thread t1_, t2_, t3_;
   std::atomic<std::uint64_t> invalid_{0};
 };
 

@@ -5,7 +5,8 @@
 // agent, survives a watch cut inside an event (re-watched from the last
 // resourceVersion, the BOOKMARK's) and a 410 Gone (relisted), an invalid
 // object is skipped and counted, and a deleted strategy is removed. The
-// node's pods arrive with names, labels and container names.
+// node's pods arrive with names, labels and container names; the
+// PodSchedulingMetrics selectors arrive and select that pod.
 #include "live/k8s/node_agent.h"
 
 #include <gtest/gtest.h>
@@ -46,6 +47,10 @@ class RecordedApiServer {
       if (n == 0) return cut_stream(res, data("strategies_watch_1.jsonl"));
       if (n == 1) return res.set_content(data("strategies_watch_2.jsonl"), "application/json");
       held_stream(res, data("strategies_watch_3.jsonl"));
+    });
+    srv_.Get("/apis/agentcg.io/v1alpha1/podschedulingmetrics", [this](const httplib::Request& req, httplib::Response& res) {
+      if (!req.has_param("watch")) return res.set_content(data("podschedulingmetrics_list.json"), "application/json");
+      held_stream(res, "");
     });
     srv_.Get("/api/v1/pods", [this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -122,6 +127,7 @@ TEST(NodeAgent, StrategiesSurviveBrokenWatchAnd410AndDeletesApply) {
   std::condition_variable cv;
   std::vector<std::vector<std::string>> seen;  // strategy names after each change
   std::vector<monitor::PodInfo> pods;
+  std::vector<monitor::PodMetricsSelector> psm;
   NodeAgent agent(
       cfg,
       [&](std::vector<strategy::Strategy> all) {
@@ -135,12 +141,17 @@ TEST(NodeAgent, StrategiesSurviveBrokenWatchAnd410AndDeletesApply) {
         std::lock_guard<std::mutex> lock(mu);
         pods = std::move(p);
         cv.notify_all();
+      },
+      [&](std::vector<monitor::PodMetricsSelector> s) {
+        std::lock_guard<std::mutex> lock(mu);
+        psm = std::move(s);
+        cv.notify_all();
       });
   agent.start();
   const std::vector<std::string> final_set = {"agents-tests-batch"};
   {
     std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return !seen.empty() && seen.back() == final_set && !pods.empty(); }))
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return !seen.empty() && seen.back() == final_set && !pods.empty() && !psm.empty(); }))
         << "the agent did not reach the final set";
   }
   agent.stop();
@@ -170,6 +181,11 @@ TEST(NodeAgent, StrategiesSurviveBrokenWatchAnd410AndDeletesApply) {
   EXPECT_EQ(pods[0].labels.at("app"), "coder");
   EXPECT_EQ(pods[0].containers.at("4b825dc642cb6eb9a060e54bf8d69288fbee4904"), "main");
   EXPECT_EQ(api.pod_selector(), "spec.nodeName=node-1");
+  // PodSchedulingMetrics: namespace + labels select the pods with series.
+  ASSERT_EQ(psm.size(), 1u);
+  EXPECT_EQ(psm[0].ns, "agents");
+  EXPECT_EQ(psm[0].labels.at("app"), "coder");
+  EXPECT_TRUE(monitor::pod_selected(psm, &pods[0]));
 }
 
 TEST(NodeAgent, StrategyNamespaceIsForced) {

@@ -94,7 +94,8 @@ std::string le_of(int b) {
 
 }  // namespace
 
-std::string render_monitor_metrics(const MonitorSnapshot& s, const PodDirectory& pods) {
+std::string render_monitor_metrics(const MonitorSnapshot& s, const PodDirectory& pods,
+                                   const std::vector<PodMetricsSelector>& selectors) {
   std::ostringstream o;
   family(o, "agentcg_monitor_loaded", "gauge", "1 while the scheduler-tracepoint monitor is attached");
   o << "agentcg_monitor_loaded " << (s.loaded ? 1 : 0) << '\n';
@@ -144,7 +145,7 @@ std::string render_monitor_metrics(const MonitorSnapshot& s, const PodDirectory&
   std::map<std::string, PodSum> by_pod;
   for (const auto& c : s.cgroups) {
     const auto ref = pod_of_cgroup_path(c.path);
-    if (!ref) continue;
+    if (!ref || !pod_selected(selectors, pods.find(ref->pod_uid))) continue;
     PodSum& p = by_pod[ref->pod_uid];
     p.ref = *ref;
     for (const Field& f : kFields) p.stat.*f.member += c.stat.*f.member;

@@ -37,8 +37,10 @@ struct MonitorSnapshot {
   std::vector<MonitoredCgroup> cgroups;  // sorted by path
 };
 
-// Prometheus text (0.0.4) of the monitor's families.
-std::string render_monitor_metrics(const MonitorSnapshot& s, const PodDirectory& pods);
+// Prometheus text (0.0.4) of the monitor's families. Per-pod families only
+// for the pods `selectors` select (PodSchedulingMetrics; none = all pods).
+std::string render_monitor_metrics(const MonitorSnapshot& s, const PodDirectory& pods,
+                                   const std::vector<PodMetricsSelector>& selectors = {});
 
 // Finds the cgroup v2 mount in a /proc/self/mountinfo text ("" if none).
 std::string cgroup2_mount_of(const std::string& mountinfo);

@@ -125,6 +125,28 @@ TEST(MonitorLogic, MetricsLabelsAndHistogram) {
       << named;
 }
 
+TEST(MonitorLogic, PodSchedulingMetricsSelectsPodSeries) {
+  MonitorSnapshot s;
+  MonitoredCgroup pod;
+  pod.path = "/kubepods/burstable/pod" + std::string(kUid) + "/c1";
+  pod.stat.runtime_ns = 7;
+  s.cgroups = {pod};
+  PodDirectory dir;
+  PodInfo info;
+  info.uid = kUid;
+  info.ns = "agents";
+  info.name = "coder-0";
+  info.labels = {{"app", "coder"}};
+  dir.upsert(info);
+  const std::string series = "agentcg_pod_sched_runtime_ns_total{namespace=\"agents\"";
+  EXPECT_NE(render_monitor_metrics(s, dir).find(series), std::string::npos);  // no selectors: all pods
+  EXPECT_NE(render_monitor_metrics(s, dir, {{"agents", {{"app", "coder"}}}}).find(series), std::string::npos);
+  EXPECT_EQ(render_monitor_metrics(s, dir, {{"agents", {{"app", "other"}}}}).find(series), std::string::npos);
+  EXPECT_EQ(render_monitor_metrics(s, dir, {{"default", {}}}).find(series), std::string::npos);
+  // the cgroup series stay
+  EXPECT_NE(render_monitor_metrics(s, dir, {{"default", {}}}).find("agentcg_sched_runtime_ns_total{cgroup="), std::string::npos);
+}
+
 TEST(MonitorLogic, Cgroup2MountHybrid) {
   const std::string mi =
       "25 30 0:22 / /sys/fs/cgroup ro,nosuid - tmpfs tmpfs ro,mode=755\n"

@@ -123,6 +123,21 @@ const PodInfo* PodDirectory::find(const std::string& uid) const {
   return it == pods_.end() ? nullptr : &it->second;
 }
 
+bool pod_selected(const std::vector<PodMetricsSelector>& selectors, const PodInfo* info) {
+  if (selectors.empty()) return true;
+  if (!info) return false;
+  for (const auto& s : selectors) {
+    if (s.ns != info->ns) continue;
+    bool all = true;
+    for (const auto& [k, v] : s.labels) {
+      auto it = info->labels.find(k);
+      all = all && it != info->labels.end() && it->second == v;
+    }
+    if (all) return true;
+  }
+  return false;
+}
+
 std::string strip_runtime_prefix(const std::string& container_id) {
   const auto p = container_id.find("://");
   return p == std::string::npos ? container_id : container_id.substr(p + 3);

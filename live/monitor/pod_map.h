@@ -61,6 +61,15 @@ class PodDirectory {
   std::map<std::string, PodInfo> pods_;
 };
 
+// A PodSchedulingMetrics object (deploy/base/crd-podschedulingmetrics.yaml):
+// the pods of `ns` with these labels get per-pod series.
+struct PodMetricsSelector {
+  std::string ns;
+  std::map<std::string, std::string> labels;
+};
+// No selectors: every pod; else a known pod matching one of them.
+bool pod_selected(const std::vector<PodMetricsSelector>& selectors, const PodInfo* info);
+
 // "containerd://abc" -> "abc" (containerStatuses[].containerID).
 std::string strip_runtime_prefix(const std::string& container_id);
 
