@@ -5,7 +5,8 @@
 // same window (every child SIGSTOPped at both ends, so nothing is mid-run),
 // the monitor's per-cgroup runtime, wait, switches and run count must match
 // the sums of /proc/<pid>/schedstat (sum_exec_runtime, run_delay, pcount)
-// and /proc/<pid>/status (voluntary_/nonvoluntary_ctxt_switches) within 5 %.
+// /proc/<pid>/status (voluntary_/nonvoluntary_ctxt_switches) and
+// /proc/<pid>/sched (se.nr_migrations) within 5 %.
 // Needs root (CAP_BPF, writing cgroup.procs): SKIPs with the reason
 // otherwise, and when the kernel refuses the BPF object.
 #include <signal.h>
@@ -28,7 +29,7 @@ namespace agentcg::monitor {
 namespace {
 
 struct ProcFigures {
-  std::uint64_t runtime_ns = 0, wait_ns = 0, run_count = 0, nvcsw = 0, nivcsw = 0;
+  std::uint64_t runtime_ns = 0, wait_ns = 0, run_count = 0, nvcsw = 0, nivcsw = 0, migrations = 0;
 };
 
 ProcFigures read_proc(pid_t pid) {
@@ -45,6 +46,14 @@ ProcFigures read_proc(pid_t pid) {
     if (k == "voluntary_ctxt_switches:") f.nvcsw = v;
     if (k == "nonvoluntary_ctxt_switches:") f.nivcsw = v;
   }
+  // se.nr_migrations counts in set_task_cpu(), where sched_migrate_task fires.
+  std::ifstream sched("/proc/" + std::to_string(pid) + "/sched");
+  while (std::getline(sched, line)) {
+    std::istringstream in(line);
+    std::string k, colon;
+    std::uint64_t v = 0;
+    if (in >> k >> colon >> v && k == "se.nr_migrations") f.migrations = v;
+  }
   return f;
 }
 
@@ -54,6 +63,7 @@ void add(ProcFigures& a, const ProcFigures& b, int sign) {
   a.run_count += sign * b.run_count;
   a.nvcsw += sign * b.nvcsw;
   a.nivcsw += sign * b.nivcsw;
+  a.migrations += sign * b.migrations;
 }
 
 bool write_file(const std::string& path, const std::string& v) {
@@ -83,6 +93,9 @@ void stop_all(const std::vector<pid_t>& pids) {
     int st = 0;
     waitpid(p, &st, WUNTRACED);
   }
+  // A stopping child notifies us before its last switch-out: let that
+  // switch (and the monitor's accounting of the run) happen first.
+  usleep(100000);
 }
 
 agentcg_mon_cgrp_stat stat_of(const MonitorSnapshot& s, const std::string& path) {
@@ -121,6 +134,7 @@ TEST(MonitorNative, MatchesProcWithin5Percent) {
     ASSERT_EQ(waitpid(p, &st, WUNTRACED), p);
     ASSERT_TRUE(WIFSTOPPED(st)) << "child " << p << " could not join its cgroup";
   }
+  usleep(100000);  // their last switch-outs (see stop_all)
   ProcFigures busy0, sleep0;
   for (pid_t p : busy) add(busy0, read_proc(p), 1);
   for (pid_t p : sleepers) add(sleep0, read_proc(p), 1);
@@ -145,6 +159,7 @@ TEST(MonitorNative, MatchesProcWithin5Percent) {
     d.run_count = a.run_count - b.run_count;
     d.nvcsw = a.nvcsw - b.nvcsw;
     d.nivcsw = a.nivcsw - b.nivcsw;
+    d.migrations = a.migrations - b.migrations;
     return d;
   };
   const std::string rel = base.substr(root.size());
@@ -157,11 +172,13 @@ TEST(MonitorNative, MatchesProcWithin5Percent) {
   expect_close("run_count", mb.run_count, busy1.run_count, 3);
   expect_close("nvcsw", mb.nvcsw, busy1.nvcsw, 3);
   expect_close("nivcsw", mb.nivcsw, busy1.nivcsw, 3);
+  expect_close("migrations", mb.migrations, busy1.migrations, 3);
   std::printf("sleeper (1 ms nanosleep):\n");
   expect_close("runtime_ns", ms.runtime_ns, sleep1.runtime_ns, 0);
   expect_close("run_count", ms.run_count, sleep1.run_count, 3);
   expect_close("nvcsw", ms.nvcsw, sleep1.nvcsw, 3);
   expect_close("nivcsw", ms.nivcsw, sleep1.nivcsw, 3);
+  expect_close("migrations", ms.migrations, sleep1.migrations, 3);
   // The sleeper's wait is tiny (us per wakeup): printed, not held to 5 %.
   std::printf("  wait_ns    monitor %12llu  /proc %12llu (not asserted)\n", (unsigned long long)ms.wait_ns,
               (unsigned long long)sleep1.wait_ns);
