@@ -68,6 +68,7 @@
 #include "agentcg/bandwidth.h"
 #include "agentcg/counters.h"
 #include "bpf/agentcg_intf.h"
+#include "bpf/strategy_maps.bpf.h" /* seed 001 strategies: strategy_pid, strategy_cgrp */
 
 char _license[] SEC("license") = "GPL";
 
@@ -359,8 +360,17 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 	now = bpf_ktime_get_ns();
 	agentcg_task_enqueue(&t->at, &cs->cg, lag_ns());
-	scx_bpf_dsq_insert_vtime(p, t->cgid, agentcg_slice_ns(&cs->cg, now, TUN), t->at.vtime,
-				 enq_flags);
+	{
+		/* Strategy hook: slice and a one-enqueue vtime credit (the
+		 * task's own vtime is not changed, so its charge stays exact). */
+		const struct agentcg_strategy_action *sa = agentcg_strategy_of(p, t->cgid);
+		u64 credit = agentcg_strategy_vtime_credit_ns(sa, agentcg_base_slice_ns(TUN));
+		u64 vt = t->at.vtime > credit ? t->at.vtime - credit : 0;
+
+		scx_bpf_dsq_insert_vtime(p, t->cgid,
+					 agentcg_strategy_slice_ns(sa, agentcg_slice_ns(&cs->cg, now, TUN)),
+					 vt, enq_flags);
+	}
 	if (agentcg_has_boost(&cs->cg, now, TUN))
 		maybe_preempt(t->cgid, cs, now);
 }
@@ -525,7 +535,7 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 	struct task_ctx *t;
 	struct cgrp_state *cs;
 	struct agentcg_cgrp_stat *st;
-	u64 now, ran;
+	u64 now, ran, charged;
 	u32 pen, qshare, zero = 0;
 	struct cpu_curr *cc;
 
@@ -551,6 +561,9 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 	if (!cs)
 		return;
 	pen = ctl_mem_penalty(t->cgid);
+	/* Strategy hook: weight_pct scales what the cgroup is charged (the
+	 * map lookup is a helper call: not allowed under the spin lock). */
+	charged = agentcg_strategy_charge_ns(agentcg_strategy_of_cgrp(t->cgid), ran);
 	chain[0] = &root_cg;
 	chain[1] = &cs->cg;
 	bpf_spin_lock(&agentcg_lock);
@@ -561,7 +574,7 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 	if (agentcg_fork_tick(&cs->cg, now, TUN))
 		agentcg_sync_weight(&cs->cg, &root_cg, &glob, TUN);
 	qshare = agentcg_refresh_hweight(chain, 2, &glob);
-	agentcg_cgrp_charge(&cs->cg, qshare, ran);
+	agentcg_cgrp_charge(&cs->cg, qshare, charged);
 	bpf_spin_unlock(&agentcg_lock);
 	if (st) {
 		st->eff_weight = cs->cg.eff_weight;

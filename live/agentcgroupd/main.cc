@@ -41,6 +41,7 @@
 #include "bpf/agentcg_intf.h"
 #include "core/config/config.h"
 #include "live/agentcgroupd/daemon_logic.h"
+#include "live/agentcgroupd/extensions.h"
 #include "agentcg.skel.h"
 
 namespace {
@@ -84,13 +85,13 @@ int libbpf_log(enum libbpf_print_level level, const char* fmt, va_list ap) {
 struct Options {
   std::string config_path = "/etc/agentcg/config.yaml";
   bool config_given = false;
-  std::string mode_override;  // fifo, flatcg, agentcg
+  std::string mode_override;  // fifo, flatcg, agentcg, scx, none
   bool check_only = false;
 };
 
 void usage() {
   std::fprintf(stderr,
-               "usage: agentcgroupd [--config FILE] [--mode agentcg|flatcg|fifo] [--check-config]\n"
+               "usage: agentcgroupd [--config FILE] [--mode agentcg|flatcg|fifo|scx|none|monitor] [--check-config]\n"
                "  --config FILE    YAML config (default /etc/agentcg/config.yaml; built-in\n"
                "                   defaults when the default file does not exist)\n"
                "  --mode MODE      override daemon.mode (fifo: trivial baseline scheduler)\n"
@@ -127,6 +128,8 @@ class Daemon {
   std::string metrics_text_;  // guarded by metrics_mu_ (read by the HTTP thread)
   httplib::Server http_;
   std::thread http_thread_;
+  // Seed 001: monitor, strategies API, scx supervision, k8s (extensions.h).
+  live::Extensions ext_;
 };
 
 std::string Daemon::mode_name() const {
@@ -134,6 +137,10 @@ std::string Daemon::mode_name() const {
 }
 
 bool Daemon::attach() {
+  if (mode_name() == "none" || mode_name() == "scx") {
+    cgroups_.clear();
+    return ext_.attach_external(cfg_, mode_name());  // no agentcg scheduler
+  }
   skel_ = agentcg_bpf__open();
   if (!skel_) {
     LOGE("opening the BPF skeleton failed: %s", std::strerror(errno));
@@ -299,7 +306,7 @@ void Daemon::refresh_metrics(bool force) {
                                         sizeof(c.stat), 0) == 0;
     s.cgroups.push_back(c);
   }
-  std::string text = live::render_metrics(s);
+  std::string text = live::render_metrics(s) + ext_.metrics_text(now);
   std::lock_guard<std::mutex> lock(metrics_mu_);
   metrics_text_ = std::move(text);
 }
@@ -347,6 +354,7 @@ int Daemon::run() {
     LOGE("signalfd: %s", std::strerror(errno));
     return 3;
   }
+  ext_.start(cfg_, opt_.mode_override, opt_.config_path);
   if (!attach()) return 3;
   inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (inotify_fd_ < 0) LOGW("inotify unavailable (%s): relying on the periodic rescan", std::strerror(errno));
@@ -366,6 +374,7 @@ int Daemon::run() {
       detach();
       return 3;
     }
+    ext_.add_routes(http_);
     http_thread_ = std::thread([this] { http_.listen_after_bind(); });
     LOGI("metrics on http://%s:%u/metrics", cfg_.daemon.metrics_address.c_str(), cfg_.daemon.metrics_port);
   }
@@ -400,6 +409,7 @@ int Daemon::run() {
       }
       rescan();
     }
+    ext_.tick(now_ns(), skel_ ? skel_->obj : nullptr);
     if (check_ejected()) {
       detach();
       if (!cfg_.daemon.reattach_on_eject) {
@@ -419,6 +429,7 @@ int Daemon::run() {
     refresh_metrics(false);
   }
   detach();
+  ext_.stop();
   refresh_metrics(true);
   if (http_thread_.joinable()) {
     http_.stop();
@@ -439,8 +450,10 @@ int main(int argc, char** argv) {
       opt.config_given = true;
     } else if (a == "--mode" && i + 1 < argc) {
       opt.mode_override = argv[++i];
-      if (opt.mode_override != "fifo" && opt.mode_override != "flatcg" && opt.mode_override != "agentcg") {
-        std::fprintf(stderr, "agentcgroupd: --mode: expected agentcg, flatcg or fifo, got '%s'\n",
+      if (opt.mode_override == "monitor") opt.mode_override = "none";
+      if (opt.mode_override != "fifo" && opt.mode_override != "flatcg" && opt.mode_override != "agentcg" &&
+          opt.mode_override != "scx" && opt.mode_override != "none") {
+        std::fprintf(stderr, "agentcgroupd: --mode: expected agentcg, flatcg, fifo, scx, none or monitor, got '%s'\n",
                      opt.mode_override.c_str());
         return 2;
       }

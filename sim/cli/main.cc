@@ -40,8 +40,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: agentcg <command> [options]\n"
     "commands:\n"
-    "  run TRACE --policy P [--gpu-policy G] [--config FILE] [--seed N] --out DIR [--perfetto FILE]\n"
-    "  compare TRACE --policies cfs,flatcg,agentcg [--gpu-policy G] [--config FILE] [--seed N] --out DIR\n"
+    "  run TRACE --policy P [--gpu-policy G] [--config FILE] [--strategies FILE] [--seed N] --out DIR [--perfetto FILE]\n"
+    "  compare TRACE --policies cfs,flatcg,agentcg [--gpu-policy G] [--config FILE] [--strategies FILE] [--seed N] --out DIR\n"
     "  trace generate KIND --seed N -o FILE [--OPTION VALUE ...]\n"
     "  trace validate FILE...\n"
     "  trace import --from FORMAT INPUT -o OUT | trace stats FILE | trace merge A B ... -o OUT\n"
@@ -62,6 +62,7 @@ std::string pct(double v) {
 agentcg::sim::RunOptions options_from(const Args& a) {
   agentcg::sim::RunOptions o;
   if (auto c = a.get("config")) o.config = agentcg::config::load_file(*c);
+  if (auto s = a.get("strategies")) o.strategies = agentcg::strategy::load_file(*s);
   o.seed = a.get_u64("seed", 1);
   o.gpu_policy = a.get("gpu-policy").value_or("none");
   return o;
@@ -107,7 +108,7 @@ void print_summary(const json& r) {
 }
 
 int cmd_run(const std::vector<std::string>& argv) {
-  Args a(argv, {"policy", "gpu-policy", "config", "seed", "out", "perfetto"}, {"quiet"});
+  Args a(argv, {"policy", "gpu-policy", "config", "seed", "out", "perfetto", "strategies"}, {"quiet"});
   if (a.positional().size() != 1) throw UsageError("run takes exactly one TRACE");
   auto o = options_from(a);
   o.policy = a.require("policy");
@@ -132,7 +133,7 @@ std::vector<std::string> split(const std::string& s) {
 }
 
 int cmd_compare(const std::vector<std::string>& argv) {
-  Args a(argv, {"policies", "gpu-policy", "config", "seed", "out"}, {"quiet"});
+  Args a(argv, {"policies", "gpu-policy", "config", "seed", "out", "strategies"}, {"quiet"});
   if (a.positional().size() != 1) throw UsageError("compare takes exactly one TRACE");
   const auto base = options_from(a);
   const auto policies = split(a.get("policies").value_or("cfs,flatcg,agentcg"));

@@ -40,6 +40,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config/config.h"
+#include "sim/strategy_table.h"
 #include "sim/cpu/cgroup_tree.h"
 #include "sim/cpu/sched_class.h"
 #include "sim/event_queue.h"
@@ -85,6 +86,14 @@ class CpuModel final : public SchedContext, public EventHandler {
   void note_period(CgroupId id) override;
   std::uint64_t memory_events_high(CgroupId id) const override { return mem_[id].events_high; }
   void count(std::string_view counter, std::uint64_t n = 1) override;
+  // Seed 001 strategies: `table` outlives the run; nullptr = none.
+  void set_strategies(const StrategyTable* table) { strategies_ = table; }
+  const agentcg_strategy_action* strategy_of_task(const Task& p) const override {
+    return strategies_ ? strategies_->of_task(p.pid, procs_.at(p.id).comm, tree_.path(p.cgroup)) : nullptr;
+  }
+  const agentcg_strategy_action* strategy_of_cgroup(CgroupId id) const override {
+    return strategies_ ? strategies_->of_cgroup(tree_.path(id)) : nullptr;
+  }
 
   // EventHandler
   void on_event(Simulator& sim, std::uint32_t kind, std::uint64_t arg) override;
@@ -164,6 +173,7 @@ class CpuModel final : public SchedContext, public EventHandler {
   // Deques: references to tasks and processes stay valid while new ones are
   // added (classes keep Task* in their queues; a fork happens mid-advance()).
   std::deque<Task> tasks_;  // by id; never shrinks (ids are stable)
+  const StrategyTable* strategies_ = nullptr;
   std::deque<Proc> procs_;  // parallel to tasks_
   std::map<std::int64_t, std::size_t> listed_by_pid_;  // listed pid -> processes index
   std::map<std::int64_t, std::uint32_t> task_by_pid_;  // pid -> newest task with it

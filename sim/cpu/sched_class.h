@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agentcg/strategy.h"
 #include "sim/time.h"
 
 namespace agentcg::sim {
@@ -95,6 +96,16 @@ class SchedContext {
   virtual Task& task(std::uint32_t id) = 0;
   // Reports a bandwidth throttle transition of a cgroup (for cpu.stat-like
   // counters in results.json): throttled=true when its quota ran out.
+  // Seed 001 strategies (sim/strategy_table.h): the action for a task (its
+  // PID rule, else its cgroup's) or a cgroup; nullptr = none, the default.
+  virtual const agentcg_strategy_action* strategy_of_task(const Task& p) const {
+    (void)p;
+    return nullptr;
+  }
+  virtual const agentcg_strategy_action* strategy_of_cgroup(CgroupId id) const {
+    (void)id;
+    return nullptr;
+  }
   virtual void note_throttle(CgroupId id, bool throttled) = 0;
   virtual void note_period(CgroupId id) = 0;
   // The cgroup's memory.events "high" count (what agentcgroupd polls to

@@ -112,7 +112,9 @@ class ScxClass final : public SchedClass {
       Group& gr = groups_[c];
       // Draw cpu.max runtime for every limited level; a level whose pool is
       // empty throttles its subtree and we pick again.
-      std::uint64_t slice = agentcg_slice_ns(&gr.cg, now, &t_);
+      // Strategy hook: the queue head's slice (as bpf/agentcg.bpf.c's enqueue).
+      std::uint64_t slice = agentcg_strategy_slice_ns(ctx_->strategy_of_task(ctx_->task(gr.queue.begin()->second)),
+                                                      agentcg_slice_ns(&gr.cg, now, &t_));
       bool throttled = false;
       for (CgroupId a = c;; a = ctx_->cgroup(a).parent) {
         Group& ga = groups_[a];
@@ -147,7 +149,8 @@ class ScxClass final : public SchedClass {
     const std::uint64_t ran = (ctx_->now() - p.started_at).ns();
     auto ch = chain(tc.cg);
     const u32 qshare = agentcg_refresh_hweight(ch.data(), static_cast<u32>(ch.size()), &g_);
-    agentcg_cgrp_charge(&groups_[tc.cg].cg, qshare, ran);
+    // Strategy hook: weight_pct scales the cgroup's charge (as bpf/agentcg.bpf.c).
+    agentcg_cgrp_charge(&groups_[tc.cg].cg, qshare, agentcg_strategy_charge_ns(ctx_->strategy_of_cgroup(tc.cg), ran));
     agentcg_task_charge(&tc.t, ran);
     tc.t.boosted = 0;
     for (CgroupId a = tc.cg;; a = ctx_->cgroup(a).parent) {
@@ -321,7 +324,10 @@ class ScxClass final : public SchedClass {
   }
 
   void queue_task(CgroupId cg, std::uint32_t id, TaskCtx& tc) {
-    tc.qkey = tc.t.vtime;
+    // Strategy hook (as bpf/agentcg.bpf.c's enqueue): a vtime credit for this enqueue only.
+    const std::uint64_t credit =
+        agentcg_strategy_vtime_credit_ns(ctx_->strategy_of_task(ctx_->task(id)), agentcg_base_slice_ns(&t_));
+    tc.qkey = tc.t.vtime > credit ? tc.t.vtime - credit : 0;
     tc.queued = true;
     tc.cg = cg;
     groups_[cg].queue.insert({tc.qkey, id});
