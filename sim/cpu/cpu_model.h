@@ -85,6 +85,7 @@ class CpuModel final : public SchedContext, public EventHandler {
   void note_period(CgroupId id) override;
   std::uint64_t memory_events_high(CgroupId id) const override { return mem_[id].events_high; }
   void count(std::string_view counter, std::uint64_t n = 1) override;
+  void note_new_step(CgroupId id) override { cg_.at(id).detected.push_back(sim_.now().ns()); }
 
   // EventHandler
   void on_event(Simulator& sim, std::uint32_t kind, std::uint64_t arg) override;
@@ -120,6 +121,12 @@ class CpuModel final : public SchedContext, public EventHandler {
     bool kick_pending = false;
     bool kick_preempt = false;
   };
+  // An annotated agent step: its `step` op, and the first tool_begin after
+  // it (the first moment its work is visible to a kernel).
+  struct StepMark {
+    std::uint64_t step_ns = 0;
+    std::optional<std::uint64_t> tool_ns;
+  };
   struct CgStats {
     std::uint64_t cpu_ns = 0;  // direct (own tasks); summed up at results()
     std::uint32_t tasks = 0;   // tasks that ever lived directly in it
@@ -129,6 +136,9 @@ class CpuModel final : public SchedContext, public EventHandler {
     std::uint64_t nr_throttled = 0, nr_periods = 0, throttled_ns = 0;
     std::optional<Time> throttled_since;
     std::uint64_t forks = 0;
+    std::vector<StepMark> steps;          // annotated steps, in time order
+    bool step_ops = false;                // the trace marks steps here with `step` ops
+    std::vector<std::uint64_t> detected;  // the policy's new-step detections, ns
   };
   struct MemState {
     std::uint64_t usage = 0, peak = 0;
