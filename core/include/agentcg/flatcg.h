@@ -337,7 +337,8 @@ static inline bool agentcg_cgrp_bound_lag(struct agentcg_cgrp *cg, const struct 
 /* Charges `ran_ns` of execution to the group at queue share `qshare`. */
 static inline void agentcg_cgrp_charge(struct agentcg_cgrp *cg, u32 qshare, u64 ran_ns)
 {
-	cg->cvtime += ran_ns * AGENTCG_ONE / (qshare ? qshare : 1);
+	/* atomic: CPUs running tasks of one group charge it at once (BPF) */
+	AGENTCG_ATOMIC_ADD(&cg->cvtime, ran_ns * AGENTCG_ONE / (qshare ? qshare : 1));
 }
 
 /* The group was picked for dispatch: cvtime_now follows it (never backwards). */
