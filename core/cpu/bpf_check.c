@@ -14,6 +14,7 @@
 #include "agentcg/agentcg.h"
 #include "agentcg/bandwidth.h"
 #include "agentcg/counters.h"
+#include "agentcg/eevdf.h"
 #include "agentcg/flatcg.h"
 #include "agentcg/tunables.h"
 #include "agentcg/types.h"
@@ -117,4 +118,24 @@ u64 check_bw(struct agentcg_bw_pool *pool, s64 *local, u64 now)
 		agentcg_bw_charge(pool, local, 1000);
 	agentcg_bw_return(pool, local);
 	return agentcg_bw_refill(pool, now) + pool->runtime_ns;
+}
+
+/* The base rule (eevdf.h): request, lag save/place, pick, preemption verdict. */
+u64 check_eevdf(struct agentcg_cgrp *cg, struct agentcg_global *g, u64 now, u64 curr_deadline);
+u64 check_eevdf(struct agentcg_cgrp *cg, struct agentcg_global *g, u64 now, u64 curr_deadline)
+{
+	struct agentcg_tunables t = agentcg_tunables_default();
+	u32 ev = 0;
+	struct agentcg_req r;
+	struct agentcg_preempt p;
+
+	if (now & 2) {
+		agentcg_eevdf_save_lag(cg, g, &t);
+		agentcg_eevdf_place(cg, g);
+	}
+	r = agentcg_eevdf_request(cg, g, cg->qshare, 100, cg->nr_queued, now, &t, &ev);
+	if (agentcg_eevdf_eligible(&r, g))
+		agentcg_eevdf_picked(g, &r);
+	p = agentcg_eevdf_preempt(r.deadline, curr_deadline, now - 1000, 4000000, now, &t);
+	return p.at_ns + ev;
 }

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The base rule of flatcg/agentcg: where a request (a task made runnable,
+ * or put back after its slice) is placed, in which order requests run and
+ * when a wakeup may preempt a running task. It is EEVDF's rule (Stoica et
+ * al. 1995; the kernel's fair.c since 6.6) applied to one level of cgroup
+ * virtual time (flatcg.h), in the start-time/virtual-deadline form that a
+ * single ordered queue can serve:
+ *
+ *   V          system virtual time: the start tag of the request picked
+ *              last (monotonic, agentcg_global.cvtime_now).
+ *   vreq       virtual length of a request: slice_ns x ONE / qshare (a
+ *              group with 1/3 of the machine asks for three times the
+ *              virtual time of one with all of it).
+ *   start S    max(cvtime, tail of the group's queued requests, V - lag
+ *              bound): the group's service so far, after the requests it
+ *              already has in the queue, never more than one base slice
+ *              behind V (an idle group cannot hoard), and AFTER V when it
+ *              overran (negative lag is kept across sleeps: vlag).
+ *   deadline F S + vreq x 100 / task weight - credit: the queue key.
+ *              Requests run in F order (earliest virtual deadline first).
+ *   eligible   S <= V + vreq: a request more than one request ahead of V
+ *              is not served before V catches up (EEVDF's eligibility,
+ *              with the tolerance of one request that the start tags of a
+ *              group's chained requests need).
+ *   preempt    a waking request preempts the running one when its F is
+ *              before the running request's F and that one already ran
+ *              its protected time (min_slice_us, or its slice if shorter:
+ *              fair.c's RUN_TO_PARITY limited to the minimum slice);
+ *              otherwise the verdict is "not before T" (T = start of the
+ *              running task + protected time), which the caller re-arms
+ *              (BPF timer / simulator timer) and re-evaluates at T.
+ *
+ * Why this is EEVDF: with one task per group and equal slices, S is the
+ * group's virtual runtime, F = S + slice/share is its virtual deadline and
+ * the order of F is the kernel's pick_eevdf() among eligible entities; a
+ * woken group is placed at V - lag (lag clamped to one base slice, the
+ * kernel clamps to max(slice, TICK)); the wakeup preempts exactly when
+ * pick_eevdf() would pick the woken entity and RUN_TO_PARITY does not
+ * protect current. V is the start of the latest pick instead of the
+ * weighted average of all queued vruntimes: keeping the weighted average
+ * needs one sum over every queued group updated on each charge (a global
+ * serialisation point in BPF); the start of the latest pick follows the
+ * minimum of the queued start tags, which trails the average by less than
+ * one request when shares are balanced (Goyal et al.'s Start-time Fair
+ * Queueing bound).
+ *
+ * The agent features act INSIDE the rule, through agentcg.h's functions
+ * (owned by the policy, signatures kept stable):
+ *   agentcg_eff_weight()  -> eff_weight -> qshare: fork storms and the
+ *                            memory penalty stretch vreq (fewer picks);
+ *   agentcg_eff_vtime()   -> credit = cvtime - eff_vtime (startup boost,
+ *                            wakeup boost) pulls F earlier;
+ *   agentcg_slice_ns()    -> the request's slice: a boosted (shorter)
+ *                            request gets an earlier F and preempts sooner.
+ * With every feature off (flatcg) the rule is unchanged: every wakeup is
+ * placed and may preempt by it, not only boosted groups.
+ *
+ * State: struct agentcg_cgrp (flatcg.h) holds cvtime, vq_tail, vlag,
+ * nr_queued; the caller keeps one struct agentcg_req per queued task and
+ * passes the group's current qshare (from agentcg_refresh_hweight(), cached
+ * in agentcg_cgrp.qshare). No function here walks the hierarchy: the
+ * ancestors' weights are already in qshare.
+ *
+ * Who calls it: bpf/agentcg.bpf.c (enqueue, select_cpu, running, the
+ * preemption timer), sim/cpu/scx_class.cc (the same callbacks).
+ *
+ * Concurrency (BPF): vq_tail and V are plain stores; two CPUs queueing
+ * requests of one group at the same instant may give both the same start
+ * tag (that group gets one request early, once), and V may miss one
+ * advance (it only moves forwards); no lock is needed for either.
+ *
+ * C99, BPF-safe: no libc, no floating point, no allocation, no loops.
+ */
+#ifndef AGENTCG_EEVDF_H
+#define AGENTCG_EEVDF_H
+
+#include "agentcg/agentcg.h"
+#include "agentcg/flatcg.h"
+#include "agentcg/tunables.h"
+#include "agentcg/types.h"
+
+/* One queued request (one task in the queue), kept by the caller. */
+struct agentcg_req {
+	u64 start;    /* virtual start tag S */
+	u64 deadline; /* virtual deadline F: the queue key */
+	u64 slice_ns; /* the real-time slice granted when it runs */
+};
+
+/* The time a running request is protected from wakeup preemption. */
+static inline u64 agentcg_protect_ns(u64 slice_ns, const struct agentcg_tunables *t)
+{
+	u64 p = (u64)t->min_slice_us * AGENTCG_NSEC_PER_USEC;
+
+	return p < slice_ns ? p : slice_ns;
+}
+
+/* Virtual length of `ns` of service at queue share `qshare`. */
+static inline u64 agentcg_vlen(u64 ns, u32 qshare)
+{
+	return ns * AGENTCG_ONE / (qshare ? qshare : 1);
+}
+
+/*
+ * A task of `cg` is queued (wakeup, fork or slice end). `qshare` is the
+ * group's current queue share, `task_weight` the task's weight (cpu.weight
+ * scale, nice 0 = 100), `nr_queued_before` how many requests of the group
+ * are already queued (the caller counts them, atomically in BPF). Returns
+ * the request (F is the queue key) and advances the group's tag chain.
+ * *ev gets lag_clamps when the group's positive lag was bounded.
+ */
+static inline struct agentcg_req agentcg_eevdf_request(struct agentcg_cgrp *cg,
+						       const struct agentcg_global *g, u32 qshare,
+						       u32 task_weight, u32 nr_queued_before,
+						       u64 now_ns,
+						       const struct agentcg_tunables *t, u32 *ev)
+{
+	struct agentcg_req r;
+	u64 floor = g->cvtime_now - agentcg_vlen(agentcg_base_slice_ns(t), AGENTCG_ONE);
+	u64 s = cg->cvtime;
+	u64 vreq, credit;
+
+	if (nr_queued_before && agentcg_before(s, cg->vq_tail))
+		s = cg->vq_tail;
+	if (agentcg_before(s, floor)) {
+		s = floor;
+		*ev |= AGENTCG_EV(lag_clamps);
+	}
+	r.slice_ns = agentcg_slice_ns(cg, now_ns, t);
+	if (task_weight && task_weight != AGENTCG_WEIGHT_DFL)
+		r.slice_ns = r.slice_ns * task_weight / AGENTCG_WEIGHT_DFL;
+	if (r.slice_ns < 100 * AGENTCG_NSEC_PER_USEC)
+		r.slice_ns = 100 * AGENTCG_NSEC_PER_USEC;
+	vreq = agentcg_vlen(r.slice_ns, qshare);
+	/* the features' vtime credit (startup / wakeup boost), bounded by agentcg.h */
+	credit = cg->cvtime - agentcg_eff_vtime(cg, now_ns, t);
+	r.start = s;
+	cg->vq_tail = s + vreq;
+	r.deadline = s + vreq - credit;
+	return r;
+}
+
+/*
+ * The group goes idle (its last task quiescent): remember its lag against
+ * V, clamped to one base slice either way, so that sleeping neither earns
+ * nor forgives more than a slice (fair.c's place_entity with PLACE_LAG).
+ */
+static inline void agentcg_eevdf_save_lag(struct agentcg_cgrp *cg, const struct agentcg_global *g,
+					  const struct agentcg_tunables *t)
+{
+	s64 lim = (s64)agentcg_base_slice_ns(t);
+	s64 lag = (s64)(g->cvtime_now - cg->cvtime);
+
+	if (lag > lim)
+		lag = lim;
+	if (lag < -lim)
+		lag = -lim;
+	cg->vlag = lag;
+}
+
+/*
+ * The group becomes active again: place it at V - lag. A group that
+ * overran (negative lag) comes back after V, one that waited comes back
+ * before it by at most one slice. Returns true when cvtime moved.
+ */
+static inline bool agentcg_eevdf_place(struct agentcg_cgrp *cg, const struct agentcg_global *g)
+{
+	u64 v = g->cvtime_now - (u64)cg->vlag;
+
+	if (v == cg->cvtime)
+		return false;
+	cg->cvtime = v;
+	cg->vq_tail = v;
+	return true;
+}
+
+/* A request was picked to run: V follows its start tag (never backwards). */
+static inline void agentcg_eevdf_picked(struct agentcg_global *g, const struct agentcg_req *r)
+{
+	if (agentcg_before(g->cvtime_now, r->start))
+		g->cvtime_now = r->start;
+}
+
+/* Whether a request may run now (S <= V + its own length). */
+static inline bool agentcg_eevdf_eligible(const struct agentcg_req *r, const struct agentcg_global *g)
+{
+	return !agentcg_before(g->cvtime_now + (r->deadline - r->start), r->start);
+}
+
+/*
+ * A request with deadline `waker_deadline` was queued while a CPU runs a
+ * request with deadline `curr_deadline`, started at `curr_started_ns` with
+ * slice `curr_slice_ns`. Verdict: NO (the running one is ordered first),
+ * NOW, or AT (not before at_ns: the running one is still protected; the
+ * caller re-evaluates then).
+ */
+static inline struct agentcg_preempt agentcg_eevdf_preempt(u64 waker_deadline, u64 curr_deadline,
+							   u64 curr_started_ns, u64 curr_slice_ns,
+							   u64 now_ns,
+							   const struct agentcg_tunables *t)
+{
+	struct agentcg_preempt r = {AGENTCG_PREEMPT_NO, 0};
+	u64 prot = agentcg_protect_ns(curr_slice_ns, t);
+	u64 ran;
+
+	if (!agentcg_before(waker_deadline, curr_deadline))
+		return r;
+	/* a task still in its context switch (started in the future) ran 0 */
+	ran = agentcg_before(now_ns, curr_started_ns) ? 0 : now_ns - curr_started_ns;
+	if (ran < prot) {
+		r.verdict = AGENTCG_PREEMPT_AT;
+		r.at_ns = curr_started_ns + prot;
+		return r;
+	}
+	r.verdict = AGENTCG_PREEMPT_NOW;
+	r.at_ns = now_ns;
+	return r;
+}
+
+#endif /* AGENTCG_EEVDF_H */
