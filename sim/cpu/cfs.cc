@@ -149,6 +149,10 @@ class CfsClass final : public SchedClass {
         s64& local = local_at(a, cpu);
         agentcg_bw_charge(&g.bw, &local, ran);
         agentcg_bw_return(&g.bw, &local);
+        // Runtime handed back while the group is throttled is handed on
+        // at once (the kernel's slack timer, distribute_cfs_runtime());
+        // waiting for the refill lost it: a 25 % quota delivered 23.25 %.
+        if (g.throttled && g.bw.runtime_ns > 0) unthrottle(a);
       }
       if (a == kRootCgroup) break;
       // The group entity in the parent's queue advances too (its place in

@@ -606,8 +606,11 @@ nlohmann::json CpuModel::results() const {
   step_j["detected"] = detected;
   step_j["matched"] = matched;
   step_j["tolerance_ns"] = kStepMatchTolNs;
-  step_j["precision"] = detected > 0 ? json(round6(static_cast<double>(matched) / static_cast<double>(detected))) : json();
-  step_j["recall"] = detected > 0 && annotated > 0
+  const bool scored = cls_.has_step_detector();
+  step_j["precision"] = scored && detected > 0
+                            ? json(round6(static_cast<double>(matched) / static_cast<double>(detected)))
+                            : json();
+  step_j["recall"] = scored && annotated > 0
                          ? json(round6(static_cast<double>(matched) / static_cast<double>(annotated)))
                          : json();
   // The interactive task(s): cgroups /interactive and below (the crowded

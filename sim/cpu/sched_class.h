@@ -131,6 +131,9 @@ class SchedClass {
   virtual void cgroup_set_bandwidth(CgroupId cg, std::optional<std::uint64_t> quota_us,
                                     std::uint64_t period_us) = 0;
   virtual void on_timer(std::uint64_t cookie) { (void)cookie; }
+  // Whether the class runs a new-step detector (calls note_new_step()), so
+  // that results.json scores it; false: precision and recall are null.
+  virtual bool has_step_detector() const { return false; }
 };
 
 }  // namespace agentcg::sim

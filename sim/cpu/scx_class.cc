@@ -54,6 +54,7 @@ class ScxClass final : public SchedClass {
   }
 
   std::string_view name() const override { return agentcg_ ? "agentcg" : "flatcg"; }
+  bool has_step_detector() const override { return true; }
 
   void init(SchedContext& ctx) override {
     ctx_ = &ctx;
@@ -173,6 +174,7 @@ class ScxClass final : public SchedClass {
       Group& gr = groups_.at(p.cgroup);
       const std::uint32_t ev = agentcg_on_fork(&gr.cg, ctx_->now().ns(), &t_);
       if (ev & AGENTCG_EV(fork_storms)) sync_weight(p.cgroup);
+      if (ev & AGENTCG_EV(new_steps)) ctx_->note_new_step(p.cgroup);
       bump(ev);
     }
   }
