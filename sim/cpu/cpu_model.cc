@@ -581,15 +581,22 @@ nlohmann::json CpuModel::results() const {
     series_j[path] = std::move(s);
   }
   std::vector<std::uint64_t> wa = wakeup_all_, ta = tool_all_;
-  // New-step detection against the annotations, per cgroup: a detection
-  // matches the cgroup's next unmatched step when it falls between the
-  // step's `step` op and kStepMatchTolNs after its first tool call; a
-  // detection that matches nothing (in any cgroup) is a false positive.
+  // New-step detection against the annotations, per cgroup with annotated
+  // steps: a detection matches the cgroup's next unmatched step when it
+  // falls between the step's `step` op and kStepMatchTolNs after its first
+  // tool call; one that matches nothing is a false positive. Detections in
+  // cgroups without annotations are reported apart (`unannotated`).
   // Steps that never reached a tool call (the run ended while the agent
   // thought) are invisible to a kernel and are not counted.
-  std::uint64_t annotated = 0, detected = 0, matched = 0;
+  std::uint64_t annotated = 0, detected = 0, matched = 0, unannotated = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const auto& st = cg_[i].steps;
+    if (st.empty()) {
+      // no annotations to score against (a recording without tool calls,
+      // a fork storm): counted apart, not as false positives
+      unannotated += cg_[i].detected.size();
+      continue;
+    }
     for (const StepMark& m : st) annotated += m.tool_ns ? 1 : 0;
     detected += cg_[i].detected.size();
     std::size_t k = 0;
@@ -605,6 +612,7 @@ nlohmann::json CpuModel::results() const {
   step_j["annotated"] = annotated;
   step_j["detected"] = detected;
   step_j["matched"] = matched;
+  step_j["unannotated"] = unannotated;
   step_j["tolerance_ns"] = kStepMatchTolNs;
   const bool scored = cls_.has_step_detector();
   step_j["precision"] = scored && detected > 0

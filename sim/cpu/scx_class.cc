@@ -177,10 +177,12 @@ class ScxClass final : public SchedClass {
       if (ev & AGENTCG_EV(new_steps)) ctx_->note_new_step(p.cgroup);
       bump(ev);
     }
+    agentcg_task_joined(&groups_.at(p.cgroup).cg);
   }
 
   void exit_task(Task& p) override {
     TaskCtx& tc = task_ctx(p);
+    agentcg_task_left(&groups_.at(tc.cg).cg);
     unqueue_task(p.id, tc);
     if (tc.counted) make_quiescent(tc.cg, tc, ctx_->now().ns());
   }
@@ -205,6 +207,8 @@ class ScxClass final : public SchedClass {
     const std::uint64_t now = ctx_->now().ns();
     unqueue_task(p.id, tc);
     if (was_counted) make_quiescent(from, tc, now);
+    agentcg_task_left(&groups_.at(from).cg);
+    agentcg_task_joined(&groups_.at(to).cg);
     tc.cg = to;
     if (was_counted) bump(make_runnable(to, tc, now));
     if (was_queued) queue_task(to, p.id, tc);

@@ -44,7 +44,10 @@
  * AGENTCG_STEP_FORK_WINDOWS boost windows after the cgroup became runnable
  * following more than AGENTCG_STEP_QUIET_NS (30 ms) with nothing runnable
  * (armed in agentcg_on_runnable(), fired and disarmed in agentcg_on_fork()).
- * The first task of a cgroup (the agent itself) is not a step. The old
+ * The first task of a cgroup (the agent itself) is not a step, nor is a
+ * fork while a task forked since the last step is still alive (parallel
+ * tool calls of one step: nr_tasks above step_floor, the tasks the group
+ * had when its step began). The old
  * detector (any activation after 200 ms idle) fired ~9 times per real step,
  * because a test run's children idle on I/O between bursts; they wake
  * without forking. Scored against the annotated steps in results.json
@@ -357,6 +360,23 @@ static inline u32 agentcg_epoch_start(struct agentcg_cgrp *cg, u64 now_ns,
 }
 
 /*
+ * A task joined cg (ops.init_task, forked or not, or moved in: call after
+ * agentcg_on_fork()) or left it (exit, moved out). The detector uses the
+ * count to tell a step's tasks from the resident ones. A caller that never
+ * calls these leaves nr_tasks at 0: the detector then ignores live tasks.
+ */
+static inline void agentcg_task_joined(struct agentcg_cgrp *cg)
+{
+	cg->nr_tasks++;
+}
+
+static inline void agentcg_task_left(struct agentcg_cgrp *cg)
+{
+	if (cg->nr_tasks)
+		cg->nr_tasks--;
+}
+
+/*
  * A task of cg was forked (ops.init_task with args->fork; correction 3).
  * Records the fork (storm detection) and fires the new-step detector when
  * the group is armed. Returns an event mask (forks, fork_storms,
@@ -368,8 +388,10 @@ static inline u32 agentcg_on_fork(struct agentcg_cgrp *cg, u64 now_ns,
 {
 	u32 ev = AGENTCG_EV(forks);
 
-	/* new-step detector: a fork soon after a quiet spell (not the first task) */
-	if (cg->seen && cg->armed) {
+	/* new-step detector: a fork soon after a quiet spell (not the first
+	 * task), while no task of the previous step is alive */
+	if (cg->seen && cg->armed && cg->nr_tasks <= cg->step_floor) {
+		cg->step_floor = cg->nr_tasks;
 		cg->armed = 0;
 		if (now_ns - cg->armed_at_ns <= AGENTCG_STEP_FORK_WINDOWS * agentcg_boost_window_ns(t)) {
 			ev |= AGENTCG_EV(new_steps);
@@ -464,12 +486,16 @@ static inline u32 agentcg_on_runnable(struct agentcg_cgrp *cg, const struct agen
 		cg->boost_budget_at_ns = now_ns;
 		cg->cvtime = g->cvtime_now;
 		cg->wk_win_start_ns = now_ns;
+		cg->step_floor = cg->nr_tasks; /* the resident tasks (the agent) */
 		return agentcg_epoch_start(cg, now_ns, t);
 	}
 	/* correction 6: idle = no runnable task, not "did not run" */
 	if (now_ns - cg->last_idle_ns > AGENTCG_STEP_QUIET_NS) {
 		cg->armed = 1;
 		cg->armed_at_ns = now_ns;
+		/* the previous step's tasks have exited: a smaller resident set */
+		if (cg->nr_tasks < cg->step_floor)
+			cg->step_floor = cg->nr_tasks;
 	}
 	if (now_ns - cg->last_idle_ns <= 2 * window)
 		return 0;

@@ -117,6 +117,8 @@ struct agentcg_cgrp {
 	u64 las_cv0;          /* cvtime when the epoch started (attained = cvtime - las_cv0) */
 	u64 armed_at_ns;      /* activation after a quiet spell: a fork soon after is a new step */
 	u32 armed;            /* the new-step detector is armed (agentcg.h) */
+	u32 nr_tasks;         /* live tasks in the cgroup (agentcg_task_joined/left) */
+	u32 step_floor;       /* nr_tasks when the current step began (resident tasks) */
 	u32 fk_head;          /* next slot of fk_ring */
 	u32 fk_n;             /* forks recorded in fk_ring (saturates at AGENTCG_FORK_RING) */
 	u32 fk_ring[AGENTCG_FORK_RING]; /* times of the latest forks, ns >> 10 (wraps in 73 min) */
