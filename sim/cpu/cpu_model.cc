@@ -509,6 +509,11 @@ void CpuModel::on_event(Simulator& sim, std::uint32_t kind, std::uint64_t arg) {
 void CpuModel::finish() {
   for (std::size_t i = 0; i < cpus_.size(); ++i)
     if (cpus_[i].curr) charge(cpus_[i], static_cast<int>(i));
+  // A task still waiting at the end counts too: a starved task is never
+  // dispatched, so its wait would otherwise never be seen.
+  for (const Task& t : tasks_)
+    if (t.state == TaskState::kRunnable && sim_.now() > t.runnable_since)
+      max_runnable_wait_ns_ = std::max(max_runnable_wait_ns_, (sim_.now() - t.runnable_since).ns());
   for (std::size_t i = 0; i < cg_.size(); ++i)
     if (cg_[i].throttled_since) note_throttle(static_cast<CgroupId>(i), false);
   end_time_ = sim_.now();
