@@ -220,10 +220,10 @@ TEST(Las, CreditIsCappedAtOneRequestAndShrinksWithAttainedService) {
   agentcg_cgrp cg = group(100);
   const u64 t0 = 7 * kSec;
   EXPECT_EQ(agentcg_on_runnable(&cg, &g, t0, &t), AGENTCG_EV(boosts_granted));
-  cg.qshare = AGENTCG_ONE / 10;  // a tenth of the machine: 1 ms of service = 10 ms of vtime
+  cg.qshare = AGENTCG_ONE / 16;  // a sixteenth of the machine: 1 ms of service = 16 ms of vtime
   const u64 c0 = cg.cvtime;
   const u64 per_ms = kMs * AGENTCG_ONE / cg.qshare;
-  // quantum 200 ms of vtime, capped at one 2 ms (boosted) request = 20 ms of vtime
+  // quantum 320 ms of vtime, capped at one 2 ms (boosted) request = 32 ms of vtime
   EXPECT_EQ(c0 - agentcg_eff_vtime(&cg, t0, &t), 2 * per_ms);
   EXPECT_EQ(agentcg_slice_ns(&cg, t0, &t), 2 * kMs);
   cg.cvtime = c0 + 17 * per_ms;  // 17 ms attained: 3 ms left, still capped
