@@ -10,6 +10,7 @@ with the median and the min-max spread of every figure.
 Scenarios (one command each, printed as it runs):
   crowded  trace generate crowded --sessions 100 --cpus 8 --duration D --seed S
   mix      trace mix <recordings> --sessions 40 --cpus 8 --stagger 2s --duration D --seed S
+  mix2     the same 40 recorded sessions on 2 CPUs (contended)
   builds   trace generate builds --cpus 4 --duration D --seed S
   storm    the bundled traces/fork-storm.json, run seed S
 Figures per policy: tool-call p50/p99, interactive wakeup p99 (all wakeups
@@ -35,11 +36,7 @@ def sh(cmd):
 
 def figures(r):
     inter = r.get("interactive_wakeup_latency_ns", r["wakeup_latency_ns"])
-    # share vs entitlement for leaf cgroups that were busy: entitled share
-    # computed by the model for always-runnable tasks; "busy" = used at
-    # least 90 % of its entitlement under every policy is not knowable from
-    # one run, so report the largest shortfall among cgroups whose tasks
-    # were runnable all run long (hogs); none in these traces -> "-"
+    # no interactive task (the fork storm): all wakeups stand in
     return {
         "tool_p50": r["tool_call_latency_ns"]["p50"] / 1e6,
         "tool_p99": r["tool_call_latency_ns"]["p99"] / 1e6,
@@ -59,8 +56,9 @@ def main():
     ap.add_argument("--duration", default="300s")
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--out", default="/tmp/crowded-bench")
-    ap.add_argument("--recordings", default=os.path.join(os.path.dirname(root), "shared/traces/agentcgroup"))
-    ap.add_argument("--scenarios", default="crowded,mix,builds,storm")
+    ap.add_argument("--recordings", default=os.path.join(os.path.dirname(root), "shared/traces/agentcgroup"),
+                    help="AgentCgroup recordings (default: ../shared/traces/agentcgroup beside the checkout)")
+    ap.add_argument("--scenarios", default="crowded,mix,mix2,builds,storm")
     a = ap.parse_args()
     seeds = [int(s) for s in a.seeds.split(",")]
     os.makedirs(a.out, exist_ok=True)
@@ -77,11 +75,12 @@ def main():
             run_seed = 1
             if sc == "crowded":
                 sh([a.sim, "trace", "generate", "crowded", "--sessions", "100", "--cpus", "8", "--duration", a.duration, "--seed", str(s), "-o", tr])
-            elif sc == "mix":
+            elif sc in ("mix", "mix2"):
                 if not recs:
-                    print("mix: no recordings found, skipped", file=sys.stderr)
+                    print(sc + ": no recordings found, skipped", file=sys.stderr)
                     break
-                sh([a.sim, "trace", "mix", *recs, "--sessions", "40", "--cpus", "8", "--stagger", "2s", "--duration", a.duration, "--seed", str(s), "-o", tr])
+                cpus = "8" if sc == "mix" else "2"
+                sh([a.sim, "trace", "mix", *recs, "--sessions", "40", "--cpus", cpus, "--stagger", "2s", "--duration", a.duration, "--seed", str(s), "-o", tr])
             elif sc == "builds":
                 sh([a.sim, "trace", "generate", "builds", "--cpus", "4", "--duration", a.duration, "--seed", str(s), "-o", tr])
             elif sc == "storm":
