@@ -537,7 +537,10 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 	t->at.weight = p->scx.weight;
 	before = AGENTCG_ATOMIC_ADD(&cs->cg.nr_queued, 1u);
 	t->queued = 1;
-	t->req = agentcg_eevdf_request(&cs->cg, &glob, qshare, t->at.weight, before, now, tn, &ev);
+	/* a wakee goes at its group's virtual time, ahead of its queued
+	 * siblings; new and requeued tasks behind them (scx_class.cc too) */
+	t->req = agentcg_eevdf_request(&cs->cg, &glob, qshare, t->at.weight,
+				       (enq_flags & SCX_ENQ_WAKEUP) ? 0 : before, now, tn, &ev);
 	count_events(ev);
 	thr = nr_throttled_now > 0 ? throttled_level(t->cgid) : 0;
 	if (thr) {
