@@ -537,7 +537,10 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 	t->at.weight = p->scx.weight;
 	before = AGENTCG_ATOMIC_ADD(&cs->cg.nr_queued, 1u);
 	t->queued = 1;
-	t->req = agentcg_eevdf_request(&cs->cg, &glob, qshare, t->at.weight, before, now, tn, &ev);
+	/* a wakee goes at its group's virtual time, ahead of its queued
+	 * siblings; new and requeued tasks behind them (scx_class.cc too) */
+	t->req = agentcg_eevdf_request(&cs->cg, &glob, qshare, t->at.weight,
+				       (enq_flags & SCX_ENQ_WAKEUP) ? 0 : before, now, tn, &ev);
 	count_events(ev);
 	thr = nr_throttled_now > 0 ? throttled_level(t->cgid) : 0;
 	if (thr) {
@@ -571,7 +574,7 @@ void BPF_STRUCT_OPS(agentcg_dequeue, struct task_struct *p, u64 deq_flags)
 
 /* Some cgroup is throttled: move the throttled tasks at the head of the
  * queue to their park queues, then the first runnable one to this CPU. */
-static __always_inline bool dispatch_skipping_throttled(void)
+static __always_inline bool dispatch_skipping_throttled(s32 cpu)
 {
 	struct task_struct *p;
 
@@ -581,6 +584,9 @@ static __always_inline bool dispatch_skipping_throttled(void)
 		u64 thr = t ? throttled_level(t->cgid) : 0;
 
 		if (!thr) {
+			/* move_to_local skips tasks pinned elsewhere; so must we */
+			if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+				continue;
 			if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
 				return true;
 			continue;
@@ -602,7 +608,7 @@ void BPF_STRUCT_OPS(agentcg_dispatch, s32 cpu, struct task_struct *prev)
 	if (agentcg_mode == AGENTCG_MODE_FIFO)
 		return; /* SCX_DSQ_GLOBAL is consumed by the kernel */
 	if (nr_throttled_now > 0) {
-		if (dispatch_skipping_throttled())
+		if (dispatch_skipping_throttled(cpu))
 			bstat_inc(AGENTCG_BS_dispatches);
 		return;
 	}
@@ -923,11 +929,13 @@ static int bw_timer_fn(void *map, u64 *key, struct cgrp_state *cs)
 	}
 	/*
 	 * Keep a debt (slices are enforced at tick granularity, so a CPU
-	 * overruns its local runtime by up to a tick: paid from the new
-	 * period's quota); a positive leftover goes back to the pool, where
-	 * cpu.max.burst decides how much of it carries over.
+	 * overruns its local runtime by up to a tick: the negative local
+	 * runtime is paid from the new period's quota by the next acquire); a
+	 * positive leftover goes back to the pool, where cpu.max.burst
+	 * decides how much of it carries over.
 	 */
-	agentcg_bw_return(&cs->bw, &cs->bw_local_ns);
+	if (cs->bw_local_ns > 0)
+		agentcg_bw_return(&cs->bw, &cs->bw_local_ns);
 	was = agentcg_bw_refill(&cs->bw, now);
 	if (was) {
 		__sync_fetch_and_add(&nr_throttled_now, -1);

@@ -241,6 +241,10 @@ TEST(ScxAcceptance, ForkStormIsDownWeightedAndRecovers) {
   const trace::Trace& t = b.done();
   const auto a = run_policy(t, "agentcg");
   const auto f = run_policy(t, "flatcg");
+  for (int sec = 0; sec < 8; sec++)
+    std::printf("DBG %d agentcg %.3f flatcg %.3f\n", sec, share_between(a, "/victim", sec * kSec, (sec + 1) * kSec),
+                share_between(f, "/victim", sec * kSec, (sec + 1) * kSec));
+  std::printf("DBG forks %llu storms %llu\n", (unsigned long long)counter(a, "forks"), (unsigned long long)counter(a, "fork_storms"));
   EXPECT_GE(counter(a, "fork_storms"), 1u);
   EXPECT_NEAR(share_between(a, "/victim", 0, 1 * kSec), 0.5, 0.03);
   EXPECT_NEAR(share_between(a, "/victim", 2 * kSec, 4 * kSec), 0.8, 0.03);

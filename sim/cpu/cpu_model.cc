@@ -298,15 +298,23 @@ void CpuModel::cancel_timer(std::uint64_t handle) {
 void CpuModel::note_throttle(CgroupId id, bool throttled) {
   CgStats& s = cg_.at(id);
   if (throttled && !s.throttled_since) {
-    s.nr_throttled++;
+    s.throttled_in_period = true;
     s.throttled_since = sim_.now();
   } else if (!throttled && s.throttled_since) {
     s.throttled_ns += (sim_.now() - *s.throttled_since).ns();
     s.throttled_since.reset();
+    // unthrottled by the refill that just ended a period: the new one is not throttled
+    if (s.nr_periods && s.last_period == sim_.now()) s.throttled_in_period = false;
   }
 }
 
-void CpuModel::note_period(CgroupId id) { cg_.at(id).nr_periods++; }
+void CpuModel::note_period(CgroupId id) {
+  CgStats& s = cg_.at(id);
+  s.nr_periods++;
+  s.last_period = sim_.now();
+  if (s.throttled_in_period) s.nr_throttled++;
+  s.throttled_in_period = s.throttled_since.has_value();
+}
 
 void CpuModel::count(std::string_view counter, std::uint64_t n) {
   const auto it = counters_.find(counter);

@@ -135,6 +135,11 @@ class CpuModel final : public SchedContext, public EventHandler {
     std::vector<std::uint64_t> series;  // CPU ns per series bin, direct
     std::uint64_t nr_throttled = 0, nr_periods = 0, throttled_ns = 0;
     std::optional<Time> throttled_since;
+    // cpu.stat: a period counts in nr_throttled when the group was throttled
+    // in it, at the period's end (as the kernel's period timer counts), so
+    // nr_throttled <= nr_periods always.
+    bool throttled_in_period = false;
+    Time last_period;
     std::uint64_t forks = 0;
     std::vector<StepMark> steps;          // annotated steps, in time order
     bool step_ops = false;                // the trace marks steps here with `step` ops

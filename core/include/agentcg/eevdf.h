@@ -12,28 +12,37 @@
  *   vreq       virtual length of a request: slice_ns x ONE / qshare (a
  *              group with 1/3 of the machine asks for three times the
  *              virtual time of one with all of it).
- *   start S    max(cvtime, tail of the group's queued requests, V - lag
- *              bound): the group's service so far, after the requests it
- *              already has in the queue, never more than one base slice
+ *   start S    max(cvtime + nr_queued x vreq, V - lag bound): the
+ *              group's service so far, after the requests it already has
+ *              in the queue, never more than one base slice
  *              behind V (an idle group cannot hoard), and AFTER V when it
  *              overran (negative lag is kept across sleeps: vlag).
- *   deadline F S + vreq x 100 / task weight - credit: the queue key.
- *              Requests run in F order (earliest virtual deadline first).
- *   eligible   S <= V + vreq: a request more than one request ahead of V
- *              is not served before V catches up (EEVDF's eligibility,
- *              with the tolerance of one request that the start tags of a
- *              group's chained requests need).
+ *   deadline F S + slice - credit: the queue key, requests run in F
+ *              order. The request's length enters F in real time (its
+ *              slice: shorter for boosted groups and lighter tasks), not
+ *              scaled by the share: the share already spaces a group's
+ *              start tags (vreq), and an F scaled by 1/share would let a
+ *              small-share group's request with a far-behind S wait behind
+ *              big-share requests whose S is far ahead, so the start of the
+ *              picked request (V) would jump ahead of the other groups by
+ *              up to one vreq and the lag bound would push them forward
+ *              (measured: /a/x took 0.10 instead of 1/12). With F = S +
+ *              slice the picked S is within one slice of the smallest
+ *              queued S: V never runs more than one slice ahead.
  *   preempt    a waking request preempts the running one when its F is
  *              before the running request's F and that one already ran
  *              its protected time (min_slice_us, or its slice if shorter:
- *              fair.c's RUN_TO_PARITY limited to the minimum slice);
+ *              fair.c's RUN_TO_PARITY limited to the minimum slice; none
+ *              with the min_slice feature off);
  *              otherwise the verdict is "not before T" (T = start of the
  *              running task + protected time), which the caller re-arms
  *              (BPF timer / simulator timer) and re-evaluates at T.
  *
- * Why this is EEVDF: with one task per group and equal slices, S is the
- * group's virtual runtime, F = S + slice/share is its virtual deadline and
- * the order of F is the kernel's pick_eevdf() among eligible entities; a
+ * Why this is EEVDF: with one task per group, S is the group's virtual
+ * runtime and F = S + slice orders eligible requests by deadline as
+ * pick_eevdf() does for equal weights (for unequal weights the kernel's
+ * r/w term is replaced by the share-spaced start tags, which keeps every
+ * pick eligible, see above); a
  * woken group is placed at V - lag (lag clamped to one base slice, the
  * kernel clamps to max(slice, TICK)); the wakeup preempts exactly when
  * pick_eevdf() would pick the woken entity and RUN_TO_PARITY does not
@@ -65,7 +74,8 @@
  * Who calls it: bpf/agentcg.bpf.c (enqueue, select_cpu, running, the
  * preemption timer), sim/cpu/scx_class.cc (the same callbacks).
  *
- * Concurrency (BPF): vq_tail and V are plain stores; two CPUs queueing
+ * Concurrency (BPF): vq_tail (informational: the end of the last request) and
+ * V are plain stores; nr_queued is counted atomically by the caller; two CPUs queueing
  * requests of one group at the same instant may give both the same start
  * tag (that group gets one request early, once), and V may miss one
  * advance (it only moves forwards); no lock is needed for either.
@@ -87,11 +97,18 @@ struct agentcg_req {
 	u64 slice_ns; /* the real-time slice granted when it runs */
 };
 
-/* The time a running request is protected from wakeup preemption. */
+/*
+ * The time a running request is protected from wakeup preemption: the
+ * min_slice feature's min_slice_us (RUN_TO_PARITY limited to the minimum
+ * slice), never more than the slice itself; 0 with the feature off (strict
+ * EEVDF: an earlier deadline preempts at once).
+ */
 static inline u64 agentcg_protect_ns(u64 slice_ns, const struct agentcg_tunables *t)
 {
 	u64 p = (u64)t->min_slice_us * AGENTCG_NSEC_PER_USEC;
 
+	if (!agentcg_feat(t, AGENTCG_F_MIN_SLICE))
+		return 0;
 	return p < slice_ns ? p : slice_ns;
 }
 
@@ -105,7 +122,8 @@ static inline u64 agentcg_vlen(u64 ns, u32 qshare)
  * A task of `cg` is queued (wakeup, fork or slice end). `qshare` is the
  * group's current queue share, `task_weight` the task's weight (cpu.weight
  * scale, nice 0 = 100), `nr_queued_before` how many requests of the group
- * are already queued (the caller counts them, atomically in BPF). Returns
+ * are already queued (the caller counts them, atomically in BPF; it passes
+ * 0 for a wakeup, which goes ahead of its group's queued siblings). Returns
  * the request (F is the queue key) and advances the group's tag chain.
  * *ev gets lag_clamps when the group's positive lag was bounded.
  */
@@ -120,23 +138,30 @@ static inline struct agentcg_req agentcg_eevdf_request(struct agentcg_cgrp *cg,
 	u64 s = cg->cvtime;
 	u64 vreq, credit;
 
-	if (nr_queued_before && agentcg_before(s, cg->vq_tail))
-		s = cg->vq_tail;
-	if (agentcg_before(s, floor)) {
-		s = floor;
-		*ev |= AGENTCG_EV(lag_clamps);
-	}
 	r.slice_ns = agentcg_slice_ns(cg, now_ns, t);
 	if (task_weight && task_weight != AGENTCG_WEIGHT_DFL)
 		r.slice_ns = r.slice_ns * task_weight / AGENTCG_WEIGHT_DFL;
 	if (r.slice_ns < 100 * AGENTCG_NSEC_PER_USEC)
 		r.slice_ns = 100 * AGENTCG_NSEC_PER_USEC;
 	vreq = agentcg_vlen(r.slice_ns, qshare);
+	/*
+	 * Behind the group's requests already queued: counted, not accumulated
+	 * in a tail, so a request that ran shorter than its slice leaves no
+	 * reservation behind (a fork storm's short children would otherwise
+	 * push the group's tag chain ahead of its service for good).
+	 */
+	if (nr_queued_before > 64)
+		nr_queued_before = 64;
+	s += (u64)nr_queued_before * vreq;
+	if (agentcg_before(s, floor)) {
+		s = floor;
+		*ev |= AGENTCG_EV(lag_clamps);
+	}
 	/* the features' vtime credit (startup / wakeup boost), bounded by agentcg.h */
 	credit = cg->cvtime - agentcg_eff_vtime(cg, now_ns, t);
 	r.start = s;
 	cg->vq_tail = s + vreq;
-	r.deadline = s + vreq - credit;
+	r.deadline = s + r.slice_ns - credit;
 	return r;
 }
 
@@ -181,10 +206,10 @@ static inline void agentcg_eevdf_picked(struct agentcg_global *g, const struct a
 		g->cvtime_now = r->start;
 }
 
-/* Whether a request may run now (S <= V + its own length). */
+/* Whether a request may run now (S <= V + its slice). */
 static inline bool agentcg_eevdf_eligible(const struct agentcg_req *r, const struct agentcg_global *g)
 {
-	return !agentcg_before(g->cvtime_now + (r->deadline - r->start), r->start);
+	return !agentcg_before(g->cvtime_now + r->slice_ns, r->start);
 }
 
 /*
