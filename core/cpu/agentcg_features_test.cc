@@ -213,7 +213,7 @@ TEST(StepDetector, AForkSoonAfterAQuietSpellIsAStepWakingWithoutForkingIsNot) {
 
 // ---- auto_boost: least attained service per epoch ----
 
-TEST(Las, CreditIsCappedAtOneRequestAndShrinksWithAttainedService) {
+TEST(Las, CreditIsTheUnattainedQuantumAndShrinksWithService) {
   const agentcg_tunables t = defaults();  // 20 ms quantum, 4 ms base slice
   agentcg_global g{};
   g.cvtime_now = 500 * kMs;
@@ -221,15 +221,17 @@ TEST(Las, CreditIsCappedAtOneRequestAndShrinksWithAttainedService) {
   const u64 t0 = 7 * kSec;
   EXPECT_EQ(agentcg_on_runnable(&cg, &g, t0, &t), AGENTCG_EV(boosts_granted));
   cg.qshare = AGENTCG_ONE / 16;  // a sixteenth of the machine: 1 ms of service = 16 ms of vtime
+  // the caller places the group at V - lag (eevdf.h); with the largest
+  // positive lag (one base slice) nothing counts as attained yet
+  EXPECT_EQ(cg.las_cv0, g.cvtime_now - 4 * kMs);
+  cg.cvtime = g.cvtime_now - 4 * kMs;
   const u64 c0 = cg.cvtime;
   const u64 per_ms = kMs * AGENTCG_ONE / cg.qshare;
-  // quantum 320 ms of vtime, capped at one 2 ms (boosted) request = 32 ms of vtime
-  EXPECT_EQ(c0 - agentcg_eff_vtime(&cg, t0, &t), 2 * per_ms);
+  // the whole quantum ahead: 20 ms of service = 320 ms of vtime
+  EXPECT_EQ(c0 - agentcg_eff_vtime(&cg, t0, &t), 20 * per_ms);
   EXPECT_EQ(agentcg_slice_ns(&cg, t0, &t), 2 * kMs);
-  cg.cvtime = c0 + 17 * per_ms;  // 17 ms attained: 3 ms left, still capped
-  EXPECT_EQ(cg.cvtime - agentcg_eff_vtime(&cg, t0 + kSec, &t), 2 * per_ms);
-  cg.cvtime = c0 + 19 * per_ms;  // 19 ms attained: 1 ms of the quantum left
-  EXPECT_EQ(cg.cvtime - agentcg_eff_vtime(&cg, t0 + kSec, &t), 20 * per_ms - 19 * per_ms);
+  cg.cvtime = c0 + 17 * per_ms;  // 17 ms attained: 3 ms of the quantum left
+  EXPECT_EQ(cg.cvtime - agentcg_eff_vtime(&cg, t0 + kSec, &t), 3 * per_ms);
   cg.cvtime = c0 + 20 * per_ms;  // the quantum is used up: plain EEVDF order
   EXPECT_EQ(agentcg_eff_vtime(&cg, t0 + kSec, &t), cg.cvtime);
   EXPECT_EQ(agentcg_slice_ns(&cg, t0 + kSec, &t), 4 * kMs);

@@ -26,9 +26,8 @@
  * quantum, so a build or a test run falls back to plain EEVDF order after
  * its first 20 ms of CPU. Two-level LAS rather than full LAS, because full
  * LAS starves long jobs; here they are never starved:
- *  - the credit only changes the ORDER of eligible requests: it is capped
- *    at one request of the boosted slice (deadline >= start tag), and eligibility and start tags
- *    are untouched, so over any interval a group receives its cpu.weight
+ *  - the credit only changes the ORDER of requests (their deadlines):
+ *    start tags, eligibility and cvtime are untouched, so over any interval a group receives its cpu.weight
  *    share (it moves service earlier, it never adds any); cpu.max is drawn
  *    and enforced by the caller as for any request;
  *  - epochs are paid from a per-cgroup token bucket (one quantum, refilled
@@ -107,10 +106,10 @@
  * Worked example (defaults, 20 ms quantum, 100 sessions on 8 CPUs, about
  * 30 runnable groups, qshare ~ 1/30): session A wakes from 3 s of thinking and forks
  * bash for a Read: a new step, an epoch with a 20 ms quantum; its first
- * request (a 2 ms boosted slice, 60 ms of virtual time) gets the full
- * credit (capped at that request: deadline = start tag), so it runs as soon
- * as it is eligible and a CPU frees; after 8 ms of CPU 12 ms of the quantum
- * are left, still more than a request; the Read finishes at 16 ms. Session B's build attains 20 ms within its first five
+ * request gets a credit of 20 ms x 30 = 600 ms of virtual time, five times
+ * a plain 4 ms request (120 ms): its deadline is ahead of every queued
+ * request, so it runs (and preempts) first; after 8 ms of CPU 12 ms of the
+ * quantum are left (360 ms); the Read finishes at 16 ms. Session B's build attains 20 ms within its first five
  * slices and from then on queues like any EEVDF request.
  *
  * Who calls it: eevdf.h (agentcg_eff_vtime, agentcg_slice_ns,
@@ -339,10 +338,11 @@ static inline void agentcg_boost_refill(struct agentcg_cgrp *cg, u64 now_ns,
 }
 
 /*
- * Starts a service epoch (LAS, see the top comment) paid from the budget.
- * Returns boosts_granted or boosts_denied (budget spent, or a storm).
+ * Starts a service epoch (LAS, see the top comment) paid from the budget;
+ * `cv0` is the cvtime its attained service counts from. Returns
+ * boosts_granted or boosts_denied (budget spent, or a storm).
  */
-static inline u32 agentcg_epoch_start(struct agentcg_cgrp *cg, u64 now_ns,
+static inline u32 agentcg_epoch_start(struct agentcg_cgrp *cg, u64 cv0, u64 now_ns,
 				      const struct agentcg_tunables *t)
 {
 	if (!agentcg_feat(t, AGENTCG_F_AUTO_BOOST))
@@ -354,7 +354,7 @@ static inline u32 agentcg_epoch_start(struct agentcg_cgrp *cg, u64 now_ns,
 	if (!cg->boost_credit_ns)
 		return AGENTCG_EV(boosts_denied);
 	cg->boost_budget_ns = 0;
-	cg->las_cv0 = cg->cvtime;
+	cg->las_cv0 = cv0;
 	cg->boost_until_ns = now_ns + AGENTCG_LAS_EPOCH_WINDOWS * agentcg_boost_window_ns(t);
 	return AGENTCG_EV(boosts_granted);
 }
@@ -397,7 +397,7 @@ static inline u32 agentcg_on_fork(struct agentcg_cgrp *cg, u64 now_ns,
 			ev |= AGENTCG_EV(new_steps);
 			/* the epoch started at the activation (if any) covers the step */
 			if (!agentcg_before(now_ns, cg->boost_until_ns) || !cg->boost_credit_ns)
-				ev |= agentcg_epoch_start(cg, now_ns, t);
+				ev |= agentcg_epoch_start(cg, cg->cvtime, now_ns, t);
 		}
 	}
 	if (!agentcg_feat(t, AGENTCG_F_FORK_AWARE))
@@ -429,14 +429,15 @@ static inline u64 agentcg_las_attained(const struct agentcg_cgrp *cg)
 
 /*
  * The epoch's credit now, virtual: what is left of the quantum, at the
- * group's current queue share, capped at one request of the boosted slice
- * (so a credited request's deadline never precedes its start tag).
+ * group's current queue share (the virtual time the rest of the quantum
+ * will take): requests of a fresh epoch are ordered as if that much of
+ * their service were already due.
  */
 static inline u64 agentcg_las_credit(const struct agentcg_cgrp *cg, u64 now_ns,
 				     const struct agentcg_tunables *t)
 {
 	u32 q = cg->qshare ? cg->qshare : AGENTCG_ONE;
-	u64 quantum, attained, cap;
+	u64 quantum, attained;
 
 	if (!agentcg_feat(t, AGENTCG_F_AUTO_BOOST) || !cg->boost_credit_ns ||
 	    !agentcg_before(now_ns, cg->boost_until_ns))
@@ -445,11 +446,7 @@ static inline u64 agentcg_las_credit(const struct agentcg_cgrp *cg, u64 now_ns,
 		return 0;
 	quantum = cg->boost_credit_ns * AGENTCG_ONE / q;
 	attained = agentcg_las_attained(cg);
-	if (attained >= quantum)
-		return 0;
-	/* one request of the slice a credited group runs with (boosted_slice_ms) */
-	cap = (u64)t->boosted_slice_ms * AGENTCG_NSEC_PER_MSEC * AGENTCG_ONE / q;
-	return quantum - attained < cap ? quantum - attained : cap;
+	return attained >= quantum ? 0 : quantum - attained;
 }
 
 static inline bool agentcg_boosted(const struct agentcg_cgrp *cg, u64 now_ns,
@@ -463,6 +460,18 @@ static inline bool agentcg_wake_credited(const struct agentcg_cgrp *cg, u64 now_
 {
 	return agentcg_feat(t, AGENTCG_F_WAKEUP_BOOST) && cg->io_bound &&
 	       agentcg_before(now_ns, cg->wake_credit_until_ns);
+}
+
+/*
+ * Where an epoch that starts at an activation counts attained service from:
+ * the caller places the group right after agentcg_on_runnable() (eevdf.h:
+ * cvtime = V - lag, the lag within one base slice), so its cvtime then is
+ * at least V - one base slice; counting from there, the epoch's first
+ * request sees at most two slices attained instead of the placement jump.
+ */
+static inline u64 agentcg_epoch_cv0(const struct agentcg_global *g, const struct agentcg_tunables *t)
+{
+	return g->cvtime_now - agentcg_base_slice_ns(t);
 }
 
 /*
@@ -487,7 +496,7 @@ static inline u32 agentcg_on_runnable(struct agentcg_cgrp *cg, const struct agen
 		cg->cvtime = g->cvtime_now;
 		cg->wk_win_start_ns = now_ns;
 		cg->step_floor = cg->nr_tasks; /* the resident tasks (the agent) */
-		return agentcg_epoch_start(cg, now_ns, t);
+		return agentcg_epoch_start(cg, agentcg_epoch_cv0(g, t), now_ns, t);
 	}
 	/* correction 6: idle = no runnable task, not "did not run" */
 	if (now_ns - cg->last_idle_ns > AGENTCG_STEP_QUIET_NS) {
@@ -499,7 +508,7 @@ static inline u32 agentcg_on_runnable(struct agentcg_cgrp *cg, const struct agen
 	}
 	if (now_ns - cg->last_idle_ns <= 2 * window)
 		return 0;
-	return agentcg_epoch_start(cg, now_ns, t);
+	return agentcg_epoch_start(cg, agentcg_epoch_cv0(g, t), now_ns, t);
 }
 
 /* cg's own tasks went from one runnable to none. */
@@ -544,7 +553,7 @@ static inline u32 agentcg_on_wakeup(struct agentcg_cgrp *cg, u64 now_ns,
 
 /*
  * The vtime the group is ordered by: cvtime minus the credits (the epoch's
- * LAS credit, at most one request, and the I/O wakeup credit of
+ * LAS credit and the I/O wakeup credit of
  * wakeup_boost_vtime_ms). eevdf.h subtracts cvtime - eff_vtime from the request's
  * deadline; nothing here changes cvtime, start tags or eligibility.
  */
