@@ -213,7 +213,7 @@ TEST(StepDetector, AForkSoonAfterAQuietSpellIsAStepWakingWithoutForkingIsNot) {
 
 // ---- auto_boost: least attained service per epoch ----
 
-TEST(Las, CreditIsTheUnattainedQuantumAndShrinksWithService) {
+TEST(Las, CreditIsCappedAtOneRequestAndShrinksWithAttainedService) {
   const agentcg_tunables t = defaults();  // 20 ms quantum, 4 ms base slice
   agentcg_global g{};
   g.cvtime_now = 500 * kMs;
@@ -227,11 +227,13 @@ TEST(Las, CreditIsTheUnattainedQuantumAndShrinksWithService) {
   cg.cvtime = g.cvtime_now - 4 * kMs;
   const u64 c0 = cg.cvtime;
   const u64 per_ms = kMs * AGENTCG_ONE / cg.qshare;
-  // the whole quantum ahead: 20 ms of service = 320 ms of vtime
-  EXPECT_EQ(c0 - agentcg_eff_vtime(&cg, t0, &t), 20 * per_ms);
+  // quantum 320 ms of vtime, capped at 2 ms of vtime (boosted_slice_ms)
+  EXPECT_EQ(c0 - agentcg_eff_vtime(&cg, t0, &t), 2 * kMs);
   EXPECT_EQ(agentcg_slice_ns(&cg, t0, &t), 2 * kMs);
-  cg.cvtime = c0 + 17 * per_ms;  // 17 ms attained: 3 ms of the quantum left
-  EXPECT_EQ(cg.cvtime - agentcg_eff_vtime(&cg, t0 + kSec, &t), 3 * per_ms);
+  cg.cvtime = c0 + 19 * per_ms;  // 19 ms attained: 1 ms of the quantum (16 ms of vtime) left: capped
+  EXPECT_EQ(cg.cvtime - agentcg_eff_vtime(&cg, t0 + kSec, &t), 2 * kMs);
+  cg.cvtime = c0 + 20 * per_ms - kMs;  // 1 ms of vtime left
+  EXPECT_EQ(cg.cvtime - agentcg_eff_vtime(&cg, t0 + kSec, &t), kMs);
   cg.cvtime = c0 + 20 * per_ms;  // the quantum is used up: plain EEVDF order
   EXPECT_EQ(agentcg_eff_vtime(&cg, t0 + kSec, &t), cg.cvtime);
   EXPECT_EQ(agentcg_slice_ns(&cg, t0 + kSec, &t), 4 * kMs);
