@@ -663,7 +663,8 @@ void BPF_STRUCT_OPS(agentcg_quiescent, struct task_struct *p, u64 deq_flags)
 	cs = cgrp_lookup(cgid);
 	if (cs && !cs->cg.nr_runnable) {
 		agentcg_on_quiescent(&cs->cg, bpf_ktime_get_ns());
-		agentcg_eevdf_save_lag(&cs->cg, &glob, tun());
+		if (agentcg_eevdf_save_lag(&cs->cg, &glob, tun()))
+			count_events(AGENTCG_EV(lag_clamps));
 	}
 }
 

@@ -368,7 +368,7 @@ class ScxClass final : public SchedClass {
     agentcg_update_active(ch, n, &g_, false);
     if (groups_[cg].cg.nr_runnable == 0) {
       agentcg_on_quiescent(&groups_[cg].cg, now);
-      agentcg_eevdf_save_lag(&groups_[cg].cg, &g_, &t_);
+      if (agentcg_eevdf_save_lag(&groups_[cg].cg, &g_, &t_)) bump(AGENTCG_EV(lag_clamps));
     }
     tc.counted = false;
   }

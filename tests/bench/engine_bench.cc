@@ -64,6 +64,7 @@ void BM_CpuSim(benchmark::State& state, const std::string& policy) {
                                                    benchmark::Counter::kIsRate);
 }
 BENCHMARK_CAPTURE(BM_CpuSim, cfs, std::string("cfs"))->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_CpuSim, flatcg, std::string("flatcg"))->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK_CAPTURE(BM_CpuSim, agentcg, std::string("agentcg"))->Unit(benchmark::kMillisecond)->Iterations(3);
 
 
@@ -117,6 +118,29 @@ void BM_ForkStorm64(benchmark::State& state, const std::string& policy) {
 }
 BENCHMARK_CAPTURE(BM_ForkStorm64, cfs, std::string("cfs"))->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(BM_ForkStorm64, eevdf, std::string("eevdf"))->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// 10,000 active agent sessions (one cgroup each) on 64 CPUs: the scale at
+// which the old flatcg/agentcg classes, scanning every queued group per
+// dispatch, took 40-50x the time of cfs (issue 14). Compare the three
+// policies' times side by side (target: flatcg/agentcg within 2x of cfs).
+void BM_CpuSimSessions(benchmark::State& state, const std::string& policy) {
+  const auto trace = agentcg::trace::generate(
+      "mixed", 1,
+      {{"cpus", "64"}, {"duration", "5s"}, {"sessions", "10000"}, {"storm-rate", "0"}, {"io-tasks", "0"}, {"hogs", "0"}});
+  agentcg::sim::RunOptions o;
+  o.policy = policy;
+  double events = 0, tasks = 0;
+  for (auto _ : state) {
+    const auto r = agentcg::sim::run(trace, o);
+    events = r["events"].get<double>();
+    tasks = r["tasks"].get<double>();
+  }
+  state.counters["events"] = events;
+  state.counters["tasks"] = tasks;
+}
+BENCHMARK_CAPTURE(BM_CpuSimSessions, cfs, std::string("cfs"))->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_CpuSimSessions, flatcg, std::string("flatcg"))->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_CpuSimSessions, agentcg, std::string("agentcg"))->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
 

@@ -12,9 +12,10 @@
  *   vreq       virtual length of a request: slice_ns x ONE / qshare (a
  *              group with 1/3 of the machine asks for three times the
  *              virtual time of one with all of it).
- *   start S    max(cvtime + nr_queued x vreq, V - lag bound): the
- *              group's service so far, after the requests it already has
- *              in the queue, never more than one base slice
+ *   start S    cvtime + nr_queued x vreq: the group's service so far,
+ *              after the requests it already has in the queue; on
+ *              activation cvtime is placed at V - lag, never more than one
+ *              base slice
  *              behind V (an idle group cannot hoard), and AFTER V when it
  *              overran (negative lag is kept across sleeps: vlag).
  *   deadline F S + slice - credit: the queue key, requests run in F
@@ -153,7 +154,16 @@ static inline struct agentcg_req agentcg_eevdf_request(struct agentcg_cgrp *cg,
 	if (nr_queued_before > 64)
 		nr_queued_before = 64;
 	s += (u64)nr_queued_before * vreq;
-	if (agentcg_before(s, floor)) {
+	/*
+	 * The lag bound applies to a group coming back from idle (its
+	 * placement, agentcg_eevdf_place, bounds it to one slice). A group
+	 * that stayed active keeps its start: one held back by cpu.max (its
+	 * own or an ancestor's) must keep its order against its siblings, or
+	 * every throttled sibling would collapse onto V - slice and the tie
+	 * would decide who runs. `floor` guards only against a group whose
+	 * cvtime was never placed (seen == 0).
+	 */
+	if (!cg->seen && agentcg_before(s, floor)) {
 		s = floor;
 		*ev |= AGENTCG_EV(lag_clamps);
 	}
@@ -169,18 +179,21 @@ static inline struct agentcg_req agentcg_eevdf_request(struct agentcg_cgrp *cg,
  * The group goes idle (its last task quiescent): remember its lag against
  * V, clamped to one base slice either way, so that sleeping neither earns
  * nor forgives more than a slice (fair.c's place_entity with PLACE_LAG).
+ * Returns true when the lag was clamped.
  */
-static inline void agentcg_eevdf_save_lag(struct agentcg_cgrp *cg, const struct agentcg_global *g,
+static inline bool agentcg_eevdf_save_lag(struct agentcg_cgrp *cg, const struct agentcg_global *g,
 					  const struct agentcg_tunables *t)
 {
 	s64 lim = (s64)agentcg_base_slice_ns(t);
 	s64 lag = (s64)(g->cvtime_now - cg->cvtime);
+	bool clamped = lag > lim || lag < -lim;
 
 	if (lag > lim)
 		lag = lim;
 	if (lag < -lim)
 		lag = -lim;
 	cg->vlag = lag;
+	return clamped; /* the caller counts lag_clamps */
 }
 
 /*
