@@ -113,7 +113,7 @@
  * a plain 4 ms request) gets its deadline 2 ms earlier still, so among
  * groups with equal start tags it goes first; after 20 ms of CPU the
  * credit is gone. MEASURED (README, "Crowded machine"): at 100 sessions on
- * 8 CPUs this bounded credit changes little (tool-call p50 0.96x eevdf;
+ * 8 CPUs this bounded credit changes little (tool-call p50 0.97x eevdf;
  * the no-contention floor of that trace is 0.90x); credits large enough to
  * reorder across sessions (one request of the group, or the whole
  * quantum, both scaling with 1 / share) made the interactive shell lose to
