@@ -30,9 +30,10 @@
  *    at most boosted_slice_ms of virtual time (2 ms: one boosted request
  *    of a group that has the whole machine, deadline >= start tag); a
  *    credit scaled by 1 / share was measured and rejected (below);
- *    start tags, eligibility and cvtime are untouched, so over any interval a group receives its cpu.weight
- *    share (it moves service earlier, it never adds any); cpu.max is drawn
- *    and enforced by the caller as for any request;
+ *    start tags, eligibility and cvtime are untouched, so over any
+ *    interval a group receives its cpu.weight share (it moves service
+ *    earlier, it never adds any); cpu.max is drawn and enforced by the
+ *    caller as for any request;
  *  - epochs are paid from a per-cgroup token bucket (one quantum, refilled
  *    over AGENTCG_BOOST_REFILL_WINDOWS windows = 1 s), so a group that
  *    re-triggers them gets at most 20 ms/s of early service;
@@ -49,10 +50,9 @@
  * The first task of a cgroup (the agent itself) is not a step, nor is a
  * fork while a task forked since the last step is still alive (parallel
  * tool calls of one step: nr_tasks above step_floor, the tasks the group
- * had when its step began). The old
- * detector (any activation after 200 ms idle) fired ~9 times per real step,
- * because a test run's children idle on I/O between bursts; they wake
- * without forking. Scored against the annotated steps in results.json
+ * had when its step began). The old detector (any activation after 200 ms
+ * idle) fired ~9 times per real step, because a test run's children idle
+ * on I/O between bursts; they wake without forking. Scored against the annotated steps in results.json
  * (new_step_detection).
  *
  * Other features:
