@@ -3,61 +3,68 @@
  * agentcg: the sched_ext scheduler of the live backend. Loaded and attached
  * by live/agentcgroupd through a libbpf skeleton (agentcg.skel.h).
  *
- * Thin glue: the policy is core/'s (agentcg/flatcg.h for weights and
- * vtime, agentcg/agentcg.h for the agent features, agentcg/bandwidth.h for
- * cpu.max), the same code the simulator's agentcg/flatcg classes run. This
- * file gathers the inputs from the kernel, calls core/, applies the result
- * (DSQ inserts and moves, slices, kicks) and counts.
+ * Thin glue: the policy is core/'s (agentcg/eevdf.h: the base rule;
+ * agentcg/flatcg.h: hierarchical shares and cgroup vtime; agentcg/agentcg.h:
+ * the agent features; agentcg/bandwidth.h: cpu.max), the same code the
+ * simulator's flatcg/agentcg classes (sim/cpu/scx_class.cc) run. This file
+ * gathers the inputs from the kernel, calls core/, applies the result (DSQ
+ * inserts and moves, slices, kicks, timers) and counts.
  *
- * - every cgroup gets a vtime-ordered DSQ (id = cgroup id), a slot in
- *   `cgrp_slots` (scanned by dispatch) and a `cgrp_states` entry holding
- *   core's struct agentcg_cgrp. Tasks are ordered inside their cgroup's DSQ
- *   by task vtime; dispatch picks the cgroup with the smallest
- *   agentcg_eff_vtime() that has queued tasks and is not throttled.
- * - runnable/quiescent keep core's active counts (agentcg_update_active)
- *   and fire the new-step / wakeup logic; stopping charges task and cgroup
- *   vtime at the cgroup's queue share (agentcg_refresh_hweight).
- * - cpu.max (ops.cgroup_set_bandwidth): runtime is charged in ops.stopping,
- *   a throttled cgroup is skipped by dispatch, a BPF timer refills pools at
- *   their period boundaries and kicks the CPUs.
- * - mem_penalty is written by agentcgroupd into `cgrp_ctl` (computed with
- *   core's agentcg_mem_penalty_update()); it is folded into the cgroup's
- *   effective weight in ops.stopping. Forks arrive in ops.init_task with
- *   args->fork (agentcg_on_fork()).
- * - mode flatcg is this code with tunables.features = 0 (the loader clears
- *   it); mode fifo is the trivial baseline of the overhead comparison (one
- *   global FIFO, nothing else).
+ * Design (v2), and why:
+ * - ONE vtime-ordered DSQ (AGENTCG_SHARED_DSQ) holds every waiting task,
+ *   keyed by the virtual deadline of its request (eevdf.h): the start tag
+ *   chains a group's requests after each other (so a group with k queued
+ *   tasks does not get k turns at once) and the length is scaled by the
+ *   group's hierarchical queue share, so ordering requests by deadline
+ *   gives every cgroup its compounded share. The pick is the kernel's DSQ
+ *   rbtree: O(log n) in queued tasks, independent of the number of
+ *   cgroups (no scan of cgroups, no per-cgroup DSQ to choose between).
+ *   Per-LLC DSQs would cut the DSQ lock's contention on machines with
+ *   several LLCs (scx_lavd: +39 % on 176 cores); on the 2-CPU VM there is
+ *   one LLC, so one queue; the key function does not change.
+ * - cgroup state in a hash map of AGENTCG_MAX_CGRPS (32,768) entries keyed
+ *   by cgroup id, with the parent's id: a walk up the tree is a bounded
+ *   loop of map lookups (AGENTCG_MAX_DEPTH), no pointer chain on the stack.
+ *   A cgroup that cannot get state (table full, deeper than
+ *   AGENTCG_MAX_DEPTH) is scheduled as part of its nearest ancestor with
+ *   state (cgrp_alias, resolved once at cgroup_init from its parent): its tasks queue in the same shared DSQ under that ancestor's
+ *   tag chain (counted: cgrp_overflow, no_cgrp_state). There is no
+ *   fallback queue: nothing can be served ahead of the fair order (the
+ *   old design's fallback DSQ, served first, was such a hole).
+ * - No global lock: activation counts and active weight sums are atomics
+ *   (flatcg.h agentcg_active_step/agentcg_active_sum), cvtime is charged
+ *   with an atomic add, the share generation is an atomic counter, V only
+ *   moves forwards with a plain store (eevdf.h "Concurrency"). The agent
+ *   features' windows (fork, wakeup, boost budget) of one cgroup are
+ *   updated without a lock: two CPUs counting the same group's fork at the
+ *   same instant may lose one count, never corrupt a share.
+ * - Every wakeup is checked against the task running on its CPU by the
+ *   base rule (agentcg_eevdf_preempt): earlier deadline and the running
+ *   task past its protected time -> SCX_KICK_PREEMPT; still protected ->
+ *   that CPU's BPF timer re-checks at T (the simulator's kTimerPreempt).
+ * - cpu.max at every level: a pool (bandwidth.h) and a BPF timer per
+ *   limited cgroup (no scan of cgroups per period); running/stopping charge
+ *   every limited ancestor. A task whose chain has a throttled level is
+ *   parked in that level's FIFO DSQ (created per cgroup at cgroup_init,
+ *   which is sleepable) and moved back into the shared DSQ, at its old
+ *   deadline, by the refill timer. Dispatch only looks for throttled
+ *   tasks when some cgroup is throttled (nr_throttled_now).
+ * - Tunables and mode: `cfgs[cfg_idx]` in .data, rewritten by the daemon on
+ *   SIGHUP without detaching (agentcg_intf.h struct agentcg_live_cfg).
  *
- * Worked example: cgroups a, b, c with cpu.weight 100, 200, 300 and one
- * CPU-bound task each on 2 CPUs. Their queue shares are 1/6, 2/6, 3/6, so per
- * 4 ms slice a's cvtime grows by 24 ms, b's by 12, c's by 8; the two CPUs
- * always take the two smallest, which gives c one CPU, b 2/3 and a 1/3:
- * 1/6, 2/6, 3/6 of the machine.
+ * Refusing to load: ops.init fails (the kernel keeps its scheduler and the
+ * daemon logs the message) when the machine has more CPUs than the
+ * preemption timers cover; the daemon refuses before loading when the
+ * cgroup tree already has more cgroups than AGENTCG_MAX_CGRPS.
  *
- * Corrections to the seed (000 section 4): see core/include/agentcg/agentcg.h
- * for the policy; here, the seed's fork hook does not exist (forks are seen
- * in ops.init_task via args->fork) and its direct bpf_map_update from the
- * daemon into the scheduler's own state is replaced by a separate
- * daemon-owned map (`cgrp_ctl`) that the scheduler reads, so the daemon
- * never races with the scheduler's read-modify-write of cgroup state.
+ * Invariants: every task has a task_ctx from init_task on; a task is
+ * counted in the activation counts of exactly one cgroup (t->counted_cgid)
+ * between runnable and quiescent; a parked task's cgroup (or an ancestor)
+ * is throttled or about to be refilled; impossible states call
+ * agentcg_error1() (the kernel then ejects the scheduler and falls back).
  *
- * Limitations: the hierarchy is flattened: every cgroup is treated as a
- * child of one virtual root (core's chain is [root, cgroup]), exact for
- * sibling cgroups (agent sessions), not composed for nested groups as in
- * scx_flatcg (walking ancestors with bpf_cgroup_ancestor() would need a
- * verifier-friendly fixed-depth unrolled chain: future work). Core's
- * active-set and weight updates run under one global bpf_spin_lock; the
- * cpu.max pool is updated without a lock (a race loses one charge of at
- * most one slice). A task enqueued into a cgroup holding a boost kicks
- * (SCX_KICK_PREEMPT) the CPU whose running task core's
- * agentcg_should_preempt() gives up "now" with the largest effective vtime;
- * a "not before T" verdict (min_slice) is not re-armed as in the simulator:
- * that victim keeps its CPU until its slice ends. At most AGENTCG_MAX_CGRPS cgroups
- * are scheduled fairly; more go to the fallback FIFO (counted).
- *
- * Invariants: every task has a task_ctx from init_task on; a cgroup has a
- * cgrp_state iff it has a slot and a DSQ; impossible states call
- * agentcg_error() (the kernel then ejects the scheduler and falls back).
+ * mode fifo is the trivial baseline of the overhead comparison (one global
+ * FIFO, nothing else), fixed at load (rodata agentcg_mode).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -65,30 +72,25 @@
 
 #include "agentcg/tunables.h"
 #include "agentcg/agentcg.h"
+#include "agentcg/eevdf.h"
 #include "agentcg/bandwidth.h"
 #include "agentcg/counters.h"
 #include "bpf/agentcg_intf.h"
-#include "bpf/strategy_maps.bpf.h" /* seed 001 strategies: strategy_pid, strategy_cgrp */
 
 char _license[] SEC("license") = "GPL";
 
 /*
- * The scx kfuncs come from vmlinux.h. Kernel note: they need a kernel whose
- * BTF has the `<kfunc>_impl` twins of the implicit-argument kfuncs
- * (scx_bpf_create_dsq, scx_bpf_kick_cpu, scx_bpf_error_bstr, ...): sid's
- * 7.2.13 has them; trixie-backports' 7.2.12 build lacks them (its verifier
- * then rejects every call: "cannot find function scx_bpf_create_dsq_impl in
- * BTF"), which is why scripts/fetch-kernel.sh defaults to sid.
+ * Kernel note: the scx kfuncs need a kernel whose BTF has the `<kfunc>_impl`
+ * twins of the implicit-argument kfuncs (scx_bpf_create_dsq, ...): sid's
+ * 7.2.13 has them; trixie-backports' 7.2.12 lacks them, which is why
+ * scripts/fetch-kernel.sh defaults to sid.
  */
 #define create_dsq(id, node) scx_bpf_create_dsq(id, node)
 #define destroy_dsq(id) scx_bpf_destroy_dsq(id)
-#define kick_cpu(cpu, flags) scx_bpf_kick_cpu(cpu, flags)
 
 /*
- * Own error macros: the kernel's scx_bpf_error() lives in tools/sched_ext,
- * which no Debian package ships. The format must be in writable memory
- * (the verifier rejects .rodata strings for scx_bpf_error_bstr), hence the
- * function-local static array, which clang places in .data.
+ * Own error macro: the kernel's scx_bpf_error() lives in tools/sched_ext,
+ * which no Debian package ships. The format must be in writable memory.
  */
 #define agentcg_error1(fmt, a)                                                 \
 	({                                                                     \
@@ -99,49 +101,52 @@ char _license[] SEC("license") = "GPL";
 
 #define BPF_STRUCT_OPS(name, args...) SEC("struct_ops/" #name) BPF_PROG(name, ##args)
 #define BPF_STRUCT_OPS_SLEEPABLE(name, args...) SEC("struct_ops.s/" #name) BPF_PROG(name, ##args)
+/* The iterator of libbpf's bpf_for_each() (scx's common.bpf.h name). */
+#define BPF_FOR_EACH_ITER (&___it)
 
-#define NSEC_PER_MSEC 1000000ULL
 #define NSEC_PER_USEC 1000ULL
-#define NSEC_PER_SEC 1000000000ULL
-#define BW_TIMER_NS (5 * NSEC_PER_MSEC)
 #define BW_UNLIMITED_US (1ULL << 40) /* RUNTIME_INF and other huge quotas */
 #define MAX_KICK_CPUS 64
+#define ROOT_CGID 1ULL   /* the root cgroup's kernfs id */
 
 /* Set by the loader before load. */
 const volatile u32 agentcg_mode = AGENTCG_MODE_AGENTCG;
 const volatile u32 nr_cpus = 1;
-const volatile struct agentcg_tunables tun = AGENTCG_TUNABLES_DEFAULT_INIT;
 
-/* Holds the global bpf_spin_lock and what it protects (scx's private()). */
-#define private(name) SEC(".data." #name) __hidden __attribute__((aligned(8)))
+/* Rewritten at run time by the daemon (SIGHUP): slot cfg_idx is live. */
+struct agentcg_live_cfg cfgs[2] = {
+	{ .mode = AGENTCG_MODE_AGENTCG, .tun = AGENTCG_TUNABLES_DEFAULT_INIT },
+	{ .mode = AGENTCG_MODE_AGENTCG, .tun = AGENTCG_TUNABLES_DEFAULT_INIT },
+};
+u32 cfg_idx; /* in .bss: skel->bss->cfg_idx */
 
 /* Read by the daemon. */
 struct agentcg_exit_info exit_info;
-u64 cgrp_slots[AGENTCG_MAX_CGRPS];
-/* One past the highest slot ever handed out: dispatch scans [0, slots_hw).
- * Slots are taken lowest-first, so on a machine with few cgroups dispatch
- * looks at few slots (it used to scan all AGENTCG_MAX_CGRPS). Written only
- * by cgroup_init, which the kernel serialises. */
-u32 slots_hw;
 
-/* core's global state and the virtual root, under `agentcg_lock`. */
-private(AGENTCG) struct bpf_spin_lock agentcg_lock;
-private(AGENTCG) struct agentcg_global glob;
-private(AGENTCG) struct agentcg_cgrp root_cg;
+/* core's global state: V (cvtime_now) and the share generation. */
+struct agentcg_global glob;
+/* cgroups throttled right now (dispatch checks for parked work only then) */
+s32 nr_throttled_now;
 
 struct task_ctx {
 	struct agentcg_task at;
-	u64 cgid;
-	u64 runnable_at; /* for the per-cgroup wait time */
+	struct agentcg_req req; /* the request it is queued / runs with */
+	u64 cgid;               /* cgroup whose state it uses (nearest with state) */
+	u64 counted_cgid;       /* cgroup it is counted runnable in (0: none) */
+	u64 runnable_at;        /* for the per-cgroup wait time */
+	u32 queued;             /* in the shared DSQ, counted in nr_queued */
+	u32 pad;
 };
 
 struct cgrp_state {
 	struct agentcg_cgrp cg;
 	struct agentcg_bw_pool bw;
 	s64 bw_local_ns;
-	u64 bw_period_start;
-	u32 slot;
-	u32 pad;
+	u64 parent; /* cgroup id of the nearest ancestor with state; 0: root */
+	u64 cgid;
+	u32 depth;  /* levels of stateful ancestors above it */
+	u32 bw_armed;
+	struct bpf_timer bw_timer;
 };
 
 struct {
@@ -164,6 +169,27 @@ struct {
 	__type(key, u64);
 	__type(value, struct agentcg_cgrp_stat);
 } cgrp_stat SEC(".maps");
+
+/* Cgroups without state -> their nearest ancestor with state. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, AGENTCG_MAX_CGRPS);
+	__type(key, u64);
+	__type(value, u64);
+} cgrp_alias SEC(".maps");
+
+/* One all-zero cgroup state, the template of new elements (never written);
+ * plain bytes: an update's source may not hold a bpf_timer. */
+struct cgrp_zero_bytes {
+	u8 b[sizeof(struct cgrp_state)];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct cgrp_zero_bytes);
+} cgrp_zero SEC(".maps");
 
 /* Written by the daemon's memory monitor (live/agentcgroupd). */
 struct {
@@ -189,34 +215,28 @@ struct {
 	__type(value, u64);
 } bpf_stats SEC(".maps");
 
-struct bw_timer {
-	struct bpf_timer timer;
+/* What each CPU runs (ops.running sets, ops.stopping clears), read by the
+ * wakeup-preemption check of other CPUs: a racy snapshot is fine there. */
+struct cpu_curr {
+	u64 deadline;      /* the running request's virtual deadline */
+	u64 started_at_ns;
+	u64 slice_ns;
+	u32 ours;          /* 1 while a fair task of ours runs */
+	u32 timer_armed;
+	struct bpf_timer timer; /* the min_slice re-check ("not before T") */
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct bw_timer);
-} bw_timers SEC(".maps");
-
-/* What each CPU runs (ops.running sets, ops.stopping clears), read by the
- * wakeup-preemption check on other CPUs: a racy snapshot is fine there. */
-struct cpu_curr {
-	u64 cgid; /* 0: not one of ours */
-	u64 started_at_ns;
-	u32 boosted;
-	u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, AGENTCG_MAX_CPUS);
 	__type(key, u32);
 	__type(value, struct cpu_curr);
 } cpu_currs SEC(".maps");
 
-#define TUN ((const struct agentcg_tunables *)&tun)
+static __always_inline const struct agentcg_tunables *tun(void)
+{
+	return &cfgs[cfg_idx & 1].tun;
+}
 
 static __always_inline void bstat_inc(u32 idx)
 {
@@ -253,9 +273,9 @@ static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
 	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
 }
 
-static __always_inline u64 lag_ns(void)
+static __always_inline struct cgrp_state *cgrp_lookup(u64 cgid)
 {
-	return agentcg_base_slice_ns(TUN);
+	return bpf_map_lookup_elem(&cgrp_states, &cgid);
 }
 
 static __always_inline u32 ctl_mem_penalty(u64 cgid)
@@ -265,166 +285,340 @@ static __always_inline u32 ctl_mem_penalty(u64 cgid)
 	return c ? c->mem_penalty : 0;
 }
 
+/*
+ * The nearest cgroup at or above `cgrp` that has state (the cgroup itself
+ * in the normal case). Counts a miss. 0 when none (cannot happen once the
+ * root has state).
+ */
+static __always_inline u64 ancestor_id(struct cgroup *cgrp, int lvl)
+{
+	/*
+	 * cgrp->ancestors[lvl]->kn->id by probe reads: init_task's
+	 * args->cgroup is not an RCU pointer, so bpf_cgroup_ancestor() is
+	 * refused there, and a variable index into a BTF pointer is too.
+	 */
+	struct cgroup *a = NULL;
+	struct kernfs_node *kn = NULL;
+	u64 id = 0;
+
+	if (lvl < 0 || lvl > 255)
+		return 0;
+	bpf_probe_read_kernel(&a, sizeof(a),
+			      (void *)((u64)cgrp + __builtin_offsetof(struct cgroup, ancestors) +
+				       (u64)lvl * sizeof(a)));
+	if (!a)
+		return 0;
+	bpf_probe_read_kernel(&kn, sizeof(kn), &a->kn);
+	if (!kn)
+		return 0;
+	bpf_probe_read_kernel(&id, sizeof(id), &kn->id);
+	return id;
+}
+
+/*
+ * The nearest cgroup at or above `cgrp` that has state: itself, or the
+ * ancestor recorded in cgrp_alias when it got none (cgroup_init). No
+ * walk: an alias is resolved when the cgroup is created, from its parent's
+ * state or alias. Counts a miss.
+ */
+static __always_inline u64 resolve_cgid(u64 id)
+{
+	u64 *alias;
+
+	if (cgrp_lookup(id))
+		return id;
+	bstat_inc(AGENTCG_BS_no_cgrp_state);
+	alias = bpf_map_lookup_elem(&cgrp_alias, &id);
+	if (alias && cgrp_lookup(*alias))
+		return *alias;
+	return cgrp_lookup(ROOT_CGID) ? ROOT_CGID : 0;
+}
+
+static __always_inline u64 stateful_cgid(struct cgroup *cgrp)
+{
+	return resolve_cgid(cgrp_id(cgrp));
+}
+
+/* Whether `cgid` or one of its ancestors is throttled; returns that level. */
+static __always_inline u64 throttled_level(u64 cgid)
+{
+	u32 i;
+
+	bpf_for(i, 0, AGENTCG_MAX_DEPTH) {
+		struct cgrp_state *cs = cgrp_lookup(cgid);
+
+		if (!cs)
+			return 0;
+		if (cs->bw.throttled)
+			return cgid;
+		cgid = cs->parent;
+		if (!cgid)
+			return 0;
+	}
+	return 0;
+}
+
+/*
+ * The queue share of `cgid`'s own tasks, recomputing the shares root ->
+ * leaf when the generation moved (flatcg.h agentcg_hweight_step per
+ * level; the ids are gathered leaf -> root first: scalars on the stack).
+ */
+static __always_inline u32 refresh_qshare(u64 cgid)
+{
+	u64 ids[AGENTCG_MAX_DEPTH];
+	struct cgrp_state *leaf = cgrp_lookup(cgid);
+	u64 gen = glob.hweight_gen;
+	u32 n = 0, i;
+	bool stale = false;
+
+	if (!leaf)
+		return AGENTCG_ONE;
+	if (leaf->cg.hweight_gen == gen && leaf->cg.qshare)
+		return leaf->cg.qshare;
+	bpf_for(i, 0, AGENTCG_MAX_DEPTH) {
+		struct cgrp_state *cs = cgrp_lookup(cgid);
+
+		if (!cs)
+			break;
+		ids[i] = cgid;
+		n = i + 1;
+		cgid = cs->parent;
+		if (!cgid)
+			break;
+	}
+	/* root (ids[n-1]) -> leaf (ids[0]) */
+	bpf_for(i, 0, AGENTCG_MAX_DEPTH) {
+		struct cgrp_state *cs, *ps = NULL;
+		u32 lvl;
+
+		if (i >= n)
+			break;
+		lvl = n - 1 - i;
+		if (lvl >= AGENTCG_MAX_DEPTH)
+			break;
+		cs = cgrp_lookup(ids[lvl]);
+		if (!cs)
+			break;
+		if (lvl + 1 < n && lvl + 1 < AGENTCG_MAX_DEPTH) {
+			ps = cgrp_lookup(ids[lvl + 1]);
+			if (!ps)
+				break;
+		}
+		if (stale || cs->cg.hweight_gen != gen || !cs->cg.hweight) {
+			agentcg_hweight_step(&cs->cg, ps ? &ps->cg : NULL, &glob);
+			stale = true;
+		}
+	}
+	return leaf->cg.qshare ? leaf->cg.qshare : AGENTCG_ONE;
+}
+
+/*
+ * The task became runnable (activate) or quiescent in `cgid`: the
+ * activation walk of flatcg.h, level by level over ids, without a lock.
+ */
+static __always_inline void activate_walk(u64 cgid, bool activate)
+{
+	u32 i;
+
+	bpf_for(i, 0, AGENTCG_MAX_DEPTH) {
+		struct cgrp_state *cs = cgrp_lookup(cgid), *ps;
+
+		if (!cs)
+			break;
+		/* own-task weight changes when the own count goes 0 <-> 1 */
+		if (i == 0 && (activate ? cs->cg.nr_runnable == 0 : cs->cg.nr_runnable == 1))
+			agentcg_bump_gen(&glob);
+		if (!agentcg_active_step(&cs->cg, i == 0, activate))
+			break;
+		if (!cs->parent)
+			break;
+		ps = cgrp_lookup(cs->parent);
+		if (!ps)
+			break;
+		agentcg_active_sum(&ps->cg, cs->cg.eff_weight, activate);
+		cgid = cs->parent;
+	}
+}
+
+static __always_inline void sync_weight(struct cgrp_state *cs, const struct agentcg_tunables *tn)
+{
+	struct cgrp_state *ps = cs->parent ? cgrp_lookup(cs->parent) : NULL;
+
+	agentcg_sync_weight(&cs->cg, ps ? &ps->cg : NULL, &glob, tn);
+}
+
 s32 BPF_STRUCT_OPS(agentcg_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	bool is_idle = false;
 	struct task_ctx *t;
-	struct cgrp_state *cs;
 	s32 cpu;
 
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
 	if (!is_idle)
 		return cpu;
-	if (agentcg_mode != AGENTCG_MODE_FIFO) {
-		/* A throttled cgroup must not slip past cpu.max via an idle CPU. */
-		t = task_ctx(p);
-		if (!t)
-			return cpu;
-		cs = bpf_map_lookup_elem(&cgrp_states, &t->cgid);
-		if (cs && cs->bw.throttled)
-			return cpu;
+	if (agentcg_mode == AGENTCG_MODE_FIFO) {
+		bstat_inc(AGENTCG_BS_direct_dispatches);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, agentcg_base_slice_ns(tun()), 0);
+		return cpu;
 	}
-	bstat_inc(AGENTCG_BS_direct_dispatches);
-	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, agentcg_base_slice_ns(TUN), 0);
+	/*
+	 * An idle CPU: the task is queued by ops.enqueue as usual (its request
+	 * gets a tag there, after ops.runnable placed its group), and the idle
+	 * CPU, woken by the enqueue, takes the earliest deadline. A direct
+	 * local insert here would skip the tag chain and cpu.max.
+	 */
+	t = task_ctx(p);
+	if (t)
+		t->at.boosted = 0;
 	return cpu;
 }
 
-/*
- * A task of a boosted cgroup was queued: find the CPU whose running task
- * core's agentcg_should_preempt() lets go now, the one ordered last (largest
- * effective vtime) if several, and kick it; its task goes back to its queue
- * and the CPU dispatches again (the simulator's ScxClass does the same).
- */
-static __always_inline void maybe_preempt(u64 waker_cgid, struct cgrp_state *cs, u64 now)
+/* The base rule on the CPU the task was queued for (the kernel checks the wakee's rq). */
+static __always_inline void wakeup_preempt(struct task_struct *p, struct task_ctx *t, u64 now,
+					   const struct agentcg_tunables *tn)
 {
-	struct agentcg_task vt = {};
-	u64 best_v = 0;
-	s32 best_cpu = -1;
-	u32 cpu, zero = 0;
+	struct agentcg_preempt r;
+	struct cpu_curr *cc;
+	u32 cpu = scx_bpf_task_cpu(p);
 
-	bpf_for(cpu, 0, nr_cpus) {
-		struct cpu_curr *cc = bpf_map_lookup_percpu_elem(&cpu_currs, &zero, cpu);
-		struct agentcg_preempt r;
-		struct cgrp_state *vs;
-		u64 cgid, v;
-
-		if (!cc)
-			continue;
-		cgid = cc->cgid;
-		if (!cgid || cgid == waker_cgid)
-			continue;
-		vs = bpf_map_lookup_elem(&cgrp_states, &cgid);
-		if (!vs)
-			continue;
-		vt.boosted = cc->boosted;
-		vt.started_at_ns = cc->started_at_ns;
-		r = agentcg_should_preempt(&cs->cg, &vs->cg, &vt, now, TUN);
-		if (r.verdict != AGENTCG_PREEMPT_NOW)
-			continue;
-		v = agentcg_eff_vtime(&vs->cg, now, TUN);
-		if (best_cpu < 0 || agentcg_before(best_v, v)) {
-			best_cpu = cpu;
-			best_v = v;
-		}
-	}
-	if (best_cpu >= 0) {
-		scx_bpf_kick_cpu(best_cpu, SCX_KICK_PREEMPT);
+	if (cpu >= AGENTCG_MAX_CPUS)
+		return;
+	cc = bpf_map_lookup_elem(&cpu_currs, &cpu);
+	if (!cc || !cc->ours)
+		return;
+	bstat_inc(AGENTCG_BS_wakeup_preempt_checks);
+	r = agentcg_eevdf_preempt(t->req.deadline, cc->deadline, cc->started_at_ns, cc->slice_ns, now,
+				  tn);
+	if (r.verdict == AGENTCG_PREEMPT_NOW) {
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 		count_events(AGENTCG_EV(preemptions));
+	} else if (r.verdict == AGENTCG_PREEMPT_AT && !cc->timer_armed) {
+		cc->timer_armed = 1;
+		bpf_timer_start(&cc->timer, r.at_ns > now ? r.at_ns - now : 0, 0);
+		count_events(AGENTCG_EV(min_slice_deferrals));
 	}
 }
 
 void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 {
+	const struct agentcg_tunables *tn = tun();
 	struct task_ctx *t;
 	struct cgrp_state *cs;
-	u64 now;
+	u64 now, thr;
+	u32 ev = 0, qshare, before;
 
 	bstat_inc(AGENTCG_BS_enqueues);
 	if (agentcg_mode == AGENTCG_MODE_FIFO) {
 		/* ENQ_LAST: the CPU's last task goes back to it directly */
 		scx_bpf_dsq_insert(p, (enq_flags & SCX_ENQ_LAST) ? SCX_DSQ_LOCAL : SCX_DSQ_GLOBAL,
-				   agentcg_base_slice_ns(TUN), enq_flags);
-		return;
-	}
-	t = task_ctx(p);
-	if (!t) {
-		bstat_inc(AGENTCG_BS_no_task_ctx);
-		scx_bpf_dsq_insert(p, AGENTCG_FALLBACK_DSQ, agentcg_base_slice_ns(TUN), enq_flags);
-		return;
-	}
-	cs = bpf_map_lookup_elem(&cgrp_states, &t->cgid);
-	if (!cs) {
-		bstat_inc(AGENTCG_BS_no_cgrp_state);
-		scx_bpf_dsq_insert(p, AGENTCG_FALLBACK_DSQ, agentcg_base_slice_ns(TUN), enq_flags);
+				   agentcg_base_slice_ns(tn), enq_flags);
 		return;
 	}
 	now = bpf_ktime_get_ns();
-	agentcg_task_enqueue(&t->at, &cs->cg, lag_ns());
-	{
-		/* Strategy hook: slice and a one-enqueue vtime credit (the
-		 * task's own vtime is not changed, so its charge stays exact). */
-		const struct agentcg_strategy_action *sa = agentcg_strategy_of(p, t->cgid);
-		u64 credit = agentcg_strategy_vtime_credit_ns(sa, agentcg_base_slice_ns(TUN));
-		u64 vt = t->at.vtime > credit ? t->at.vtime - credit : 0;
-
-		scx_bpf_dsq_insert_vtime(p, t->cgid,
-					 agentcg_strategy_slice_ns(sa, agentcg_slice_ns(&cs->cg, now, TUN)),
-					 vt, enq_flags);
+	t = task_ctx(p);
+	if (!t) {
+		/* not ours yet (cannot happen after init_task): a new request at V */
+		bstat_inc(AGENTCG_BS_no_task_ctx);
+		scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, agentcg_base_slice_ns(tn),
+					 glob.cvtime_now + agentcg_base_slice_ns(tn), enq_flags);
+		return;
 	}
-	if (agentcg_has_boost(&cs->cg, now, TUN))
-		maybe_preempt(t->cgid, cs, now);
+	cs = cgrp_lookup(t->cgid);
+	if (!cs) {
+		bstat_inc(AGENTCG_BS_no_cgrp_state);
+		t->req.start = glob.cvtime_now;
+		t->req.deadline = glob.cvtime_now + agentcg_base_slice_ns(tn);
+		t->req.slice_ns = agentcg_base_slice_ns(tn);
+		scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, t->req.slice_ns, t->req.deadline,
+					 enq_flags);
+		return;
+	}
+	qshare = refresh_qshare(t->cgid);
+	t->at.weight = p->scx.weight;
+	before = AGENTCG_ATOMIC_ADD(&cs->cg.nr_queued, 1u);
+	t->queued = 1;
+	/* a wakee goes at its group's virtual time, ahead of its queued
+	 * siblings; new and requeued tasks behind them (scx_class.cc too) */
+	t->req = agentcg_eevdf_request(&cs->cg, &glob, qshare, t->at.weight,
+				       (enq_flags & SCX_ENQ_WAKEUP) ? 0 : before, now, tn, &ev);
+	count_events(ev);
+	thr = nr_throttled_now > 0 ? throttled_level(t->cgid) : 0;
+	if (thr) {
+		/* cpu.max: wait in the throttled level's park queue until its refill */
+		AGENTCG_ATOMIC_ADD(&cs->cg.nr_queued, (u32)-1);
+		t->queued = 0;
+		bstat_inc(AGENTCG_BS_parked);
+		scx_bpf_dsq_insert(p, thr, t->req.slice_ns, enq_flags);
+		return;
+	}
+	scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, t->req.slice_ns, t->req.deadline, enq_flags);
+	if (enq_flags & SCX_ENQ_WAKEUP)
+		wakeup_preempt(p, t, now, tn);
+}
+
+void BPF_STRUCT_OPS(agentcg_dequeue, struct task_struct *p, u64 deq_flags)
+{
+	struct task_ctx *t;
+	struct cgrp_state *cs;
+
+	if (agentcg_mode == AGENTCG_MODE_FIFO)
+		return;
+	t = task_ctx(p);
+	if (!t || !t->queued)
+		return;
+	t->queued = 0;
+	cs = cgrp_lookup(t->cgid);
+	if (cs && cs->cg.nr_queued)
+		AGENTCG_ATOMIC_ADD(&cs->cg.nr_queued, (u32)-1);
+}
+
+/* Some cgroup is throttled: move the throttled tasks at the head of the
+ * queue to their park queues, then the first runnable one to this CPU. */
+static __always_inline bool dispatch_skipping_throttled(s32 cpu)
+{
+	struct task_struct *p;
+
+	/* bounded by the iterator; every throttled task seen leaves the queue */
+	bpf_for_each(scx_dsq, p, AGENTCG_SHARED_DSQ, 0) {
+		struct task_ctx *t = task_ctx(p);
+		u64 thr = t ? throttled_level(t->cgid) : 0;
+
+		if (!thr) {
+			/* move_to_local skips tasks pinned elsewhere; so must we */
+			if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+				continue;
+			if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
+				return true;
+			continue;
+		}
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, thr, 0)) {
+			struct cgrp_state *cs = cgrp_lookup(t->cgid);
+
+			bstat_inc(AGENTCG_BS_parked);
+			if (t->queued && cs && cs->cg.nr_queued)
+				AGENTCG_ATOMIC_ADD(&cs->cg.nr_queued, (u32)-1);
+			t->queued = 0;
+		}
+	}
+	return false;
 }
 
 void BPF_STRUCT_OPS(agentcg_dispatch, s32 cpu, struct task_struct *prev)
 {
-	struct cgrp_state *best_cs = NULL;
-	u64 best = 0, best_v = 0, now;
-	u32 i, hw;
-
 	if (agentcg_mode == AGENTCG_MODE_FIFO)
 		return; /* SCX_DSQ_GLOBAL is consumed by the kernel */
-	if (scx_bpf_dsq_move_to_local(AGENTCG_FALLBACK_DSQ)) {
-		bstat_inc(AGENTCG_BS_fallback_dispatches);
+	if (nr_throttled_now > 0) {
+		if (dispatch_skipping_throttled(cpu))
+			bstat_inc(AGENTCG_BS_dispatches);
 		return;
 	}
-	now = bpf_ktime_get_ns();
-	hw = slots_hw;
-	if (hw > AGENTCG_MAX_CGRPS)
-		hw = AGENTCG_MAX_CGRPS;
-	bpf_for(i, 0, hw) {
-		u64 cgid = cgrp_slots[i & (AGENTCG_MAX_CGRPS - 1)];
-		struct cgrp_state *cs;
-		u64 v;
-
-		if (!cgid || scx_bpf_dsq_nr_queued(cgid) <= 0)
-			continue;
-		cs = bpf_map_lookup_elem(&cgrp_states, &cgid);
-		if (!cs || cs->bw.throttled)
-			continue;
-		v = agentcg_eff_vtime(&cs->cg, now, TUN);
-		if (!best || agentcg_before(v, best_v)) {
-			best = cgid;
-			best_v = v;
-		}
-	}
-	if (!best)
-		return;
-	if (!scx_bpf_dsq_move_to_local(best)) {
-		bstat_inc(AGENTCG_BS_dispatch_races);
-		return;
-	}
-	bstat_inc(AGENTCG_BS_dispatches);
-	best_cs = bpf_map_lookup_elem(&cgrp_states, &best);
-	if (best_cs) {
-		bpf_spin_lock(&agentcg_lock);
-		agentcg_cgrp_picked(&glob, &best_cs->cg);
-		bpf_spin_unlock(&agentcg_lock);
-	}
+	if (scx_bpf_dsq_move_to_local(AGENTCG_SHARED_DSQ))
+		bstat_inc(AGENTCG_BS_dispatches);
 }
 
 void BPF_STRUCT_OPS(agentcg_runnable, struct task_struct *p, u64 enq_flags)
 {
-	struct agentcg_cgrp *chain[2];
+	const struct agentcg_tunables *tn = tun();
 	struct task_ctx *t;
 	struct cgrp_state *cs;
 	u32 ev = 0;
@@ -437,56 +631,88 @@ void BPF_STRUCT_OPS(agentcg_runnable, struct task_struct *p, u64 enq_flags)
 		return;
 	now = bpf_ktime_get_ns();
 	t->runnable_at = now;
-	cs = bpf_map_lookup_elem(&cgrp_states, &t->cgid);
-	if (!cs)
+	cs = cgrp_lookup(t->cgid);
+	if (!cs || t->counted_cgid)
 		return;
-	chain[0] = &root_cg;
-	chain[1] = &cs->cg;
-	bpf_spin_lock(&agentcg_lock);
-	if (!cs->cg.nr_runnable)
-		ev |= agentcg_on_runnable(&cs->cg, &glob, now, TUN);
+	if (!cs->cg.nr_runnable) {
+		ev |= agentcg_on_runnable(&cs->cg, &glob, now, tn);
+		if (cs->cg.seen)
+			agentcg_eevdf_place(&cs->cg, &glob);
+	}
 	if (enq_flags & SCX_ENQ_WAKEUP)
-		ev |= agentcg_on_wakeup(&cs->cg, now, TUN);
-	if (!cs->cg.nr_runnable)
-		if (agentcg_cgrp_bound_lag(&cs->cg, &glob, lag_ns()))
-			ev |= AGENTCG_EV(lag_clamps);
-	agentcg_update_active(chain, 2, &glob, true);
-	bpf_spin_unlock(&agentcg_lock);
+		ev |= agentcg_on_wakeup(&cs->cg, now, tn);
+	t->counted_cgid = t->cgid;
+	activate_walk(t->cgid, true);
 	count_events(ev);
 }
 
 void BPF_STRUCT_OPS(agentcg_quiescent, struct task_struct *p, u64 deq_flags)
 {
-	struct agentcg_cgrp *chain[2];
 	struct task_ctx *t;
 	struct cgrp_state *cs;
-	u64 now;
+	u64 cgid;
 
 	if (agentcg_mode == AGENTCG_MODE_FIFO)
 		return;
 	t = task_ctx(p);
-	if (!t)
+	if (!t || !t->counted_cgid)
 		return;
-	cs = bpf_map_lookup_elem(&cgrp_states, &t->cgid);
-	if (!cs)
-		return;
-	now = bpf_ktime_get_ns();
-	chain[0] = &root_cg;
-	chain[1] = &cs->cg;
-	bpf_spin_lock(&agentcg_lock);
-	agentcg_update_active(chain, 2, &glob, false);
-	if (!cs->cg.nr_runnable)
-		agentcg_on_quiescent(&cs->cg, now);
-	bpf_spin_unlock(&agentcg_lock);
+	cgid = t->counted_cgid;
+	t->counted_cgid = 0;
+	activate_walk(cgid, false);
+	cs = cgrp_lookup(cgid);
+	if (cs && !cs->cg.nr_runnable) {
+		agentcg_on_quiescent(&cs->cg, bpf_ktime_get_ns());
+		if (agentcg_eevdf_save_lag(&cs->cg, &glob, tun()))
+			count_events(AGENTCG_EV(lag_clamps));
+	}
+}
+
+/*
+ * cpu.max of every limited level: draw runtime, return the slice the
+ * tightest level allows (0: some level is empty).
+ */
+static __always_inline u64 bw_acquire_chain(u64 cgid, u64 slice, u64 now, bool *throttled)
+{
+	u32 i;
+
+	bpf_for(i, 0, AGENTCG_MAX_DEPTH) {
+		struct cgrp_state *cs = cgrp_lookup(cgid);
+
+		if (!cs)
+			break;
+		if (agentcg_bw_limited(&cs->bw)) {
+			bool was = cs->bw.throttled;
+
+			if (!agentcg_bw_acquire(&cs->bw, &cs->bw_local_ns, AGENTCG_BW_DEFAULT_SLICE_NS,
+						now)) {
+				if (!was) {
+					__sync_fetch_and_add(&nr_throttled_now, 1);
+					count_events(AGENTCG_EV(throttles));
+				}
+				*throttled = true;
+			}
+			if (cs->bw_local_ns <= 0)
+				slice = 0;
+			else if ((u64)cs->bw_local_ns < slice)
+				slice = cs->bw_local_ns;
+		}
+		cgid = cs->parent;
+		if (!cgid)
+			break;
+	}
+	return slice;
 }
 
 void BPF_STRUCT_OPS(agentcg_running, struct task_struct *p)
 {
+	const struct agentcg_tunables *tn = tun();
 	struct task_ctx *t;
 	struct cgrp_state *cs;
 	struct agentcg_cgrp_stat *st;
 	struct cpu_curr *cc;
-	u32 zero = 0;
+	bool throttled = false;
+	u32 cpu;
 	u64 now, left;
 
 	if (agentcg_mode == AGENTCG_MODE_FIFO)
@@ -500,28 +726,32 @@ void BPF_STRUCT_OPS(agentcg_running, struct task_struct *p)
 	if (st && t->runnable_at)
 		__sync_fetch_and_add(&st->wait_ns, now - t->runnable_at);
 	t->runnable_at = 0;
-	cs = bpf_map_lookup_elem(&cgrp_states, &t->cgid);
+	cs = cgrp_lookup(t->cgid);
+	if (t->queued) {
+		t->queued = 0;
+		if (cs && cs->cg.nr_queued)
+			AGENTCG_ATOMIC_ADD(&cs->cg.nr_queued, (u32)-1);
+	}
+	agentcg_eevdf_picked(&glob, &t->req);
 	if (!cs)
 		return;
 	agentcg_task_picked(&cs->cg, &t->at);
-	t->at.boosted = agentcg_has_boost(&cs->cg, now, TUN);
-	cc = bpf_map_lookup_elem(&cpu_currs, &zero);
+	t->at.boosted = agentcg_has_boost(&cs->cg, now, tn);
+	cpu = bpf_get_smp_processor_id();
+	cc = bpf_map_lookup_elem(&cpu_currs, &cpu);
 	if (cc) {
-		cc->cgid = t->cgid;
+		cc->deadline = t->req.deadline;
 		cc->started_at_ns = now;
-		cc->boosted = t->at.boosted;
+		cc->slice_ns = p->scx.slice;
+		cc->ours = 1;
 	}
-	/* cpu.max: never run past what the pool and this CPU's share still hold. */
-	if (agentcg_bw_limited(&cs->bw)) {
-		bool ok = agentcg_bw_acquire(&cs->bw, &cs->bw_local_ns, AGENTCG_BW_DEFAULT_SLICE_NS, now);
-
-		if (!ok)
-			count_events(AGENTCG_EV(throttles));
-		left = cs->bw_local_ns > 0 ? (u64)cs->bw_local_ns : 0;
+	/* cpu.max at every level: never run past what the pools still hold */
+	left = bw_acquire_chain(t->cgid, p->scx.slice, now, &throttled);
+	if (left < p->scx.slice) {
 		/* min_slice protects a task that still has quota, not an overrun */
-		if (ok && agentcg_feat(TUN, AGENTCG_F_MIN_SLICE) &&
-		    left < (u64)tun.min_slice_us * NSEC_PER_USEC)
-			left = (u64)tun.min_slice_us * NSEC_PER_USEC;
+		if (!throttled && agentcg_feat(tn, AGENTCG_F_MIN_SLICE) &&
+		    left < (u64)tn->min_slice_us * NSEC_PER_USEC)
+			left = (u64)tn->min_slice_us * NSEC_PER_USEC;
 		if (left < 100 * NSEC_PER_USEC)
 			left = 100 * NSEC_PER_USEC;
 		if (p->scx.slice > left)
@@ -531,19 +761,20 @@ void BPF_STRUCT_OPS(agentcg_running, struct task_struct *p)
 
 void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 {
-	struct agentcg_cgrp *chain[2];
+	const struct agentcg_tunables *tn = tun();
 	struct task_ctx *t;
 	struct cgrp_state *cs;
 	struct agentcg_cgrp_stat *st;
-	u64 now, ran, charged;
-	u32 pen, qshare, zero = 0;
 	struct cpu_curr *cc;
+	u64 now, ran, cgid;
+	u32 pen, qshare, cpu, i;
 
 	if (agentcg_mode == AGENTCG_MODE_FIFO)
 		return;
-	cc = bpf_map_lookup_elem(&cpu_currs, &zero);
+	cpu = bpf_get_smp_processor_id();
+	cc = bpf_map_lookup_elem(&cpu_currs, &cpu);
 	if (cc)
-		cc->cgid = 0;
+		cc->ours = 0;
 	t = task_ctx(p);
 	if (!t || !t->at.started_at_ns)
 		return;
@@ -557,44 +788,51 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 	st = bpf_map_lookup_elem(&cgrp_stat, &t->cgid);
 	if (st)
 		__sync_fetch_and_add(&st->runtime_ns, ran);
-	cs = bpf_map_lookup_elem(&cgrp_states, &t->cgid);
+	cs = cgrp_lookup(t->cgid);
 	if (!cs)
 		return;
 	pen = ctl_mem_penalty(t->cgid);
-	/* Strategy hook: weight_pct scales what the cgroup is charged (the
-	 * map lookup is a helper call: not allowed under the spin lock). */
-	charged = agentcg_strategy_charge_ns(agentcg_strategy_of_cgrp(t->cgid), ran);
-	chain[0] = &root_cg;
-	chain[1] = &cs->cg;
-	bpf_spin_lock(&agentcg_lock);
 	if (cs->cg.mem_penalty != pen) {
 		cs->cg.mem_penalty = pen;
-		agentcg_sync_weight(&cs->cg, &root_cg, &glob, TUN);
+		sync_weight(cs, tn);
 	}
-	if (agentcg_fork_tick(&cs->cg, now, TUN))
-		agentcg_sync_weight(&cs->cg, &root_cg, &glob, TUN);
-	qshare = agentcg_refresh_hweight(chain, 2, &glob);
-	agentcg_cgrp_charge(&cs->cg, qshare, charged);
-	bpf_spin_unlock(&agentcg_lock);
+	if (agentcg_fork_tick(&cs->cg, now, tn))
+		sync_weight(cs, tn);
+	qshare = refresh_qshare(t->cgid);
+	agentcg_cgrp_charge(&cs->cg, qshare, ran);
 	if (st) {
 		st->eff_weight = cs->cg.eff_weight;
 		st->mem_penalty = cs->cg.mem_penalty;
 		st->fork_storm = cs->cg.storm;
 	}
-	if (agentcg_bw_limited(&cs->bw)) {
-		agentcg_bw_charge(&cs->bw, &cs->bw_local_ns, ran);
-		if (cs->bw_local_ns <= 0 &&
-		    !agentcg_bw_acquire(&cs->bw, &cs->bw_local_ns, AGENTCG_BW_DEFAULT_SLICE_NS, now))
-			count_events(AGENTCG_EV(throttles));
-		if (st) {
-			st->nr_throttled = cs->bw.nr_throttled;
-			st->throttled_ns = cs->bw.throttled_ns;
+	/* cpu.max: charge every limited level */
+	cgid = t->cgid;
+	bpf_for(i, 0, AGENTCG_MAX_DEPTH) {
+		struct cgrp_state *ls = cgrp_lookup(cgid);
+
+		if (!ls)
+			break;
+		if (agentcg_bw_limited(&ls->bw)) {
+			bool was = ls->bw.throttled;
+
+			agentcg_bw_charge(&ls->bw, &ls->bw_local_ns, ran);
+			if (ls->bw_local_ns <= 0 &&
+			    !agentcg_bw_acquire(&ls->bw, &ls->bw_local_ns, AGENTCG_BW_DEFAULT_SLICE_NS,
+						now) &&
+			    !was) {
+				__sync_fetch_and_add(&nr_throttled_now, 1);
+				count_events(AGENTCG_EV(throttles));
+			}
 		}
+		cgid = ls->parent;
+		if (!cgid)
+			break;
 	}
 }
 
 s32 BPF_STRUCT_OPS(agentcg_init_task, struct task_struct *p, struct scx_init_task_args *args)
 {
+	const struct agentcg_tunables *tn = tun();
 	struct task_ctx *t;
 	struct cgrp_state *cs;
 	struct agentcg_cgrp_stat *st;
@@ -606,11 +844,13 @@ s32 BPF_STRUCT_OPS(agentcg_init_task, struct task_struct *p, struct scx_init_tas
 	t = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t)
 		return -12; /* -ENOMEM */
-	cgid = cgrp_id(args->cgroup);
+	cgid = stateful_cgid(args->cgroup);
 	t->cgid = cgid;
+	t->counted_cgid = 0;
 	t->runnable_at = 0;
+	t->queued = 0;
 	agentcg_task_init(&t->at, p->scx.weight);
-	cs = bpf_map_lookup_elem(&cgrp_states, &cgid);
+	cs = cgrp_lookup(cgid);
 	if (!cs)
 		return 0;
 	t->at.vtime = cs->cg.tvtime_now;
@@ -619,11 +859,9 @@ s32 BPF_STRUCT_OPS(agentcg_init_task, struct task_struct *p, struct scx_init_tas
 	st = bpf_map_lookup_elem(&cgrp_stat, &cgid);
 	if (st)
 		__sync_fetch_and_add(&st->nr_forks, 1);
-	bpf_spin_lock(&agentcg_lock);
-	ev = agentcg_on_fork(&cs->cg, now, TUN);
+	ev = agentcg_on_fork(&cs->cg, now, tn);
 	if (ev & AGENTCG_EV(fork_storms))
-		agentcg_sync_weight(&cs->cg, &root_cg, &glob, TUN);
-	bpf_spin_unlock(&agentcg_lock);
+		sync_weight(cs, tn);
 	count_events(ev);
 	return 0;
 }
@@ -638,69 +876,164 @@ void BPF_STRUCT_OPS(agentcg_cgroup_move, struct task_struct *p, struct cgroup *f
 {
 	struct task_ctx *t;
 	struct cgrp_state *cs;
-	u64 cgid;
 
 	if (agentcg_mode == AGENTCG_MODE_FIFO)
 		return;
 	t = task_ctx(p);
 	if (!t)
 		return;
-	cgid = cgrp_id(to);
-	t->cgid = cgid;
+	/* counted_cgid keeps the old cgroup until quiescent */
+	t->cgid = stateful_cgid(to);
 	bstat_inc(AGENTCG_BS_cgroup_moves);
-	cs = bpf_map_lookup_elem(&cgrp_states, &cgid);
+	cs = cgrp_lookup(t->cgid);
 	t->at.vtime = cs ? cs->cg.tvtime_now : 0;
 }
 
-static __always_inline void bw_set(struct cgrp_state *cs, u64 period_us, u64 quota_us)
+/* Moves the tasks parked under `cgid` back into the shared queue. */
+static __always_inline void unpark(u64 cgid)
+{
+	struct task_struct *p;
+
+	bpf_for_each(scx_dsq, p, cgid, 0) {
+		struct task_ctx *t = task_ctx(p);
+
+		if (t) {
+			struct cgrp_state *cs = cgrp_lookup(t->cgid);
+
+			scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, t->req.deadline);
+			if (cs && !t->queued) {
+				AGENTCG_ATOMIC_ADD(&cs->cg.nr_queued, 1u);
+				t->queued = 1;
+			}
+		}
+		if (scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, AGENTCG_SHARED_DSQ, 0))
+			bstat_inc(AGENTCG_BS_unparked);
+	}
+}
+
+/* The cpu.max period timer of one limited cgroup. */
+static int bw_timer_fn(void *map, u64 *key, struct cgrp_state *cs)
+{
+	u64 now = bpf_ktime_get_ns();
+	struct agentcg_cgrp_stat *st;
+	bool was;
+	u32 i;
+
+	if (!agentcg_bw_limited(&cs->bw)) {
+		cs->bw_armed = 0;
+		if (cs->bw.throttled) {
+			cs->bw.throttled = 0;
+			__sync_fetch_and_add(&nr_throttled_now, -1);
+		}
+		unpark(cs->cgid);
+		return 0;
+	}
+	/*
+	 * Keep a debt (slices are enforced at tick granularity, so a CPU
+	 * overruns its local runtime by up to a tick: the negative local
+	 * runtime is paid from the new period's quota by the next acquire); a
+	 * positive leftover goes back to the pool, where cpu.max.burst
+	 * decides how much of it carries over.
+	 */
+	if (cs->bw_local_ns > 0)
+		agentcg_bw_return(&cs->bw, &cs->bw_local_ns);
+	was = agentcg_bw_refill(&cs->bw, now);
+	if (was) {
+		__sync_fetch_and_add(&nr_throttled_now, -1);
+		bstat_inc(AGENTCG_BS_refills);
+		unpark(cs->cgid);
+		bpf_for(i, 0, MAX_KICK_CPUS) {
+			if (i >= nr_cpus)
+				break;
+			scx_bpf_kick_cpu(i, SCX_KICK_IDLE);
+		}
+	}
+	st = bpf_map_lookup_elem(&cgrp_stat, &cs->cgid);
+	if (st) {
+		st->nr_periods = cs->bw.nr_periods;
+		st->nr_throttled = cs->bw.nr_throttled;
+		st->throttled_ns = cs->bw.throttled_ns;
+		st->nr_bursts = cs->bw.nr_bursts;
+		st->burst_ns = cs->bw.burst_time_ns;
+	}
+	bpf_timer_start(&cs->bw_timer, cs->bw.period_ns, 0);
+	return 0;
+}
+
+static __always_inline void bw_set(struct cgrp_state *cs, u64 period_us, u64 quota_us,
+				   u64 burst_us)
 {
 	u64 quota_ns = quota_us >= BW_UNLIMITED_US ? 0 : quota_us * NSEC_PER_USEC;
+	bool was = cs->bw.throttled;
 
 	agentcg_bw_init(&cs->bw, quota_ns, period_us * NSEC_PER_USEC);
+	agentcg_bw_set_burst(&cs->bw, burst_us >= BW_UNLIMITED_US ? 0 : burst_us * NSEC_PER_USEC);
 	cs->bw_local_ns = 0;
-	cs->bw_period_start = bpf_ktime_get_ns();
+	if (was)
+		__sync_fetch_and_add(&nr_throttled_now, -1);
+	if (quota_ns && !cs->bw_armed) {
+		cs->bw_armed = 1;
+		bpf_timer_start(&cs->bw_timer, cs->bw.period_ns, 0);
+	}
 }
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(agentcg_cgroup_init, struct cgroup *cgrp,
 			     struct scx_cgroup_init_args *args)
 {
-	struct cgrp_state init = {};
+	struct cgrp_state *cs;
+	struct cgrp_zero_bytes *zero;
 	struct agentcg_cgrp_stat st0 = {};
-	u64 cgid = cgrp_id(cgrp);
-	u32 i, slot = AGENTCG_MAX_CGRPS;
+	u32 key0 = 0;
+	u64 cgid = cgrp_id(cgrp), parent = 0;
+	u32 depth = 0;
 	s32 ret;
 
 	if (agentcg_mode == AGENTCG_MODE_FIFO)
 		return 0;
-	bpf_for(i, 0, AGENTCG_MAX_CGRPS) {
-		if (__sync_val_compare_and_swap(&cgrp_slots[i & (AGENTCG_MAX_CGRPS - 1)], 0, cgid) == 0) {
-			slot = i;
-			break;
+	if (cgrp->level > 0) {
+		struct cgrp_state *ps;
+		u64 pid = ancestor_id(cgrp, cgrp->level - 1);
+
+		/* the nearest ancestor with state: the parent or its alias */
+		parent = pid ? resolve_cgid(pid) : 0;
+		ps = parent ? cgrp_lookup(parent) : NULL;
+		if (!ps)
+			parent = ROOT_CGID;
+		depth = ps ? ps->depth + 1 : 1;
+		if (depth + 1 >= AGENTCG_MAX_DEPTH) {
+			/* scheduled as part of its nearest ancestor with state */
+			bstat_inc(AGENTCG_BS_cgrp_overflow);
+			bpf_map_update_elem(&cgrp_alias, &cgid, &parent, BPF_ANY);
+			return 0;
 		}
 	}
-	if (slot == AGENTCG_MAX_CGRPS) {
-		bstat_inc(AGENTCG_BS_cgrp_overflow);
-		return 0; /* its tasks use the fallback queue */
-	}
-	if (slot + 1 > slots_hw)
-		slots_hw = slot + 1;
-	ret = create_dsq(cgid, -1);
-	if (ret) {
-		cgrp_slots[slot & (AGENTCG_MAX_CGRPS - 1)] = 0;
+	ret = create_dsq(cgid, -1); /* its park queue (cpu.max) */
+	if (ret)
 		return ret;
-	}
-	agentcg_cgrp_init(&init.cg, args->weight);
-	init.slot = slot;
-	bw_set(&init, args->bw_period_us, args->bw_quota_us);
 	st0.weight = args->weight;
 	st0.eff_weight = args->weight;
-	bpf_map_update_elem(&cgrp_stat, &cgid, &st0, BPF_ANY);
-	ret = bpf_map_update_elem(&cgrp_states, &cgid, &init, BPF_ANY);
-	if (ret) {
+	/* a zeroed element (the state is ~400 bytes: not on the 512-byte stack) */
+	zero = bpf_map_lookup_elem(&cgrp_zero, &key0);
+	if (!zero)
+		return -2; /* -ENOENT */
+	ret = bpf_map_update_elem(&cgrp_states, &cgid, zero, BPF_NOEXIST);
+	cs = ret ? NULL : cgrp_lookup(cgid);
+	if (!cs) {
 		destroy_dsq(cgid);
-		cgrp_slots[slot & (AGENTCG_MAX_CGRPS - 1)] = 0;
 		bstat_inc(AGENTCG_BS_cgrp_overflow);
+		/* table full: its tasks use the nearest ancestor's state */
+		if (parent)
+			bpf_map_update_elem(&cgrp_alias, &cgid, &parent, BPF_ANY);
+		return 0;
 	}
+	agentcg_cgrp_init(&cs->cg, args->weight);
+	cs->parent = parent;
+	cs->cgid = cgid;
+	cs->depth = depth;
+	bpf_map_update_elem(&cgrp_stat, &cgid, &st0, BPF_ANY);
+	bpf_timer_init(&cs->bw_timer, &cgrp_states, 1 /* CLOCK_MONOTONIC */);
+	bpf_timer_set_callback(&cs->bw_timer, bw_timer_fn);
+	bw_set(cs, args->bw_period_us, args->bw_quota_us, args->bw_burst_us);
 	return 0;
 }
 
@@ -711,10 +1044,13 @@ void BPF_STRUCT_OPS(agentcg_cgroup_exit, struct cgroup *cgrp)
 
 	if (agentcg_mode == AGENTCG_MODE_FIFO)
 		return;
-	cs = bpf_map_lookup_elem(&cgrp_states, &cgid);
+	cs = cgrp_lookup(cgid);
+	bpf_map_delete_elem(&cgrp_alias, &cgid);
 	if (!cs)
 		return;
-	cgrp_slots[cs->slot & (AGENTCG_MAX_CGRPS - 1)] = 0;
+	if (cs->bw.throttled)
+		__sync_fetch_and_add(&nr_throttled_now, -1);
+	/* deleting the element cancels its timer */
 	bpf_map_delete_elem(&cgrp_states, &cgid);
 	bpf_map_delete_elem(&cgrp_stat, &cgid);
 	destroy_dsq(cgid);
@@ -723,14 +1059,12 @@ void BPF_STRUCT_OPS(agentcg_cgroup_exit, struct cgroup *cgrp)
 void BPF_STRUCT_OPS(agentcg_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
 {
 	u64 cgid = cgrp_id(cgrp);
-	struct cgrp_state *cs = bpf_map_lookup_elem(&cgrp_states, &cgid);
+	struct cgrp_state *cs = cgrp_lookup(cgid);
 	struct agentcg_cgrp_stat *st = bpf_map_lookup_elem(&cgrp_stat, &cgid);
 
 	if (cs) {
-		bpf_spin_lock(&agentcg_lock);
 		cs->cg.weight = weight;
-		agentcg_sync_weight(&cs->cg, &root_cg, &glob, TUN);
-		bpf_spin_unlock(&agentcg_lock);
+		sync_weight(cs, tun());
 	}
 	if (st)
 		st->weight = weight;
@@ -739,80 +1073,68 @@ void BPF_STRUCT_OPS(agentcg_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
 void BPF_STRUCT_OPS(agentcg_cgroup_set_bandwidth, struct cgroup *cgrp, u64 period_us,
 		    u64 quota_us, u64 burst_us)
 {
-	u64 cgid = cgrp_id(cgrp);
-	struct cgrp_state *cs = bpf_map_lookup_elem(&cgrp_states, &cgid);
+	struct cgrp_state *cs = cgrp_lookup(cgrp_id(cgrp));
 
 	if (cs)
-		bw_set(cs, period_us, quota_us);
+		bw_set(cs, period_us, quota_us, burst_us);
 }
 
-/* The cpu.max period timer: refill pools whose period ended, kick CPUs. */
-static int bw_timer_fn(void *map, int *key, struct bpf_timer *timer)
+/* A CPU's min_slice re-check ("not before T"): preempt if a queued request
+ * is now ordered before the running one. */
+static int preempt_timer_fn(void *map, u32 *key, struct cpu_curr *cc)
 {
+	struct task_struct *head;
 	u64 now = bpf_ktime_get_ns();
-	bool kick = false;
-	u32 i;
+	struct agentcg_preempt r;
+	u64 head_deadline;
 
-	bpf_for(i, 0, AGENTCG_MAX_CGRPS) {
-		u64 cgid = cgrp_slots[i & (AGENTCG_MAX_CGRPS - 1)];
-		struct cgrp_state *cs;
-
-		if (!cgid)
-			continue;
-		cs = bpf_map_lookup_elem(&cgrp_states, &cgid);
-		if (!cs || !agentcg_bw_limited(&cs->bw))
-			continue;
-		if (now - cs->bw_period_start < cs->bw.period_ns)
-			continue;
-		/* Keep the period grid (no drift by the timer's granularity). */
-		cs->bw_period_start += cs->bw.period_ns;
-		if (now - cs->bw_period_start >= cs->bw.period_ns)
-			cs->bw_period_start = now;
-		/*
-		 * Keep a debt (slices are enforced at tick granularity, so a CPU
-		 * overruns its local runtime by up to a tick: paid from the new
-		 * period's quota); expire a positive leftover as the pool is
-		 * refilled in full.
-		 */
-		if (cs->bw_local_ns > 0)
-			cs->bw_local_ns = 0;
-		if (agentcg_bw_refill(&cs->bw, now)) {
-			bstat_inc(AGENTCG_BS_refills);
-			kick = true;
-		}
+	cc->timer_armed = 0;
+	bstat_inc(AGENTCG_BS_preempt_timer_fires);
+	if (!cc->ours)
+		return 0;
+	head = scx_bpf_dsq_peek(AGENTCG_SHARED_DSQ);
+	if (!head)
+		return 0;
+	head_deadline = head->scx.dsq_vtime;
+	r = agentcg_eevdf_preempt(head_deadline, cc->deadline, cc->started_at_ns, cc->slice_ns, now,
+				  tun());
+	if (r.verdict == AGENTCG_PREEMPT_NOW) {
+		scx_bpf_kick_cpu(*key, SCX_KICK_PREEMPT);
+		count_events(AGENTCG_EV(preemptions));
+	} else if (r.verdict == AGENTCG_PREEMPT_AT) {
+		cc->timer_armed = 1;
+		bpf_timer_start(&cc->timer, r.at_ns > now ? r.at_ns - now : 0, 0);
 	}
-	if (kick) {
-		bpf_for(i, 0, MAX_KICK_CPUS) {
-			if (i >= nr_cpus)
-				break;
-			kick_cpu(i, SCX_KICK_IDLE);
-		}
-	}
-	bpf_timer_start(timer, BW_TIMER_NS, 0);
 	return 0;
 }
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(agentcg_init)
 {
-	struct bpf_timer *timer;
-	u32 key = 0;
+	u32 i;
 	s32 ret;
 
-	ret = create_dsq(AGENTCG_FALLBACK_DSQ, -1);
-	if (ret)
-		return ret;
 	if (agentcg_mode == AGENTCG_MODE_FIFO)
 		return 0;
-	agentcg_cgrp_init(&root_cg, AGENTCG_WEIGHT_DFL);
-	root_cg.hweight = AGENTCG_ONE;
-	timer = bpf_map_lookup_elem(&bw_timers, &key);
-	if (!timer) {
-		agentcg_error1("agentcg: bw timer map has no element %u", key);
-		return -2; /* -ENOENT */
+	if (nr_cpus > AGENTCG_MAX_CPUS) {
+		agentcg_error1("agentcg: %u CPUs, more than AGENTCG_MAX_CPUS: refusing to load",
+			       nr_cpus);
+		return -7; /* -E2BIG */
 	}
-	bpf_timer_init(timer, &bw_timers, 1 /* CLOCK_MONOTONIC */);
-	bpf_timer_set_callback(timer, bw_timer_fn);
-	return bpf_timer_start(timer, BW_TIMER_NS, 0);
+	ret = create_dsq(AGENTCG_SHARED_DSQ, -1);
+	if (ret)
+		return ret;
+	bpf_for(i, 0, AGENTCG_MAX_CPUS) {
+		struct cpu_curr *cc;
+
+		if (i >= nr_cpus)
+			break;
+		cc = bpf_map_lookup_elem(&cpu_currs, &i);
+		if (!cc)
+			break;
+		bpf_timer_init(&cc->timer, &cpu_currs, 1 /* CLOCK_MONOTONIC */);
+		bpf_timer_set_callback(&cc->timer, preempt_timer_fn);
+	}
+	return 0;
 }
 
 void BPF_STRUCT_OPS(agentcg_exit, struct scx_exit_info *ei)
@@ -828,6 +1150,7 @@ SEC(".struct_ops.link")
 struct sched_ext_ops agentcg_ops = {
 	.select_cpu = (void *)agentcg_select_cpu,
 	.enqueue = (void *)agentcg_enqueue,
+	.dequeue = (void *)agentcg_dequeue,
 	.dispatch = (void *)agentcg_dispatch,
 	.runnable = (void *)agentcg_runnable,
 	.running = (void *)agentcg_running,

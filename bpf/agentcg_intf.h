@@ -12,6 +12,7 @@
 #ifndef AGENTCG_BPF_INTF_H
 #define AGENTCG_BPF_INTF_H
 
+#include "agentcg/tunables.h"
 #include "agentcg/types.h"
 
 /* Scheduler modes (rodata `agentcg_mode`). FIFO is the trivial baseline used
@@ -22,11 +23,29 @@ enum agentcg_mode {
 	AGENTCG_MODE_AGENTCG = 2,
 };
 
-/* Max cgroups the dispatcher scans; more are served by the fallback queue
- * (counted by AGENTCG_STAT_CGRP_OVERFLOW). */
-#define AGENTCG_MAX_CGRPS 128
-/* Tasks whose cgroup has no state (not yet initialised, table full) go here. */
-#define AGENTCG_FALLBACK_DSQ (1ULL << 62) /* cgroup ids (DSQ ids of cgroups) are small */
+/* Cgroups with scheduler state (map sizes). A cgroup past it is scheduled
+ * under its nearest ancestor with state (counted: cgrp_overflow); the
+ * daemon refuses to load on a tree that already has more. */
+#define AGENTCG_MAX_CGRPS 32768
+/* The one vtime-ordered queue every fair task waits in (key: its virtual
+ * deadline, core/include/agentcg/eevdf.h). Cgroup ids name the per-cgroup
+ * park queues of throttled tasks; they are far below this id. */
+#define AGENTCG_SHARED_DSQ (1ULL << 62)
+/* Most CPUs the per-CPU preemption timers cover. */
+#define AGENTCG_MAX_CPUS 1024
+
+/*
+ * The run-time configuration, written by the daemon into the program's
+ * .data (`cfgs`, two slots) without detaching: it fills the slot not in
+ * use and then flips `cfg_idx`, so the scheduler never reads a half-written
+ * set of tunables. mode: AGENTCG_MODE_FLATCG or AGENTCG_MODE_AGENTCG
+ * (FIFO is fixed at load: it is another program shape).
+ */
+struct agentcg_live_cfg {
+	u32 mode;
+	u32 gen; /* bumped by every reload (exported as agentcg_bpf_cfg_gen) */
+	struct agentcg_tunables tun;
+};
 
 /*
  * The policy's counters come from core's one list (agentcg/counters.h,
@@ -39,19 +58,22 @@ enum agentcg_mode {
 	X(0, enqueues, "tasks enqueued by ops.enqueue")                                \
 	X(1, direct_dispatches, "wakeups placed directly on an idle CPU")              \
 	X(2, dispatches, "tasks moved from a cgroup queue to a CPU")                   \
-	X(3, fallback_dispatches, "tasks dispatched from the fallback queue")          \
-	X(4, no_cgrp_state, "tasks whose cgroup had no state (fallback path)")         \
-	X(5, cgrp_overflow, "cgroups beyond AGENTCG_MAX_CGRPS (fallback path)")        \
+	X(3, parked, "tasks parked because their cgroup or an ancestor was throttled") \
+	X(4, no_cgrp_state, "tasks scheduled under an ancestor's state (their cgroup has none)") \
+	X(5, cgrp_overflow, "cgroups without state (table full or too deep)")         \
 	X(6, dispatch_races, "a chosen cgroup queue was empty when moved from")        \
 	X(7, refills, "cpu.max period refills that unthrottled a cgroup")              \
 	X(8, cgroup_moves, "tasks moved between cgroups")                              \
-	X(9, no_task_ctx, "tasks without task_ctx (should not happen)")
+	X(9, no_task_ctx, "tasks without task_ctx (should not happen)")                \
+	X(10, wakeup_preempt_checks, "wakeups checked against the running task (base rule)") \
+	X(11, preempt_timer_fires, "min_slice re-checks run by the per-CPU BPF timer")  \
+	X(12, unparked, "parked tasks put back in the queue at a cpu.max refill")
 
 enum agentcg_bpf_stat {
 #define AGENTCG_BPF_STAT_ENUM(num, name, help) AGENTCG_BS_##name = num,
 	AGENTCG_BPF_STATS(AGENTCG_BPF_STAT_ENUM)
 #undef AGENTCG_BPF_STAT_ENUM
-	AGENTCG_NR_BPF_STATS = 10,
+	AGENTCG_NR_BPF_STATS = 13,
 };
 
 /* Written by the daemon (memory monitor), read by BPF: map `cgrp_ctl`. */
@@ -70,6 +92,9 @@ struct agentcg_cgrp_stat {
 	u64 nr_forks;
 	u64 nr_throttled; /* cpu.max: periods that ended throttled */
 	u64 throttled_ns;
+	u64 nr_periods;   /* cpu.stat nr_periods (nr_throttled <= nr_periods) */
+	u64 nr_bursts;    /* cpu.stat nr_bursts */
+	u64 burst_ns;     /* cpu.stat burst_usec x 1000 */
 	u32 weight;       /* cpu.weight as the kernel told us */
 	u32 eff_weight;   /* after mem_penalty and fork-storm down-weighting */
 	u32 fork_storm;   /* 1 while the cgroup is in a fork storm */

@@ -14,6 +14,7 @@
 #include "agentcg/agentcg.h"
 #include "agentcg/bandwidth.h"
 #include "agentcg/counters.h"
+#include "agentcg/eevdf.h"
 #include "agentcg/flatcg.h"
 #include "agentcg/tunables.h"
 #include "agentcg/types.h"
@@ -82,6 +83,9 @@ u32 check_fork(struct agentcg_cgrp *root, struct agentcg_cgrp *cg, struct agentc
 	struct agentcg_tunables t = agentcg_tunables_default();
 	u32 ev = agentcg_on_fork(cg, now, &t);
 
+	agentcg_task_joined(cg);
+	if (ev & AGENTCG_EV(new_steps))
+		agentcg_task_left(cg);
 	if (agentcg_fork_tick(cg, now, &t) || (ev & AGENTCG_EV(fork_storms)))
 		agentcg_sync_weight(cg, root, g, &t);
 	agentcg_cgrp_init(root, 100);
@@ -117,4 +121,24 @@ u64 check_bw(struct agentcg_bw_pool *pool, s64 *local, u64 now)
 		agentcg_bw_charge(pool, local, 1000);
 	agentcg_bw_return(pool, local);
 	return agentcg_bw_refill(pool, now) + pool->runtime_ns;
+}
+
+/* The base rule (eevdf.h): request, lag save/place, pick, preemption verdict. */
+u64 check_eevdf(struct agentcg_cgrp *cg, struct agentcg_global *g, u64 now, u64 curr_deadline);
+u64 check_eevdf(struct agentcg_cgrp *cg, struct agentcg_global *g, u64 now, u64 curr_deadline)
+{
+	struct agentcg_tunables t = agentcg_tunables_default();
+	u32 ev = 0;
+	struct agentcg_req r;
+	struct agentcg_preempt p;
+
+	if (now & 2) {
+		agentcg_eevdf_save_lag(cg, g, &t);
+		agentcg_eevdf_place(cg, g);
+	}
+	r = agentcg_eevdf_request(cg, g, cg->qshare, 100, cg->nr_queued, now, &t, &ev);
+	if (agentcg_eevdf_eligible(&r, g))
+		agentcg_eevdf_picked(g, &r);
+	p = agentcg_eevdf_preempt(r.deadline, curr_deadline, now - 1000, 4000000, now, &t);
+	return p.at_ns + ev;
 }

@@ -10,7 +10,7 @@ if(NOT CLANG)
   message("SKIP: clang not found (install it: scripts/setup.sh with the group that has clang)")
   cmake_language(EXIT 77)
 endif()
-set(flags -target bpf -O2 -std=c99 -nostdinc -Wall -Wextra -Werror
+set(flags -target bpf -mcpu=v3 -O2 -std=c99 -nostdinc -Wall -Wextra -Werror
   -I${SRC}/core/include)
 file(MAKE_DIRECTORY ${OUT})
 file(GLOB headers ${SRC}/core/include/agentcg/*.h)

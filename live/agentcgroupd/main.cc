@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -110,6 +111,7 @@ class Daemon {
   void poll_memory();
   void refresh_metrics(bool force);
   void reload();
+  void apply_live_cfg();
   bool check_ejected();
   std::string mode_name() const;
 
@@ -156,7 +158,30 @@ bool Daemon::attach() {
   }
   if (mode == "agentcg") m = AGENTCG_MODE_AGENTCG;
   skel_->rodata->agentcg_mode = m;
-  skel_->rodata->tun = t;
+  // scheduler.* and the mode live in .data (cfgs[cfg_idx]), rewritten on
+  // SIGHUP without detaching (apply_live_cfg).
+  for (auto& c : skel_->data->cfgs) {
+    c.mode = m;
+    c.gen = 0;
+    c.tun = t;
+  }
+  skel_->bss->cfg_idx = 0;
+  // Refuse a tree the scheduler cannot give state to (bpf/agentcg_intf.h).
+  if (m != AGENTCG_MODE_FIFO) {
+    std::error_code ec;
+    std::size_t n = 0;
+    for (std::filesystem::recursive_directory_iterator it("/sys/fs/cgroup", ec), end; !ec && it != end;
+         it.increment(ec))
+      if (it->is_directory(ec)) n++;
+    if (n + 1 > AGENTCG_MAX_CGRPS) {
+      LOGE("refusing to load: %zu cgroups exist, the scheduler keeps state for at most %d "
+           "(AGENTCG_MAX_CGRPS); the kernel keeps its default scheduler",
+           n + 1, AGENTCG_MAX_CGRPS);
+      agentcg_bpf__destroy(skel_);
+      skel_ = nullptr;
+      return false;
+    }
+  }
   const int ncpu = libbpf_num_possible_cpus();
   skel_->rodata->nr_cpus = ncpu > 0 ? static_cast<u32>(ncpu) : 1;
   if (int err = agentcg_bpf__load(skel_); err) {
@@ -311,6 +336,24 @@ void Daemon::refresh_metrics(bool force) {
   metrics_text_ = std::move(text);
 }
 
+// Writes scheduler.* and the mode into the slot of cfgs the scheduler does
+// not read, then flips cfg_idx: the program never sees half a config.
+void Daemon::apply_live_cfg() {
+  if (!skel_ || !link_) return;
+  const std::string mode = mode_name();
+  agentcg_tunables t = live::tunables_of(cfg_);
+  enum agentcg_mode m = mode == "flatcg" ? AGENTCG_MODE_FLATCG : AGENTCG_MODE_AGENTCG;
+  if (m == AGENTCG_MODE_FLATCG) t.features = 0;
+  const unsigned cur = skel_->bss->cfg_idx & 1u;
+  agentcg_live_cfg& next = skel_->data->cfgs[cur ^ 1u];
+  next.mode = m;
+  next.tun = t;
+  next.gen = skel_->data->cfgs[cur].gen + 1;
+  __atomic_store_n(&skel_->bss->cfg_idx, cur ^ 1u, __ATOMIC_RELEASE);
+  LOGI("SIGHUP: scheduler config %u live: mode %s, features 0x%x, base_slice_ms %u, min_slice_us %u",
+       next.gen, mode.c_str(), t.features, t.base_slice_ms, t.min_slice_us);
+}
+
 void Daemon::reload() {
   Config next;
   try {
@@ -320,19 +363,18 @@ void Daemon::reload() {
     LOGE("SIGHUP: config rejected, keeping the old one: %s", e.what());
     return;
   }
-  if (next.daemon.mode != cfg_.daemon.mode || std::memcmp(&next.scheduler, &cfg_.scheduler, sizeof(next.scheduler)) != 0)
-    LOGW("SIGHUP: daemon.mode and scheduler.* are fixed when the BPF program loads; they take effect on restart");
+  const bool fifo_change = (next.daemon.mode == "fifo") != (cfg_.daemon.mode == "fifo");
+  if (fifo_change) LOGW("SIGHUP: switching to or from mode fifo takes effect on restart");
   if (next.daemon.metrics_port != cfg_.daemon.metrics_port ||
       next.daemon.metrics_address != cfg_.daemon.metrics_address)
     LOGW("SIGHUP: daemon.metrics_port/metrics_address take effect on restart");
-  // What the daemon itself uses changes now; the scheduler's rodata stays.
-  const agentcg_tunables loaded = cfg_.scheduler;
+  // scheduler.* and agentcg <-> flatcg change now, in the attached program.
   const std::string loaded_mode = cfg_.daemon.mode;
   const auto port = cfg_.daemon.metrics_port;
   const auto addr = cfg_.daemon.metrics_address;
   cfg_ = next;
-  cfg_.daemon.mode = loaded_mode;
-  cfg_.scheduler.features = loaded.features;
+  if (fifo_change) cfg_.daemon.mode = loaded_mode;
+  if (mode_name() != "fifo") apply_live_cfg();
   cfg_.daemon.metrics_port = port;
   cfg_.daemon.metrics_address = addr;
   g_level = level_of(cfg_.daemon.log_level);

@@ -42,9 +42,11 @@ constexpr const char* kUsage =
     "commands:\n"
     "  run TRACE --policy P [--gpu-policy G] [--config FILE] [--strategies FILE] [--seed N] --out DIR [--perfetto FILE]\n"
     "  compare TRACE --policies cfs,flatcg,agentcg [--gpu-policy G] [--config FILE] [--strategies FILE] [--seed N] --out DIR\n"
+    "          [--per-cgroup]   (per-cgroup rows; shown by default up to 12 cgroups)\n"
     "  trace generate KIND --seed N -o FILE [--OPTION VALUE ...]\n"
     "  trace validate FILE...\n"
     "  trace import --from FORMAT INPUT -o OUT | trace stats FILE | trace merge A B ... -o OUT\n"
+    "  trace mix RECORDING... -o OUT [--sessions N] [--cpus M] [--stagger DUR] [--duration DUR]\n"
     "  calibrate MEASUREMENTS.csv -o PROFILE.yaml [--fix-context-switch-ns N] [--cpus N]\n"
     "  policies            list the CPU and GPU policies\n";
 
@@ -133,7 +135,7 @@ std::vector<std::string> split(const std::string& s) {
 }
 
 int cmd_compare(const std::vector<std::string>& argv) {
-  Args a(argv, {"policies", "gpu-policy", "config", "seed", "out", "strategies"}, {"quiet"});
+  Args a(argv, {"policies", "gpu-policy", "config", "seed", "out", "strategies"}, {"quiet", "per-cgroup"});
   if (a.positional().size() != 1) throw UsageError("compare takes exactly one TRACE");
   const auto base = options_from(a);
   const auto policies = split(a.get("policies").value_or("cfs,flatcg,agentcg"));
@@ -161,6 +163,22 @@ int cmd_compare(const std::vector<std::string>& argv) {
   row("wakeup p99 (ms)", [](const json& r) { return ms(r["wakeup_latency_ns"]["p99"]); });
   row("tool-call p50 (ms)", [](const json& r) { return ms(r["tool_call_latency_ns"]["p50"]); });
   row("tool-call p99 (ms)", [](const json& r) { return ms(r["tool_call_latency_ns"]["p99"]); });
+  row("tool calls completed", [](const json& r) { return std::to_string(r.value("tool_calls_completed", std::uint64_t{0})); });
+  if (results.front().contains("interactive_wakeup_latency_ns")) {
+    row("interactive wakeup p50 (ms)", [](const json& r) { return ms(r["interactive_wakeup_latency_ns"]["p50"]); });
+    row("interactive wakeup p99 (ms)", [](const json& r) { return ms(r["interactive_wakeup_latency_ns"]["p99"]); });
+  }
+  // The policy's new-step detector against the annotated steps ("-": the
+  // policy has no detector, or the trace no annotated steps).
+  auto frac = [](const json& r, const char* key) -> std::string {
+    if (!r.contains("new_step_detection") || r["new_step_detection"][key].is_null()) return "-";
+    std::ostringstream o;
+    o << std::fixed << std::setprecision(3) << r["new_step_detection"][key].get<double>();
+    return o.str();
+  };
+  row("new-step precision", [&](const json& r) { return frac(r, "precision"); });
+  row("new-step recall", [&](const json& r) { return frac(r, "recall"); });
+  row("max runnable wait (ms)", [](const json& r) { return ms(r["max_runnable_wait_ns"]); });
   row("context switches", [](const json& r) { return std::to_string(r["context_switches"].get<std::uint64_t>()); });
   row("Jain fairness", [](const json& r) {
     std::ostringstream o;
@@ -169,6 +187,8 @@ int cmd_compare(const std::vector<std::string>& argv) {
   });
   for (const auto& [path, c] : results.front()["cgroups"].items()) {
     if (path == "/" || c["tasks"] == 0) continue;
+    // many sessions: per-cgroup rows only on request
+    if (results.front()["cgroups"].size() > 12 && !a.flag("per-cgroup")) break;
     row(path + " share / entitled", [&, p = path](const json& r) {
       const auto& x = r["cgroups"][p];
       std::string entitled = pct(x["entitled_share"]);
@@ -188,7 +208,7 @@ int cmd_compare(const std::vector<std::string>& argv) {
 }
 
 int cmd_trace(const std::vector<std::string>& argv) {
-  if (argv.empty()) throw UsageError("trace needs a subcommand: generate, validate, import, stats, merge");
+  if (argv.empty()) throw UsageError("trace needs a subcommand: generate, validate, import, stats, merge, mix");
   const std::string sub = argv[0];
   const std::vector<std::string> rest(argv.begin() + 1, argv.end());
 #ifdef AGENTCG_HAVE_TRACE_CMD
@@ -199,6 +219,7 @@ int cmd_trace(const std::vector<std::string>& argv) {
   if (sub == "import") return trace_import_main(rest);
   if (sub == "stats") return trace_stats_main(rest);
   if (sub == "merge") return trace_merge_main(rest);
+  if (sub == "mix") return trace_mix_main(rest);
 #endif
   throw UsageError("unknown trace subcommand '" + sub + "'");
 }

@@ -94,6 +94,7 @@ class CpuModel final : public SchedContext, public EventHandler {
   const agentcg_strategy_action* strategy_of_cgroup(CgroupId id) const override {
     return strategies_ ? strategies_->of_cgroup(tree_.path(id)) : nullptr;
   }
+  void note_new_step(CgroupId id) override { cg_.at(id).detected.push_back(sim_.now().ns()); }
 
   // EventHandler
   void on_event(Simulator& sim, std::uint32_t kind, std::uint64_t arg) override;
@@ -129,6 +130,12 @@ class CpuModel final : public SchedContext, public EventHandler {
     bool kick_pending = false;
     bool kick_preempt = false;
   };
+  // An annotated agent step: its `step` op, and the first tool_begin after
+  // it (the first moment its work is visible to a kernel).
+  struct StepMark {
+    std::uint64_t step_ns = 0;
+    std::optional<std::uint64_t> tool_ns;
+  };
   struct CgStats {
     std::uint64_t cpu_ns = 0;  // direct (own tasks); summed up at results()
     std::uint32_t tasks = 0;   // tasks that ever lived directly in it
@@ -137,7 +144,15 @@ class CpuModel final : public SchedContext, public EventHandler {
     std::vector<std::uint64_t> series;  // CPU ns per series bin, direct
     std::uint64_t nr_throttled = 0, nr_periods = 0, throttled_ns = 0;
     std::optional<Time> throttled_since;
+    // cpu.stat: a period counts in nr_throttled when the group was throttled
+    // in it, at the period's end (as the kernel's period timer counts), so
+    // nr_throttled <= nr_periods always.
+    bool throttled_in_period = false;
+    Time last_period;
     std::uint64_t forks = 0;
+    std::vector<StepMark> steps;          // annotated steps, in time order
+    bool step_ops = false;                // the trace marks steps here with `step` ops
+    std::vector<std::uint64_t> detected;  // the policy's new-step detections, ns
   };
   struct MemState {
     std::uint64_t usage = 0, peak = 0;

@@ -113,6 +113,10 @@ class SchedContext {
   virtual std::uint64_t memory_events_high(CgroupId id) const = 0;
   // Bumps a named policy counter (core/ counter list) for results.json.
   virtual void count(std::string_view counter, std::uint64_t n = 1) = 0;
+  // The policy's new-step detector fired for cgroup `id` now (agentcg's
+  // new_steps): results.json scores these against the trace's annotated
+  // steps (precision, recall). Classes without a detector never call it.
+  virtual void note_new_step(CgroupId id) { (void)id; }
 };
 
 class SchedClass {
@@ -138,6 +142,9 @@ class SchedClass {
   virtual void cgroup_set_bandwidth(CgroupId cg, std::optional<std::uint64_t> quota_us,
                                     std::uint64_t period_us) = 0;
   virtual void on_timer(std::uint64_t cookie) { (void)cookie; }
+  // Whether the class runs a new-step detector (calls note_new_step()), so
+  // that results.json scores it; false: precision and recall are null.
+  virtual bool has_step_detector() const { return false; }
 };
 
 }  // namespace agentcg::sim

@@ -1,34 +1,45 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // flatcg / agentcg as a SchedClass: each callback gathers inputs, calls
-// core/ (agentcg/flatcg.h, agentcg/agentcg.h, agentcg/bandwidth.h) and
-// applies the decision, like bpf/agentcg.bpf.c. State lives in structs the
-// core defines (one agentcg_cgrp per cgroup, one agentcg_task per task, one
-// agentcg_global), indexed like BPF cgroup/task storage.
-//
-// Invariants: a task is counted runnable in its cgroup (nr_runnable) from
-// enqueue until stopping(runnable=false), dequeue or exit; it is in its
-// group's queue only between enqueue and dispatch. Ordered containers only
-// (std::set keyed by (vtime, id)), so runs are deterministic.
-//
-// What the glue adds around core/:
-//  - preemption: a task enqueued by a wakeup or fork into a group holding a
-//    boost looks for a CPU whose task core/ agrees to preempt
-//    (agentcg_should_preempt); a verdict "not before T" (min_slice) arms a
-//    timer that re-evaluates at T.
+// core/ (agentcg/eevdf.h, flatcg.h, agentcg.h, bandwidth.h) and applies the
+// decision, like bpf/agentcg.bpf.c, with the same queues:
+//  - ONE ordered queue of requests (std::set keyed by (virtual deadline,
+//    task id): the BPF program's shared vtime DSQ); dispatch takes its
+//    first element: O(log n) in queued tasks, no scan of groups.
+//  - each request gets its start tag and deadline from
+//    agentcg_eevdf_request() at enqueue (the group's tag chain, lag bound,
+//    the features' credit and slice); V follows the start of the picked
+//    request (agentcg_eevdf_picked); a group going idle saves its lag and
+//    is placed at V - lag when it comes back.
+//  - every wakeup (and fork) is checked against the task running on the
+//    CPU select_cpu chose (agentcg_eevdf_preempt): NOW kicks it, AT arms
+//    that CPU's re-check timer (the BPF per-CPU timer).
+//  - cpu.max at every level: one pool and one local runtime per limited
+//    cgroup (as in BPF), charged on every stop, acquired at dispatch, a
+//    period timer per cgroup that returns unused local runtime, refills
+//    (cpu.max.burst via bandwidth.h) and puts parked tasks back. A request
+//    whose chain has a throttled level waits in that level's park queue;
+//    dispatch looks for throttled requests only while some cgroup is
+//    throttled (nr_throttled_now_).
+//  - the ancestor chain is built on the stack from cached parent ids (no
+//    heap vector, no virtual call per level).
 //  - the memory monitor: every kScxPollInterval the class reads each
 //    cgroup's memory.events "high" count and calls
 //    agentcg_mem_penalty_update(), the function agentcgroupd calls. The
 //    model's counts are hierarchical (like memory.events); the class uses
-//    the local part (own count minus the children's, memory.events.local),
-//    so a parent is not penalised for its child's memory.high.
-//  - cpu.max: a pool per limited cgroup, local runtime per (cgroup, CPU),
-//    a period timer, throttled groups skipped at dispatch.
+//    the local part (own count minus the children's, memory.events.local).
 //
-// Limitations: no per-CPU queues or cgroup slices (scx_flatcg keeps a CPU on
-// one cgroup for a while); select_cpu only prefers an idle CPU.
+// Invariants: a task is counted runnable in its cgroup (nr_runnable) from
+// enqueue until stopping(runnable=false), dequeue or exit; it is in the
+// queue or a park queue only between enqueue and dispatch. Ordered
+// containers only, so runs are deterministic.
+//
+// Limitations: no per-CPU queues; select_cpu only prefers an idle CPU;
+// cpu.max.burst is not in the SchedClass interface (bandwidth.h has it and
+// its unit tests cover it).
 #include "sim/cpu/scx_class.h"
 
 #include <algorithm>
+#include <deque>
 #include <set>
 #include <stdexcept>
 #include <utility>
@@ -37,6 +48,7 @@
 #include "agentcg/agentcg.h"
 #include "agentcg/bandwidth.h"
 #include "agentcg/counters.h"
+#include "agentcg/eevdf.h"
 #include "agentcg/flatcg.h"
 
 namespace agentcg::sim {
@@ -46,6 +58,7 @@ namespace {
 // Timer cookies: kind in the high 32 bits, argument (cgroup or CPU) below.
 enum TimerKind : std::uint64_t { kTimerPoll = 1, kTimerBandwidth = 2, kTimerPreempt = 3 };
 constexpr std::uint64_t cookie(TimerKind k, std::uint64_t arg) { return (static_cast<std::uint64_t>(k) << 32) | arg; }
+constexpr std::uint64_t kMinRunSliceNs = 100000;  // BPF: the shortest slice it grants
 
 class ScxClass final : public SchedClass {
  public:
@@ -54,12 +67,13 @@ class ScxClass final : public SchedClass {
   }
 
   std::string_view name() const override { return agentcg_ ? "agentcg" : "flatcg"; }
+  bool has_step_detector() const override { return true; }
 
   void init(SchedContext& ctx) override {
     ctx_ = &ctx;
     g_ = agentcg_global{};
-    preempt_timer_.assign(static_cast<std::size_t>(ctx.nr_cpus()), 0);
-    if (t_.features & (AGENTCG_F_MEM_PENALTY | AGENTCG_F_FORK_AWARE))
+    curr_.assign(static_cast<std::size_t>(ctx.nr_cpus()), CpuCurr{});
+    if (t_.features & AGENTCG_F_MEM_PENALTY)
       ctx_->arm_timer(ctx_->now() + kScxPollInterval, cookie(kTimerPoll, 0));
   }
 
@@ -78,12 +92,25 @@ class ScxClass final : public SchedClass {
     if (!tc.counted) ev |= make_runnable(p.cgroup, tc, now);
     if (enq_flags & kEnqWakeup) ev |= agentcg_on_wakeup(&gr.cg, now, &t_);
     if (agentcg_fork_tick(&gr.cg, now, &t_)) sync_weight(p.cgroup);
-    bump(ev);
-    if (enq_flags & (kEnqWakeup | kEnqNew)) agentcg_task_enqueue(&tc.t, &gr.cg, agentcg_base_slice_ns(&t_));
     tc.t.weight = p.weight ? p.weight : AGENTCG_WEIGHT_DFL;
-    queue_task(p.cgroup, p.id, tc);
-    if ((enq_flags & (kEnqWakeup | kEnqNew)) && !(p.cpu >= 0 && ctx_->cpu_idle(p.cpu)))
-      try_preempt(p.cgroup);
+    tc.cg = p.cgroup;
+    const u32 qshare = qshare_of(p.cgroup);
+    // a woken task goes at its group's virtual time, ahead of its queued
+    // siblings (fair.c places a wakee by its own lag); new and requeued
+    // tasks go behind them
+    const u32 before = gr.cg.nr_queued++;
+    tc.req = agentcg_eevdf_request(&gr.cg, &g_, qshare, tc.t.weight, (enq_flags & kEnqWakeup) ? 0 : before,
+                                   now, &t_, &ev);
+    bump(ev);
+    const CgroupId thr = nr_throttled_now_ ? throttled_level(p.cgroup) : kNoGroup;
+    if (thr != kNoGroup) {
+      gr.cg.nr_queued--;
+      park(thr, p.id, tc);
+      return;
+    }
+    queue_task(p.id, tc);
+    if ((enq_flags & (kEnqWakeup | kEnqNew)) && p.cpu >= 0 && !ctx_->cpu_idle(p.cpu))
+      wakeup_preempt(p.cpu, tc.req.deadline, now);
   }
 
   void dequeue(Task& p) override {
@@ -94,71 +121,67 @@ class ScxClass final : public SchedClass {
 
   Dispatch dispatch(int cpu, Task*) override {
     const std::uint64_t now = ctx_->now().ns();
-    for (;;) {
-      // The queued group with the smallest effective vtime, skipping groups
-      // under a throttled ancestor (ties: lower cgroup id).
-      std::optional<CgroupId> best;
-      std::uint64_t best_v = 0;
-      for (const CgroupId c : queued_groups_) {
-        if (throttled_path(c)) continue;
-        const std::uint64_t v = agentcg_eff_vtime(&groups_[c].cg, now, &t_);
-        if (!best || agentcg_before(v, best_v)) {
-          best = c;
-          best_v = v;
-        }
-      }
-      if (!best) return {};
-      const CgroupId c = *best;
-      Group& gr = groups_[c];
-      // Draw cpu.max runtime for every limited level; a level whose pool is
-      // empty throttles its subtree and we pick again.
-      // Strategy hook: the queue head's slice (as bpf/agentcg.bpf.c's enqueue).
-      std::uint64_t slice = agentcg_strategy_slice_ns(ctx_->strategy_of_task(ctx_->task(gr.queue.begin()->second)),
-                                                      agentcg_slice_ns(&gr.cg, now, &t_));
-      bool throttled = false;
-      for (CgroupId a = c;; a = ctx_->cgroup(a).parent) {
-        Group& ga = groups_[a];
-        if (agentcg_bw_limited(&ga.bw)) {
-          s64& local = ga.local.at(static_cast<std::size_t>(cpu));
-          if (!agentcg_bw_acquire(&ga.bw, &local, AGENTCG_BW_DEFAULT_SLICE_NS, now)) {
-            throttle(a);
-            throttled = true;
-            break;
-          }
-          slice = std::min<std::uint64_t>(slice, static_cast<std::uint64_t>(local));
-        }
-        if (a == kRootCgroup) break;
-      }
-      if (throttled) continue;
-      const std::uint32_t id = gr.queue.begin()->second;
-      Task& t = ctx_->task(id);
+    while (!queue_.empty()) {
+      const std::uint32_t id = queue_.begin()->second;
       TaskCtx& tc = tasks_[id];
+      if (nr_throttled_now_) {
+        const CgroupId thr = throttled_level(tc.cg);
+        if (thr != kNoGroup) {
+          unqueue_task(id, tc);
+          park(thr, id, tc);
+          continue;
+        }
+      }
       unqueue_task(id, tc);
-      agentcg_cgrp_picked(&g_, &gr.cg);
+      Group& gr = groups_[tc.cg];
+      Task& t = ctx_->task(id);
+      agentcg_eevdf_picked(&g_, &tc.req);
       agentcg_task_picked(&gr.cg, &tc.t);
       tc.t.boosted = agentcg_has_boost(&gr.cg, now, &t_) ? 1 : 0;
+      // cpu.max of every limited level (BPF: ops.running)
+      // Strategy hook: the task's slice (as bpf/agentcg.bpf.c's dispatch)
+      std::uint64_t slice = agentcg_strategy_slice_ns(ctx_->strategy_of_task(t), tc.req.slice_ns);
+      bool throttled = false;
+      const std::uint64_t left = bw_acquire_chain(tc.cg, slice, now, &throttled);
+      if (left < slice) {
+        slice = left;
+        if (!throttled && agentcg_feat(&t_, AGENTCG_F_MIN_SLICE))
+          slice = std::max<std::uint64_t>(slice, std::uint64_t{t_.min_slice_us} * 1000);
+        slice = std::max<std::uint64_t>(slice, kMinRunSliceNs);
+      }
+      CpuCurr& cc = curr_.at(static_cast<std::size_t>(cpu));
+      cc.deadline = tc.req.deadline;
+      cc.started_ns = now;
+      cc.slice_ns = slice;
+      cc.ours = true;
       return {&t, Time::from_ns(slice)};
     }
+    return {};
   }
 
-  void running(Task& p, int) override { task_ctx(p).t.started_at_ns = p.started_at.ns(); }
+  void running(Task& p, int cpu) override {
+    task_ctx(p).t.started_at_ns = p.started_at.ns();
+    // protection counts from when it runs, after the context switch (BPF: ops.running)
+    curr_.at(static_cast<std::size_t>(cpu)).started_ns = p.started_at.ns();
+  }
 
   void stopping(Task& p, int cpu, bool runnable) override {
     const std::uint64_t now = ctx_->now().ns();
     TaskCtx& tc = task_ctx(p);
+    curr_.at(static_cast<std::size_t>(cpu)).ours = false;
     const std::uint64_t ran = (ctx_->now() - p.started_at).ns();
-    auto ch = chain(tc.cg);
-    const u32 qshare = agentcg_refresh_hweight(ch.data(), static_cast<u32>(ch.size()), &g_);
-    // Strategy hook: weight_pct scales the cgroup's charge (as bpf/agentcg.bpf.c).
-    agentcg_cgrp_charge(&groups_[tc.cg].cg, qshare, agentcg_strategy_charge_ns(ctx_->strategy_of_cgroup(tc.cg), ran));
+    Group& gr = groups_[tc.cg];
+    if (agentcg_fork_tick(&gr.cg, now, &t_)) sync_weight(tc.cg);
+    // Strategy hook: weight_pct scales the cgroup's charge (as bpf/agentcg.bpf.c)
+    agentcg_cgrp_charge(&gr.cg, qshare_of(tc.cg), agentcg_strategy_charge_ns(ctx_->strategy_of_cgroup(tc.cg), ran));
     agentcg_task_charge(&tc.t, ran);
     tc.t.boosted = 0;
-    for (CgroupId a = tc.cg;; a = ctx_->cgroup(a).parent) {
+    for (CgroupId a = tc.cg;; a = groups_[a].parent) {
       Group& ga = groups_[a];
       if (agentcg_bw_limited(&ga.bw)) {
-        s64& local = ga.local.at(static_cast<std::size_t>(cpu));
-        agentcg_bw_charge(&ga.bw, &local, ran);
-        agentcg_bw_return(&ga.bw, &local);
+        agentcg_bw_charge(&ga.bw, &ga.local, ran);
+        if (ga.local <= 0 && !agentcg_bw_acquire(&ga.bw, &ga.local, AGENTCG_BW_DEFAULT_SLICE_NS, now))
+          throttle(a);
       }
       if (a == kRootCgroup) break;
     }
@@ -176,12 +199,15 @@ class ScxClass final : public SchedClass {
       Group& gr = groups_.at(p.cgroup);
       const std::uint32_t ev = agentcg_on_fork(&gr.cg, ctx_->now().ns(), &t_);
       if (ev & AGENTCG_EV(fork_storms)) sync_weight(p.cgroup);
+      if (ev & AGENTCG_EV(new_steps)) ctx_->note_new_step(p.cgroup);
       bump(ev);
     }
+    agentcg_task_joined(&groups_.at(p.cgroup).cg);
   }
 
   void exit_task(Task& p) override {
     TaskCtx& tc = task_ctx(p);
+    agentcg_task_left(&groups_.at(tc.cg).cg);
     unqueue_task(p.id, tc);
     if (tc.counted) make_quiescent(tc.cg, tc, ctx_->now().ns());
   }
@@ -194,21 +220,24 @@ class ScxClass final : public SchedClass {
     if (groups_.size() <= cg.id) groups_.resize(cg.id + 1);
     Group& gr = groups_[cg.id];
     agentcg_cgrp_init(&gr.cg, cg.weight);
-    gr.local.assign(static_cast<std::size_t>(ctx_->nr_cpus()), 0);
+    gr.parent = cg.id == kRootCgroup ? kRootCgroup : cg.parent;
+    gr.local = 0;
     agentcg_bw_init(&gr.bw, 0, 0);
     cgroup_set_bandwidth(cg.id, cg.quota_us, cg.period_us);
   }
 
   void cgroup_move(Task& p, CgroupId from, CgroupId to) override {
     TaskCtx& tc = task_ctx(p);
-    const bool was_queued = tc.queued;
+    const bool was_queued = tc.queued || tc.parked;
     const bool was_counted = tc.counted;
     const std::uint64_t now = ctx_->now().ns();
     unqueue_task(p.id, tc);
     if (was_counted) make_quiescent(from, tc, now);
+    agentcg_task_left(&groups_.at(from).cg);
+    agentcg_task_joined(&groups_.at(to).cg);
     tc.cg = to;
     if (was_counted) bump(make_runnable(to, tc, now));
-    if (was_queued) queue_task(to, p.id, tc);
+    if (was_queued) queue_task(p.id, tc);
   }
 
   void cgroup_set_weight(CgroupId cg, std::uint32_t weight) override {
@@ -223,6 +252,7 @@ class ScxClass final : public SchedClass {
     gr.bw_timer = 0;
     if (gr.throttled) unthrottle(cg);
     agentcg_bw_init(&gr.bw, quota_us ? *quota_us * 1000 : 0, period_us * 1000);
+    gr.local = 0;
     if (quota_us)
       gr.bw_timer = ctx_->arm_timer(ctx_->now() + Time::from_ns(gr.bw.period_ns),
                                     cookie(kTimerBandwidth, cg));
@@ -239,38 +269,49 @@ class ScxClass final : public SchedClass {
       case kTimerBandwidth: {
         Group& gr = groups_.at(arg);
         const std::uint64_t periods = gr.bw.nr_periods;
+        // unused local runtime goes back (burst may carry it); a debt stays
+        if (gr.local > 0) agentcg_bw_return(&gr.bw, &gr.local);
         const bool was = agentcg_bw_refill(&gr.bw, ctx_->now().ns());
-        if (gr.bw.nr_periods != periods) ctx_->note_period(arg);
+        for (std::uint64_t i = periods; i < gr.bw.nr_periods; i++) ctx_->note_period(arg);
         if (was || gr.throttled) unthrottle(arg);
         gr.bw_timer = ctx_->arm_timer(ctx_->now() + Time::from_ns(gr.bw.period_ns),
                                       cookie(kTimerBandwidth, arg));
         return;
       }
       case kTimerPreempt:
-        preempt_timer_.at(arg) = 0;
-        if (!queued_groups_.empty()) try_preempt_waiting();
+        recheck_preempt(static_cast<int>(arg));
         return;
     }
     throw std::logic_error("scx class: unknown timer cookie " + std::to_string(c));
   }
 
  private:
+  static constexpr CgroupId kNoGroup = ~CgroupId{0};
   struct Group {
     agentcg_cgrp cg{};
     agentcg_mem_state mem{};
     std::uint64_t last_local_high = 0;
-    std::set<std::pair<std::uint64_t, std::uint32_t>> queue;  // (task vtime, task id)
+    CgroupId parent = kRootCgroup;
     agentcg_bw_pool bw{};
-    std::vector<s64> local;  // cpu.max runtime held per CPU
+    s64 local = 0;  // cpu.max runtime held (one per cgroup, as in BPF)
     std::uint64_t bw_timer = 0;
     bool throttled = false;
+    std::deque<std::uint32_t> park;  // requests waiting for this level's refill (FIFO)
   };
   struct TaskCtx {
     agentcg_task t{};
+    agentcg_req req{};
     CgroupId cg = kRootCgroup;
-    std::uint64_t qkey = 0;  // vtime it is queued under
-    bool queued = false;
-    bool counted = false;  // counted in groups_[cg].cg.nr_runnable
+    std::uint64_t qkey = 0;  // deadline it is queued under
+    bool queued = false;     // in queue_
+    bool parked = false;     // in some group's park queue
+    CgroupId park_cg = kRootCgroup;
+    bool counted = false;    // counted in groups_[cg].cg.nr_runnable
+  };
+  struct CpuCurr {
+    std::uint64_t deadline = 0, started_ns = 0, slice_ns = 0;
+    std::uint64_t timer = 0;  // armed re-check
+    bool ours = false;
   };
 
   TaskCtx& task_ctx(const Task& p) {
@@ -278,15 +319,22 @@ class ScxClass final : public SchedClass {
     return tasks_[p.id];
   }
 
-  // root .. cg, for the hierarchy walks of core/.
-  std::vector<agentcg_cgrp*> chain(CgroupId cg) {
-    std::vector<agentcg_cgrp*> c;
-    for (CgroupId a = cg;; a = ctx_->cgroup(a).parent) {
-      c.push_back(&groups_[a].cg);
+  // root .. cg on the stack, for the hierarchy walks of core/; returns the length.
+  u32 chain(CgroupId cg, agentcg_cgrp* (&out)[AGENTCG_MAX_DEPTH]) {
+    agentcg_cgrp* rev[AGENTCG_MAX_DEPTH];
+    u32 n = 0;
+    for (CgroupId a = cg; n < AGENTCG_MAX_DEPTH; a = groups_[a].parent) {
+      rev[n++] = &groups_[a].cg;
       if (a == kRootCgroup) break;
     }
-    std::reverse(c.begin(), c.end());
-    return c;
+    for (u32 i = 0; i < n; i++) out[i] = rev[n - 1 - i];
+    return n;
+  }
+
+  u32 qshare_of(CgroupId cg) {
+    agentcg_cgrp* ch[AGENTCG_MAX_DEPTH];
+    const u32 n = chain(cg, ch);
+    return agentcg_refresh_hweight(ch, n, &g_);
   }
 
   void bump(std::uint32_t ev) {
@@ -295,57 +343,89 @@ class ScxClass final : public SchedClass {
   }
 
   void sync_weight(CgroupId cg) {
-    agentcg_cgrp* parent = cg == kRootCgroup ? nullptr : &groups_[ctx_->cgroup(cg).parent].cg;
+    agentcg_cgrp* parent = cg == kRootCgroup ? nullptr : &groups_[groups_[cg].parent].cg;
     agentcg_sync_weight(&groups_[cg].cg, parent, &g_, &t_);
   }
 
-  // The task becomes runnable in cg: new-step detection + boost, the lag
-  // bound, and the active-set update (ops.runnable in scx_flatcg).
+  // The task becomes runnable in cg (ops.runnable): new-step detection +
+  // boost, lag placement, and the active-set update.
   std::uint32_t make_runnable(CgroupId cg, TaskCtx& tc, std::uint64_t now) {
     Group& gr = groups_[cg];
     std::uint32_t ev = 0;
     if (gr.cg.nr_runnable == 0) {
       ev |= agentcg_on_runnable(&gr.cg, &g_, now, &t_);
-      if (agentcg_cgrp_bound_lag(&gr.cg, &g_, agentcg_base_slice_ns(&t_))) ev |= AGENTCG_EV(lag_clamps);
+      agentcg_eevdf_place(&gr.cg, &g_);
     }
-    auto ch = chain(cg);
-    agentcg_update_active(ch.data(), static_cast<u32>(ch.size()), &g_, true);
-    sync_weight(cg);
+    agentcg_cgrp* ch[AGENTCG_MAX_DEPTH];
+    const u32 n = chain(cg, ch);
+    agentcg_update_active(ch, n, &g_, true);
     tc.counted = true;
     tc.cg = cg;
     return ev;
   }
 
   void make_quiescent(CgroupId cg, TaskCtx& tc, std::uint64_t now) {
-    auto ch = chain(cg);
-    agentcg_update_active(ch.data(), static_cast<u32>(ch.size()), &g_, false);
-    if (groups_[cg].cg.nr_runnable == 0) agentcg_on_quiescent(&groups_[cg].cg, now);
+    agentcg_cgrp* ch[AGENTCG_MAX_DEPTH];
+    const u32 n = chain(cg, ch);
+    agentcg_update_active(ch, n, &g_, false);
+    if (groups_[cg].cg.nr_runnable == 0) {
+      agentcg_on_quiescent(&groups_[cg].cg, now);
+      if (agentcg_eevdf_save_lag(&groups_[cg].cg, &g_, &t_)) bump(AGENTCG_EV(lag_clamps));
+    }
     tc.counted = false;
   }
 
-  void queue_task(CgroupId cg, std::uint32_t id, TaskCtx& tc) {
-    // Strategy hook (as bpf/agentcg.bpf.c's enqueue): a vtime credit for this enqueue only.
+  void queue_task(std::uint32_t id, TaskCtx& tc) {
+    // Strategy hook (as bpf/agentcg.bpf.c's enqueue): an earlier deadline
+    // for this enqueue only.
     const std::uint64_t credit =
         agentcg_strategy_vtime_credit_ns(ctx_->strategy_of_task(ctx_->task(id)), agentcg_base_slice_ns(&t_));
-    tc.qkey = tc.t.vtime > credit ? tc.t.vtime - credit : 0;
+    tc.qkey = tc.req.deadline > credit ? tc.req.deadline - credit : 0;
     tc.queued = true;
-    tc.cg = cg;
-    groups_[cg].queue.insert({tc.qkey, id});
-    queued_groups_.insert(cg);
+    queue_.insert({tc.qkey, id});
+  }
+
+  void park(CgroupId level, std::uint32_t id, TaskCtx& tc) {
+    tc.parked = true;
+    tc.park_cg = level;
+    groups_[level].park.push_back(id);
+    ctx_->count("parked");
   }
 
   void unqueue_task(std::uint32_t id, TaskCtx& tc) {
-    if (!tc.queued) return;
-    Group& gr = groups_[tc.cg];
-    gr.queue.erase({tc.qkey, id});
-    if (gr.queue.empty()) queued_groups_.erase(tc.cg);
-    tc.queued = false;
+    if (tc.queued) {
+      queue_.erase({tc.qkey, id});
+      tc.queued = false;
+      Group& gr = groups_[tc.cg];
+      if (gr.cg.nr_queued) gr.cg.nr_queued--;
+    }
+    if (tc.parked) {
+      auto& pk = groups_[tc.park_cg].park;
+      pk.erase(std::find(pk.begin(), pk.end(), id));
+      tc.parked = false;
+    }
   }
 
-  bool throttled_path(CgroupId cg) const {
-    for (CgroupId a = cg;; a = ctx_->cgroup(a).parent) {
-      if (groups_[a].throttled) return true;
-      if (a == kRootCgroup) return false;
+  // The highest throttled level of cg's chain, or kNoGroup.
+  CgroupId throttled_level(CgroupId cg) const {
+    CgroupId found = kNoGroup;
+    for (CgroupId a = cg;; a = groups_[a].parent) {
+      if (groups_[a].throttled) found = a;
+      if (a == kRootCgroup) return found;
+    }
+  }
+
+  std::uint64_t bw_acquire_chain(CgroupId cg, std::uint64_t slice, std::uint64_t now, bool* throttled) {
+    for (CgroupId a = cg;; a = groups_[a].parent) {
+      Group& ga = groups_[a];
+      if (agentcg_bw_limited(&ga.bw)) {
+        if (!agentcg_bw_acquire(&ga.bw, &ga.local, AGENTCG_BW_DEFAULT_SLICE_NS, now)) {
+          throttle(a);
+          *throttled = true;
+        }
+        slice = ga.local <= 0 ? 0 : std::min<std::uint64_t>(slice, static_cast<std::uint64_t>(ga.local));
+      }
+      if (a == kRootCgroup) return slice;
     }
   }
 
@@ -353,6 +433,7 @@ class ScxClass final : public SchedClass {
     Group& gr = groups_[cg];
     if (gr.throttled) return;
     gr.throttled = true;
+    nr_throttled_now_++;
     ctx_->note_throttle(cg, true);
     bump(AGENTCG_EV(throttles));
   }
@@ -361,14 +442,23 @@ class ScxClass final : public SchedClass {
     Group& gr = groups_[cg];
     if (!gr.throttled) return;
     gr.throttled = false;
+    nr_throttled_now_--;
     ctx_->note_throttle(cg, false);
+    // the parked requests go back at their deadlines (BPF: unpark)
+    while (!gr.park.empty()) {
+      const std::uint32_t id = gr.park.front();
+      gr.park.pop_front();
+      TaskCtx& tc = tasks_[id];
+      tc.parked = false;
+      groups_[tc.cg].cg.nr_queued++;
+      queue_task(id, tc);
+    }
     kick_idle();
   }
 
   // Wakes idle CPUs, one per queued task at most (deterministic: lowest first).
   void kick_idle() {
-    std::size_t waiting = 0;
-    for (const CgroupId c : queued_groups_) waiting += groups_[c].queue.size();
+    std::size_t waiting = queue_.size();
     for (int cpu = 0; cpu < ctx_->nr_cpus() && waiting > 0; cpu++) {
       if (ctx_->cpu_idle(cpu)) {
         ctx_->kick_cpu(cpu, false);
@@ -377,85 +467,47 @@ class ScxClass final : public SchedClass {
     }
   }
 
-  // A task of `waker` was enqueued and its CPU is busy: preempt a CPU now if
-  // core/ agrees, else arm a re-check at the earliest min_slice expiry.
-  void try_preempt(CgroupId waker) {
-    if (!agentcg_ || t_.features == 0) return;
-    const std::uint64_t now = ctx_->now().ns();
-    const agentcg_cgrp& w = groups_[waker].cg;
-    if (!agentcg_has_boost(&w, now, &t_) || throttled_path(waker)) return;
-    if (ctx_->pick_idle_cpu(-1) >= 0) return;  // an idle CPU will take it
-    int now_cpu = -1, at_cpu = -1;
-    std::uint64_t now_v = 0, at_ns = 0;
-    for (int cpu = 0; cpu < ctx_->nr_cpus(); cpu++) {
-      Task* curr = ctx_->cpu_curr(cpu);
-      if (!curr) continue;
-      const TaskCtx& vc = tasks_.at(curr->id);
-      const agentcg_cgrp& v = groups_[vc.cg].cg;
-      const agentcg_preempt r = agentcg_should_preempt(&w, &v, &vc.t, now, &t_);
-      if (r.verdict == AGENTCG_PREEMPT_NOW) {
-        // the victim ordered last (largest effective vtime) loses its CPU
-        const std::uint64_t vv = agentcg_eff_vtime(&v, now, &t_);
-        if (now_cpu < 0 || agentcg_before(now_v, vv)) {
-          now_cpu = cpu;
-          now_v = vv;
-        }
-      } else if (r.verdict == AGENTCG_PREEMPT_AT) {
-        if (at_cpu < 0 || r.at_ns < at_ns) {
-          at_cpu = cpu;
-          at_ns = r.at_ns;
-        }
-      }
-    }
-    if (now_cpu >= 0) {
-      ctx_->kick_cpu(now_cpu, true);
+  // The base rule on `cpu` for a request with `deadline` (eevdf.h).
+  void wakeup_preempt(int cpu, std::uint64_t deadline, std::uint64_t now) {
+    CpuCurr& cc = curr_.at(static_cast<std::size_t>(cpu));
+    if (!cc.ours) return;
+    const agentcg_preempt r =
+        agentcg_eevdf_preempt(deadline, cc.deadline, cc.started_ns, cc.slice_ns, now, &t_);
+    if (r.verdict == AGENTCG_PREEMPT_NOW) {
+      ctx_->kick_cpu(cpu, true);
       bump(AGENTCG_EV(preemptions));
-      return;
-    }
-    if (at_cpu >= 0) {
-      auto& h = preempt_timer_.at(static_cast<std::size_t>(at_cpu));
-      if (h) return;  // a re-check of that CPU is already armed
-      h = ctx_->arm_timer(Time::from_ns(at_ns), cookie(kTimerPreempt, static_cast<std::uint64_t>(at_cpu)));
+    } else if (r.verdict == AGENTCG_PREEMPT_AT && !cc.timer) {
+      cc.timer = ctx_->arm_timer(Time::from_ns(r.at_ns), cookie(kTimerPreempt, static_cast<std::uint64_t>(cpu)));
       bump(AGENTCG_EV(min_slice_deferrals));
     }
   }
 
-  // min_slice expired somewhere: let the first-ordered waiting boosted group try again.
-  void try_preempt_waiting() {
-    const std::uint64_t now = ctx_->now().ns();
-    std::optional<CgroupId> best;
-    std::uint64_t best_v = 0;
-    for (const CgroupId c : queued_groups_) {
-      if (throttled_path(c) || !agentcg_has_boost(&groups_[c].cg, now, &t_)) continue;
-      const std::uint64_t v = agentcg_eff_vtime(&groups_[c].cg, now, &t_);
-      if (!best || agentcg_before(v, best_v)) {
-        best = c;
-        best_v = v;
-      }
-    }
-    if (best) try_preempt(*best);
+  // A CPU's "not before T" passed: compare the first queued request again.
+  void recheck_preempt(int cpu) {
+    CpuCurr& cc = curr_.at(static_cast<std::size_t>(cpu));
+    cc.timer = 0;
+    if (!cc.ours || queue_.empty()) return;
+    wakeup_preempt(cpu, queue_.begin()->first, ctx_->now().ns());
   }
 
-  // The memory monitor and the fork-storm clock (agentcgroupd's poll loop).
+  // The memory monitor (agentcgroupd's poll loop).
   void poll() {
     const std::uint64_t now = ctx_->now().ns();
     const std::size_t n = std::min(groups_.size(), ctx_->nr_cgroups());
     for (std::size_t i = 0; i < n; i++) {
       const auto cg = static_cast<CgroupId>(i);
       Group& gr = groups_[i];
-      std::uint32_t ev = 0;
-      if (t_.features & AGENTCG_F_MEM_PENALTY) {
-        // memory.events.local: own count minus the children's (see header)
-        std::uint64_t high = ctx_->memory_events_high(cg);
-        for (const CgroupId ch : ctx_->cgroup_children(cg)) {
-          const std::uint64_t h = ctx_->memory_events_high(ch);
-          high = high >= h ? high - h : 0;
-        }
-        ev |= agentcg_mem_penalty_update(&gr.mem, high, now, &t_);
-        gr.cg.mem_penalty = gr.mem.penalty;
+      // memory.events.local: own count minus the children's (see header)
+      std::uint64_t high = ctx_->memory_events_high(cg);
+      for (const CgroupId ch : ctx_->cgroup_children(cg)) {
+        const std::uint64_t h = ctx_->memory_events_high(ch);
+        high = high >= h ? high - h : 0;
       }
-      agentcg_fork_tick(&gr.cg, now, &t_);
-      sync_weight(cg);
+      const std::uint32_t ev = agentcg_mem_penalty_update(&gr.mem, high, now, &t_);
+      if (gr.cg.mem_penalty != gr.mem.penalty) {
+        gr.cg.mem_penalty = gr.mem.penalty;
+        sync_weight(cg);
+      }
       bump(ev);
     }
   }
@@ -466,8 +518,18 @@ class ScxClass final : public SchedClass {
   agentcg_global g_{};
   std::vector<Group> groups_;
   std::vector<TaskCtx> tasks_;
-  std::set<CgroupId> queued_groups_;
-  std::vector<std::uint64_t> preempt_timer_;  // per CPU: armed min_slice re-check
+  // (deadline, task id): the shared DSQ, ordered wrap-safe like the
+  // kernel's vtime DSQ (a boost credit may take a key below 0)
+  struct KeyLess {
+    bool operator()(const std::pair<std::uint64_t, std::uint32_t>& a,
+                    const std::pair<std::uint64_t, std::uint32_t>& b) const {
+      if (a.first != b.first) return agentcg_before(a.first, b.first);
+      return a.second < b.second;
+    }
+  };
+  std::set<std::pair<std::uint64_t, std::uint32_t>, KeyLess> queue_;
+  std::uint32_t nr_throttled_now_ = 0;
+  std::vector<CpuCurr> curr_;  // per CPU: what runs (BPF cpu_currs)
 };
 
 }  // namespace

@@ -19,8 +19,21 @@
  * (nr_throttled=1) until t=100 ms (throttled 50 ms), where the pool refills
  * (nr_periods=1) and the group runs again: 50 % of one CPU.
  *
- * Limitations: expiry of local runtime (removed from the kernel in 5.4) and
- * cpu.max.burst are not modelled; on going idle a CPU returns all of its
+ * cpu.max.burst (kernel 5.14): unused quota carries over into the next
+ * period up to `burst` (runtime = min(runtime + quota, quota + burst) at
+ * each refill); a period that consumed more than quota counts in nr_bursts
+ * and its excess in burst_ns.
+ *
+ * cpu.stat consistency: nr_periods, nr_throttled, throttled_ns and the
+ * burst counters are all updated at the refill (the kernel's period timer
+ * does the same), so nr_throttled <= nr_periods holds at every instant.
+ *
+ * Hierarchy: the caller keeps one pool per limited cgroup and charges every
+ * limited level of a task's ancestor chain; a throttled level stops its
+ * whole subtree (the callers: bpf/agentcg.bpf.c, sim/cpu/scx_class.cc).
+ *
+ * Limitations: expiry of local runtime (removed from the kernel in 5.4) is
+ * not modelled; on going idle a CPU returns all of its
  * local runtime to the pool (the kernel keeps 1 ms, min_cfs_rq_runtime, and
  * returns the rest through its slack timer), so quotas are enforced a little
  * more tightly than in the kernel when tasks migrate.
@@ -44,6 +57,10 @@ struct agentcg_bw_pool {
 	u64 throttled_since_ns; /* valid while throttled */
 	u32 throttled;          /* 1 while the pool is empty and a CPU wanted more */
 	u32 active;             /* runtime was drawn in the current period */
+	u64 burst_ns;           /* cpu.max.burst */
+	u64 used_ns;            /* drawn in the current period, net of returns */
+	u64 nr_bursts;
+	u64 burst_time_ns;
 };
 
 static inline void agentcg_bw_init(struct agentcg_bw_pool *p, u64 quota_ns, u64 period_ns)
@@ -57,6 +74,16 @@ static inline void agentcg_bw_init(struct agentcg_bw_pool *p, u64 quota_ns, u64 
 	p->throttled_since_ns = 0;
 	p->throttled = 0;
 	p->active = 0;
+	p->burst_ns = 0;
+	p->used_ns = 0;
+	p->nr_bursts = 0;
+	p->burst_time_ns = 0;
+}
+
+/* cpu.max.burst: how much unused quota may carry into the next period. */
+static inline void agentcg_bw_set_burst(struct agentcg_bw_pool *p, u64 burst_ns)
+{
+	p->burst_ns = burst_ns;
 }
 
 static inline bool agentcg_bw_limited(const struct agentcg_bw_pool *p)
@@ -68,7 +95,7 @@ static inline bool agentcg_bw_limited(const struct agentcg_bw_pool *p)
  * Tops a CPU's local runtime up to at least one slice from the pool
  * (assign_cfs_rq_runtime). Returns true when the local runtime is positive
  * afterwards; false means the group must be throttled on this CPU, and the
- * pool is marked throttled (counted once per period, like nr_throttled).
+ * pool is marked throttled (counted in nr_throttled at the next refill).
  */
 static inline bool agentcg_bw_acquire(struct agentcg_bw_pool *p, s64 *local_ns, u64 slice_ns,
 				      u64 now_ns)
@@ -82,6 +109,7 @@ static inline bool agentcg_bw_acquire(struct agentcg_bw_pool *p, s64 *local_ns, 
 	want = (u64)((s64)slice_ns - *local_ns);
 	amount = want < p->runtime_ns ? want : p->runtime_ns;
 	p->runtime_ns -= amount;
+	p->used_ns += amount;
 	if (amount)
 		p->active = 1;
 	*local_ns += (s64)amount;
@@ -89,7 +117,6 @@ static inline bool agentcg_bw_acquire(struct agentcg_bw_pool *p, s64 *local_ns, 
 		return true;
 	if (!p->throttled) {
 		p->throttled = 1;
-		p->nr_throttled++;
 		p->throttled_since_ns = now_ns;
 	}
 	return false;
@@ -109,14 +136,16 @@ static inline void agentcg_bw_return(struct agentcg_bw_pool *p, s64 *local_ns)
 		return;
 	if (*local_ns > 0) {
 		p->runtime_ns += (u64)*local_ns;
+		p->used_ns = p->used_ns > (u64)*local_ns ? p->used_ns - (u64)*local_ns : 0;
 	} else if (*local_ns < 0) {
 		/* an overrun (the last slice ran past the local runtime) is
 		 * paid from the pool, never forgiven */
 		u64 debt = (u64)(-*local_ns);
 		p->runtime_ns = debt < p->runtime_ns ? p->runtime_ns - debt : 0;
+		p->used_ns += debt;
 	}
-	if (p->runtime_ns > p->quota_ns)
-		p->runtime_ns = p->quota_ns;
+	if (p->runtime_ns > p->quota_ns + p->burst_ns)
+		p->runtime_ns = p->quota_ns + p->burst_ns;
 	*local_ns = 0;
 }
 
@@ -125,7 +154,8 @@ static inline void agentcg_bw_return(struct agentcg_bw_pool *p, s64 *local_ns)
  * unthrottle. Returns true if the group was throttled (callers then kick
  * CPUs so that its tasks run again). A period counts in nr_periods when the
  * group drew runtime in it or was throttled through it, as the kernel's
- * timer only runs while the group is active.
+ * timer only runs while the group is active; a throttled period counts in
+ * nr_throttled at the same moment, so nr_throttled <= nr_periods.
  */
 static inline bool agentcg_bw_refill(struct agentcg_bw_pool *p, u64 now_ns)
 {
@@ -136,10 +166,19 @@ static inline bool agentcg_bw_refill(struct agentcg_bw_pool *p, u64 now_ns)
 	if (p->active || p->throttled)
 		p->nr_periods++;
 	if (p->throttled) {
+		p->nr_throttled++;
 		p->throttled_ns += now_ns - p->throttled_since_ns;
 		p->throttled = 0;
 	}
-	p->runtime_ns = p->quota_ns;
+	if (p->used_ns > p->quota_ns) {
+		p->nr_bursts++;
+		p->burst_time_ns += p->used_ns - p->quota_ns;
+	}
+	/* burst: unused quota carries over, up to quota + burst */
+	p->runtime_ns += p->quota_ns;
+	if (p->runtime_ns > p->quota_ns + p->burst_ns)
+		p->runtime_ns = p->quota_ns + p->burst_ns;
+	p->used_ns = 0;
 	p->active = 0;
 	return was_throttled;
 }

@@ -72,6 +72,7 @@
 #define AGENTCG_MAX_DEPTH 16              /* longest ancestor chain walked */
 #define AGENTCG_OWN_TASKS_WEIGHT 100      /* tasks beside child cgroups */
 #define AGENTCG_WEIGHT_DFL 100            /* cpu.weight default */
+#define AGENTCG_FORK_RING 64              /* fork times kept per cgroup (agentcg.h, power of 2) */
 #define AGENTCG_NSEC_PER_USEC 1000ULL
 #define AGENTCG_NSEC_PER_MSEC 1000000ULL
 #define AGENTCG_NSEC_PER_SEC 1000000000ULL
@@ -100,13 +101,27 @@ struct agentcg_cgrp {
 	u64 cvtime;     /* cgroup vtime */
 	u64 tvtime_now; /* vtime of the most recently picked own task */
 
+	/* the base rule (eevdf.h) */
+	u64 vq_tail;      /* virtual deadline of the last request queued (tag chain) */
+	s64 vlag;         /* V - cvtime when the group went idle (clamped), restored on wakeup */
+	u32 active_refs;  /* nr_runnable + nr_active_children, updated atomically (BPF) */
+	u32 nr_queued;    /* requests in the shared queue (caller-maintained) */
+
 	/* agentcg features (agentcg.h); zero = nothing happened yet */
 	u64 first_seen_ns;    /* when its tasks first became runnable (0 = never) */
 	u64 last_idle_ns;     /* when nr_runnable last dropped to 0 */
 	u32 seen;             /* has ever been active */
 	u32 mem_penalty;      /* 0..mem_penalty_max, written by the memory monitor */
-	u64 boost_until_ns;   /* startup boost active while now < this */
-	u64 boost_credit_ns;  /* vtime credit while boosted */
+	u64 boost_until_ns;   /* the service epoch (LAS credit) lasts while now < this */
+	u64 boost_credit_ns;  /* the epoch's credit: ns of service served first */
+	u64 las_cv0;          /* cvtime when the epoch started (attained = cvtime - las_cv0) */
+	u64 armed_at_ns;      /* activation after a quiet spell: a fork soon after is a new step */
+	u32 armed;            /* the new-step detector is armed (agentcg.h) */
+	u32 nr_tasks;         /* live tasks in the cgroup (agentcg_task_joined/left) */
+	u32 step_floor;       /* nr_tasks when the current step began (resident tasks) */
+	u32 fk_head;          /* next slot of fk_ring */
+	u32 fk_n;             /* forks recorded in fk_ring (saturates at AGENTCG_FORK_RING) */
+	u32 fk_ring[AGENTCG_FORK_RING]; /* times of the latest forks, ns >> 10 (wraps in 73 min) */
 	u64 boost_budget_ns;  /* credit left to grant (token bucket) */
 	u64 boost_budget_at_ns; /* when the bucket was last refilled */
 	u64 wk_win_start_ns;  /* start of the current wakeup window */
@@ -115,9 +130,6 @@ struct agentcg_cgrp {
 	u32 io_bound;
 	u32 storm;            /* fork storm in progress */
 	u64 wake_credit_until_ns; /* wakeup credit active while now < this */
-	u64 fk_win_start_ns;  /* start of the current fork window */
-	u32 fk_cur;
-	u32 fk_prev;
 	u64 storm_last_ns;    /* last time the fork rate was above the threshold */
 };
 
@@ -224,10 +236,56 @@ static inline u32 agentcg_refresh_hweight(struct agentcg_cgrp *const *chain, u32
 }
 
 /*
+ * Atomic add that works in C, C++ and BPF (-mcpu=v3 fetch atomics). Used
+ * only on counters several CPUs change at once in the live scheduler; the
+ * simulator is single-threaded and pays nothing for it.
+ */
+#define AGENTCG_ATOMIC_ADD(p, v) __sync_fetch_and_add((p), (v))
+
+/*
+ * One level of an activation walk, without a lock: `node`'s own-task count
+ * (own = true, the leaf of the walk) or its active-children count (own =
+ * false, a level above a child that flipped) changes by one. Returns true
+ * when the node itself flipped between active and idle; the caller then
+ * calls agentcg_active_sum() on its parent and continues one level up.
+ * active_refs = nr_runnable + nr_active_children is changed with one
+ * atomic add, so exactly one CPU sees each 0 <-> 1 flip even when the
+ * node's own tasks and its children change at once on several CPUs
+ * (scx_flatcg serialises this with a lock instead).
+ */
+static inline bool agentcg_active_step(struct agentcg_cgrp *node, bool own, bool activate)
+{
+	u32 *cnt = own ? &node->nr_runnable : &node->nr_active_children;
+
+	if (activate) {
+		AGENTCG_ATOMIC_ADD(cnt, 1u);
+		return AGENTCG_ATOMIC_ADD(&node->active_refs, 1u) == 0;
+	}
+	if (!*cnt || !node->active_refs)
+		return false; /* unbalanced deactivate: ignore (never underflow) */
+	AGENTCG_ATOMIC_ADD(cnt, (u32)-1);
+	return AGENTCG_ATOMIC_ADD(&node->active_refs, (u32)-1) == 1;
+}
+
+/* `node` (weight `eff_weight`) flipped active/idle: fix its parent's active sum. */
+static inline void agentcg_active_sum(struct agentcg_cgrp *parent, u32 eff_weight, bool activate)
+{
+	AGENTCG_ATOMIC_ADD(&parent->child_weight_sum, activate ? (u64)eff_weight : (u64)0 - eff_weight);
+}
+
+/* Shares must be recomputed (a generation bump, atomic for BPF). */
+static inline void agentcg_bump_gen(struct agentcg_global *g)
+{
+	AGENTCG_ATOMIC_ADD(&g->hweight_gen, 1ull);
+}
+
+/*
  * A task of chain[n-1] became runnable (activate=true) or quiescent (false):
- * counts it in nr_runnable and, when that count goes 0 <-> 1, propagates the
+ * counts it in nr_runnable and, when a node flips 0 <-> 1, propagates the
  * active state up and bumps the generation (scx_flatcg's
- * update_active_weight_sums()). Call it for every task transition.
+ * update_active_weight_sums()). Call it for every task transition. The BPF
+ * program runs the same steps level by level (agentcg_active_step /
+ * agentcg_active_sum) over cgroup ids instead of a pointer chain.
  */
 static inline void agentcg_update_active(struct agentcg_cgrp *const *chain, u32 n,
 					 struct agentcg_global *g, bool activate)
@@ -237,41 +295,13 @@ static inline void agentcg_update_active(struct agentcg_cgrp *const *chain, u32 
 	if (!n)
 		return;
 	if (activate ? chain[n - 1]->nr_runnable == 0 : chain[n - 1]->nr_runnable == 1)
-		g->hweight_gen++; /* own-task weight (and maybe the active set) changes */
+		agentcg_bump_gen(g); /* own-task weight (and maybe the active set) changes */
 	/* walk leaf -> root while the node's active state flips */
 	for (i = 0; i < AGENTCG_MAX_DEPTH && i < n; i++) {
-		struct agentcg_cgrp *node, *parent;
-		bool was_active, is_active;
-
 		lvl = n - 1 - i;
-		node = chain[lvl];
-		if (i == 0) {
-			was_active = agentcg_cgrp_active(node);
-			if (activate)
-				node->nr_runnable++;
-			else if (node->nr_runnable)
-				node->nr_runnable--;
-			is_active = agentcg_cgrp_active(node);
-		} else {
-			/* the child below flipped: fix this node's child count */
-			was_active = agentcg_cgrp_active(node);
-			if (activate)
-				node->nr_active_children++;
-			else if (node->nr_active_children)
-				node->nr_active_children--;
-			is_active = agentcg_cgrp_active(node);
-		}
-		if (was_active == is_active || lvl == 0)
+		if (!agentcg_active_step(chain[lvl], i == 0, activate) || lvl == 0)
 			break;
-		parent = chain[lvl - 1];
-		if (is_active) {
-			parent->child_weight_sum += node->eff_weight;
-		} else {
-			if (parent->child_weight_sum >= node->eff_weight)
-				parent->child_weight_sum -= node->eff_weight;
-			else
-				parent->child_weight_sum = 0;
-		}
+		agentcg_active_sum(chain[lvl - 1], chain[lvl]->eff_weight, activate);
 	}
 }
 
@@ -287,12 +317,10 @@ static inline bool agentcg_set_eff_weight(struct agentcg_cgrp *cg, struct agentc
 		eff_weight = 1;
 	if (cg->eff_weight == eff_weight)
 		return false;
-	if (parent && agentcg_cgrp_active(cg)) {
-		parent->child_weight_sum -= cg->eff_weight;
-		parent->child_weight_sum += eff_weight;
-	}
+	if (parent && agentcg_cgrp_active(cg))
+		AGENTCG_ATOMIC_ADD(&parent->child_weight_sum, (u64)eff_weight - cg->eff_weight);
 	cg->eff_weight = eff_weight;
-	g->hweight_gen++;
+	agentcg_bump_gen(g);
 	return true;
 }
 
@@ -315,7 +343,8 @@ static inline bool agentcg_cgrp_bound_lag(struct agentcg_cgrp *cg, const struct 
 /* Charges `ran_ns` of execution to the group at queue share `qshare`. */
 static inline void agentcg_cgrp_charge(struct agentcg_cgrp *cg, u32 qshare, u64 ran_ns)
 {
-	cg->cvtime += ran_ns * AGENTCG_ONE / (qshare ? qshare : 1);
+	/* atomic: CPUs running tasks of one group charge it at once (BPF) */
+	AGENTCG_ATOMIC_ADD(&cg->cvtime, ran_ns * AGENTCG_ONE / (qshare ? qshare : 1));
 }
 
 /* The group was picked for dispatch: cvtime_now follows it (never backwards). */

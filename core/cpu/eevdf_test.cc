@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Unit tests of the base rule (core/include/agentcg/eevdf.h) and of what the
+// live scheduler and the simulator share with it: nested shares compounding
+// (flatcg.h), cpu.max with burst and consistent cpu.stat counters
+// (bandwidth.h), and the wakeup-preemption verdicts. A tiny multi-CPU loop
+// serving requests in deadline order checks the shares the rule delivers.
+#include "agentcg/eevdf.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "agentcg/bandwidth.h"
+#include "agentcg/flatcg.h"
+
+namespace {
+
+constexpr std::uint64_t kUs = 1000, kMs = 1000000;
+
+agentcg_tunables base_tunables() {
+  agentcg_tunables t = agentcg_tunables_default();
+  t.features = 0;  // flatcg: the rule alone
+  return t;
+}
+
+// A cgroup tree: nodes (parent index, weight); node 0 is the root.
+struct Tree {
+  agentcg_global g{};
+  std::vector<agentcg_cgrp> cg;
+  std::vector<int> parent;
+  explicit Tree(const std::vector<std::pair<int, std::uint32_t>>& nodes) {
+    cg.resize(nodes.size());
+    for (std::size_t i = 0; i < nodes.size(); i++) {
+      agentcg_cgrp_init(&cg[i], nodes[i].second);
+      parent.push_back(nodes[i].first);
+    }
+  }
+  std::uint32_t chain(int id, agentcg_cgrp* (&out)[AGENTCG_MAX_DEPTH]) {
+    std::vector<agentcg_cgrp*> c;
+    for (int i = id; i >= 0; i = parent[i]) c.insert(c.begin(), &cg[i]);
+    for (std::size_t i = 0; i < c.size(); i++) out[i] = c[i];
+    return static_cast<std::uint32_t>(c.size());
+  }
+  void activate(int id, bool on) {
+    agentcg_cgrp* ch[AGENTCG_MAX_DEPTH];
+    const std::uint32_t n = chain(id, ch);
+    agentcg_update_active(ch, n, &g, on);
+  }
+  std::uint32_t qshare(int id) {
+    agentcg_cgrp* ch[AGENTCG_MAX_DEPTH];
+    const std::uint32_t n = chain(id, ch);
+    return agentcg_refresh_hweight(ch, n, &g);
+  }
+};
+
+// Serves always-busy leaves (`per_leaf` tasks each) on `cpus` CPUs for
+// `total_ns`, one request at a time in deadline order, as the shared queue
+// does; returns CPU time per leaf.
+std::map<int, std::uint64_t> serve(Tree& tr, const std::vector<int>& leaves, int per_leaf, int cpus,
+                                   std::uint64_t total_ns, const agentcg_tunables& t) {
+  struct Q {
+    std::uint64_t deadline;
+    int leaf, task;
+    bool operator<(const Q& o) const {
+      return deadline != o.deadline ? deadline < o.deadline
+                                    : (leaf != o.leaf ? leaf < o.leaf : task < o.task);
+    }
+  };
+  std::set<Q> queue;
+  std::map<std::pair<int, int>, agentcg_req> req;
+  std::map<int, std::uint64_t> got;
+  std::uint32_t ev = 0;
+  auto enqueue = [&](int leaf, int task, std::uint64_t now) {
+    agentcg_cgrp& c = tr.cg[leaf];
+    const agentcg_req r = agentcg_eevdf_request(&c, &tr.g, tr.qshare(leaf), 100, c.nr_queued, now, &t, &ev);
+    c.nr_queued++;
+    req[{leaf, task}] = r;
+    queue.insert({r.deadline, leaf, task});
+  };
+  for (int l : leaves)
+    for (int k = 0; k < per_leaf; k++) {
+      tr.activate(l, true);
+      enqueue(l, k, 0);
+    }
+  // CPUs run in lock step: each round every CPU takes the first request.
+  for (std::uint64_t now = 0; now < total_ns;) {
+    std::vector<Q> running;
+    for (int c = 0; c < cpus && !queue.empty(); c++) {
+      running.push_back(*queue.begin());
+      queue.erase(queue.begin());
+      tr.cg[running.back().leaf].nr_queued--;
+      agentcg_eevdf_picked(&tr.g, &req[{running.back().leaf, running.back().task}]);
+    }
+    std::uint64_t ran = ~0ull;
+    for (const Q& q : running) ran = std::min(ran, req[{q.leaf, q.task}].slice_ns);
+    for (const Q& q : running) {
+      agentcg_cgrp_charge(&tr.cg[q.leaf], tr.qshare(q.leaf), ran);
+      got[q.leaf] += ran;
+    }
+    now += ran;
+    for (const Q& q : running) enqueue(q.leaf, q.task, now);
+  }
+  return got;
+}
+
+TEST(Eevdf, NestedWeightsCompound) {
+  // root; /a 100 { /a/x 100, /a/y 300 }, /b 200: 1/12, 3/12, 8/12.
+  Tree tr({{-1, 100}, {0, 100}, {1, 100}, {1, 300}, {0, 200}});
+  for (int l : {2, 3, 4}) tr.activate(l, true);
+  EXPECT_NEAR(tr.qshare(2) / double(AGENTCG_ONE), 1.0 / 12, 1e-4);
+  EXPECT_NEAR(tr.qshare(3) / double(AGENTCG_ONE), 3.0 / 12, 1e-4);
+  EXPECT_NEAR(tr.qshare(4) / double(AGENTCG_ONE), 8.0 / 12, 1e-4);
+  for (int l : {2, 3, 4}) tr.activate(l, false);
+  const auto got = serve(tr, {2, 3, 4}, 2, 2, 20000 * kMs, base_tunables());
+  const double tot = double(got.at(2) + got.at(3) + got.at(4));
+  EXPECT_NEAR(got.at(2) / tot, 1.0 / 12, 0.02);
+  EXPECT_NEAR(got.at(3) / tot, 3.0 / 12, 0.02);
+  EXPECT_NEAR(got.at(4) / tot, 8.0 / 12, 0.02);
+}
+
+TEST(Eevdf, FlatWeightsOnOneQueue) {
+  Tree tr({{-1, 100}, {0, 100}, {0, 200}, {0, 300}});
+  const auto got = serve(tr, {1, 2, 3}, 2, 2, 20000 * kMs, base_tunables());
+  const double tot = double(got.at(1) + got.at(2) + got.at(3));
+  EXPECT_NEAR(got.at(1) / tot, 1.0 / 6, 0.01);
+  EXPECT_NEAR(got.at(2) / tot, 2.0 / 6, 0.01);
+  EXPECT_NEAR(got.at(3) / tot, 3.0 / 6, 0.01);
+}
+
+TEST(Eevdf, RequestsOfOneGroupChain) {
+  const agentcg_tunables t = base_tunables();
+  agentcg_global g{};
+  agentcg_cgrp c;
+  agentcg_cgrp_init(&c, 100);
+  std::uint32_t ev = 0;
+  const std::uint32_t third = AGENTCG_ONE / 3;
+  const agentcg_req r1 = agentcg_eevdf_request(&c, &g, third, 100, 0, 0, &t, &ev);
+  const agentcg_req r2 = agentcg_eevdf_request(&c, &g, third, 100, 1, 0, &t, &ev);
+  const agentcg_req r3 = agentcg_eevdf_request(&c, &g, third, 100, 2, 0, &t, &ev);
+  // the second request starts after the first one's virtual length (slice x 3)
+  EXPECT_EQ(r2.start - r1.start, agentcg_vlen(r1.slice_ns, third));
+  EXPECT_EQ(r3.start - r2.start, agentcg_vlen(r1.slice_ns, third));
+  EXPECT_LT(r1.deadline, r2.deadline);
+  EXPECT_EQ(r1.slice_ns, std::uint64_t{t.base_slice_ms} * kMs);
+}
+
+TEST(Eevdf, LagIsKeptAcrossSleepAndBounded) {
+  const agentcg_tunables t = base_tunables();
+  const std::uint64_t slice = agentcg_base_slice_ns(&t);
+  agentcg_global g{};
+  g.cvtime_now = 100 * kMs;
+  agentcg_cgrp over, waited, hoarder;
+  for (agentcg_cgrp* c : {&over, &waited, &hoarder}) agentcg_cgrp_init(c, 100);
+  over.cvtime = 101 * kMs;   // ran 1 ms ahead of V
+  waited.cvtime = 99 * kMs;  // 1 ms behind
+  hoarder.cvtime = 10 * kMs; // far behind: bounded to one slice
+  for (agentcg_cgrp* c : {&over, &waited, &hoarder}) agentcg_eevdf_save_lag(c, &g, &t);
+  g.cvtime_now = 500 * kMs;  // time passes while they sleep
+  for (agentcg_cgrp* c : {&over, &waited, &hoarder}) agentcg_eevdf_place(c, &g);
+  EXPECT_EQ(over.cvtime, 501 * kMs) << "an overrun is not forgiven by sleeping";
+  EXPECT_EQ(waited.cvtime, 499 * kMs);
+  EXPECT_EQ(hoarder.cvtime, 500 * kMs - slice);
+}
+
+TEST(Eevdf, PreemptionVerdicts) {
+  agentcg_tunables t = agentcg_tunables_default();
+  const std::uint64_t start = 1000 * kMs, slice = 4 * kMs;
+  // earlier deadline, current still protected: not before start + min_slice
+  agentcg_preempt r = agentcg_eevdf_preempt(10, 20, start, slice, start + 100 * kUs, &t);
+  EXPECT_EQ(r.verdict, AGENTCG_PREEMPT_AT);
+  EXPECT_EQ(r.at_ns, start + std::uint64_t{t.min_slice_us} * kUs);
+  r = agentcg_eevdf_preempt(10, 20, start, slice, start + 600 * kUs, &t);
+  EXPECT_EQ(r.verdict, AGENTCG_PREEMPT_NOW);
+  r = agentcg_eevdf_preempt(30, 20, start, slice, start + 600 * kUs, &t);
+  EXPECT_EQ(r.verdict, AGENTCG_PREEMPT_NO);
+  // a slice shorter than min_slice protects only the slice
+  EXPECT_EQ(agentcg_protect_ns(200 * kUs, &t), 200 * kUs);
+  // without the min_slice feature: strict EEVDF, an earlier deadline preempts at once
+  t.features &= ~AGENTCG_F_MIN_SLICE;
+  r = agentcg_eevdf_preempt(10, 20, start, slice, start, &t);
+  EXPECT_EQ(r.verdict, AGENTCG_PREEMPT_NOW);
+}
+
+TEST(Eevdf, BoostCreditPullsTheDeadline) {
+  agentcg_tunables t = agentcg_tunables_default();
+  agentcg_global g{};
+  agentcg_cgrp plain, boosted;
+  agentcg_cgrp_init(&plain, 100);
+  agentcg_cgrp_init(&boosted, 100);
+  std::uint32_t ev = agentcg_on_runnable(&boosted, &g, 0, &t);
+  ASSERT_TRUE(ev & AGENTCG_EV(boosts_granted));
+  plain.seen = 1;
+  ev = 0;
+  const agentcg_req rp = agentcg_eevdf_request(&plain, &g, AGENTCG_ONE / 2, 100, 0, kMs, &t, &ev);
+  const agentcg_req rb = agentcg_eevdf_request(&boosted, &g, AGENTCG_ONE / 2, 100, 0, kMs, &t, &ev);
+  EXPECT_TRUE(agentcg_before(rb.deadline, rp.deadline)) << "keys are compared wrap-safe";
+  EXPECT_EQ(rb.start, rp.start) << "the credit changes the order, not the start tag";
+}
+
+TEST(Bandwidth, BurstCarriesUnusedQuotaAndCounts) {
+  agentcg_bw_pool p;
+  agentcg_bw_init(&p, 50 * kMs, 100 * kMs);
+  agentcg_bw_set_burst(&p, 20 * kMs);
+  s64 local = 0;
+  // period 1: use 20 ms of 50
+  for (int i = 0; i < 4; i++) {
+    ASSERT_TRUE(agentcg_bw_acquire(&p, &local, AGENTCG_BW_DEFAULT_SLICE_NS, 0));
+    agentcg_bw_charge(&p, &local, 5 * kMs);
+  }
+  agentcg_bw_return(&p, &local);
+  agentcg_bw_refill(&p, 100 * kMs);
+  EXPECT_EQ(p.runtime_ns, 70 * kMs) << "30 ms unused, 20 ms of it carried (burst)";
+  // period 2: use all 70 ms -> a burst of 20 ms, then throttled
+  std::uint64_t used = 0;
+  while (agentcg_bw_acquire(&p, &local, AGENTCG_BW_DEFAULT_SLICE_NS, 100 * kMs)) {
+    agentcg_bw_charge(&p, &local, 5 * kMs);
+    used += 5 * kMs;
+  }
+  EXPECT_EQ(used, 70 * kMs);
+  EXPECT_EQ(p.nr_throttled, 0u) << "counted at the refill, with the period";
+  agentcg_bw_refill(&p, 200 * kMs);
+  EXPECT_EQ(p.nr_bursts, 1u);
+  EXPECT_EQ(p.burst_time_ns, 20 * kMs);
+  EXPECT_EQ(p.nr_periods, 2u);
+  EXPECT_EQ(p.nr_throttled, 1u);
+  EXPECT_LE(p.nr_throttled, p.nr_periods);
+}
+
+TEST(Bandwidth, ThrottledNeverExceedsPeriods) {
+  agentcg_bw_pool p;
+  agentcg_bw_init(&p, 1 * kMs, 100 * kMs);
+  s64 local = 0;
+  std::uint64_t now = 0;
+  for (int period = 0; period < 50; period++) {
+    for (int k = 0; k < 10; k++) {
+      if (agentcg_bw_acquire(&p, &local, AGENTCG_BW_DEFAULT_SLICE_NS, now)) agentcg_bw_charge(&p, &local, kMs);
+      now += kMs;
+      EXPECT_LE(p.nr_throttled, p.nr_periods);
+    }
+    now = (period + 1) * 100 * kMs;
+    agentcg_bw_refill(&p, now);
+    EXPECT_LE(p.nr_throttled, p.nr_periods);
+  }
+  EXPECT_EQ(p.nr_throttled, 50u);
+}
+
+}  // namespace

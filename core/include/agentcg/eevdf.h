@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The base rule of flatcg/agentcg: where a request (a task made runnable,
+ * or put back after its slice) is placed, in which order requests run and
+ * when a wakeup may preempt a running task. It is EEVDF's rule (Stoica et
+ * al. 1995; the kernel's fair.c since 6.6) applied to one level of cgroup
+ * virtual time (flatcg.h), in the start-time/virtual-deadline form that a
+ * single ordered queue can serve:
+ *
+ *   V          system virtual time: the start tag of the request picked
+ *              last (monotonic, agentcg_global.cvtime_now).
+ *   vreq       virtual length of a request: slice_ns x ONE / qshare (a
+ *              group with 1/3 of the machine asks for three times the
+ *              virtual time of one with all of it).
+ *   start S    cvtime + nr_queued x vreq: the group's service so far,
+ *              after the requests it already has in the queue; on
+ *              activation cvtime is placed at V - lag, never more than one
+ *              base slice
+ *              behind V (an idle group cannot hoard), and AFTER V when it
+ *              overran (negative lag is kept across sleeps: vlag).
+ *   deadline F S + slice - credit: the queue key, requests run in F
+ *              order. The request's length enters F in real time (its
+ *              slice: shorter for boosted groups and lighter tasks), not
+ *              scaled by the share: the share already spaces a group's
+ *              start tags (vreq), and an F scaled by 1/share would let a
+ *              small-share group's request with a far-behind S wait behind
+ *              big-share requests whose S is far ahead, so the start of the
+ *              picked request (V) would jump ahead of the other groups by
+ *              up to one vreq and the lag bound would push them forward
+ *              (measured: /a/x took 0.10 instead of 1/12). With F = S +
+ *              slice the picked S is within one slice of the smallest
+ *              queued S: V never runs more than one slice ahead.
+ *   preempt    a waking request preempts the running one when its F is
+ *              before the running request's F and that one already ran
+ *              its protected time (min_slice_us, or its slice if shorter:
+ *              fair.c's RUN_TO_PARITY limited to the minimum slice; none
+ *              with the min_slice feature off);
+ *              otherwise the verdict is "not before T" (T = start of the
+ *              running task + protected time), which the caller re-arms
+ *              (BPF timer / simulator timer) and re-evaluates at T.
+ *
+ * Why this is EEVDF: with one task per group, S is the group's virtual
+ * runtime and F = S + slice orders eligible requests by deadline as
+ * pick_eevdf() does for equal weights (for unequal weights the kernel's
+ * r/w term is replaced by the share-spaced start tags, which keeps every
+ * pick eligible, see above); a
+ * woken group is placed at V - lag (lag clamped to one base slice, the
+ * kernel clamps to max(slice, TICK)); the wakeup preempts exactly when
+ * pick_eevdf() would pick the woken entity and RUN_TO_PARITY does not
+ * protect current. V is the start of the latest pick instead of the
+ * weighted average of all queued vruntimes: keeping the weighted average
+ * needs one sum over every queued group updated on each charge (a global
+ * serialisation point in BPF); the start of the latest pick follows the
+ * minimum of the queued start tags, which trails the average by less than
+ * one request when shares are balanced (Goyal et al.'s Start-time Fair
+ * Queueing bound).
+ *
+ * The agent features act INSIDE the rule, through agentcg.h's functions
+ * (owned by the policy, signatures kept stable):
+ *   agentcg_eff_weight()  -> eff_weight -> qshare: fork storms and the
+ *                            memory penalty stretch vreq (fewer picks);
+ *   agentcg_eff_vtime()   -> credit = cvtime - eff_vtime (startup boost,
+ *                            wakeup boost) pulls F earlier;
+ *   agentcg_slice_ns()    -> the request's slice: a boosted (shorter)
+ *                            request gets an earlier F and preempts sooner.
+ * With every feature off (flatcg) the rule is unchanged: every wakeup is
+ * placed and may preempt by it, not only boosted groups.
+ *
+ * State: struct agentcg_cgrp (flatcg.h) holds cvtime, vq_tail, vlag,
+ * nr_queued; the caller keeps one struct agentcg_req per queued task and
+ * passes the group's current qshare (from agentcg_refresh_hweight(), cached
+ * in agentcg_cgrp.qshare). No function here walks the hierarchy: the
+ * ancestors' weights are already in qshare.
+ *
+ * Who calls it: bpf/agentcg.bpf.c (enqueue, select_cpu, running, the
+ * preemption timer), sim/cpu/scx_class.cc (the same callbacks).
+ *
+ * Concurrency (BPF): vq_tail (informational: the end of the last request) and
+ * V are plain stores; nr_queued is counted atomically by the caller; two CPUs queueing
+ * requests of one group at the same instant may give both the same start
+ * tag (that group gets one request early, once), and V may miss one
+ * advance (it only moves forwards); no lock is needed for either.
+ *
+ * C99, BPF-safe: no libc, no floating point, no allocation, no loops.
+ */
+#ifndef AGENTCG_EEVDF_H
+#define AGENTCG_EEVDF_H
+
+#include "agentcg/agentcg.h"
+#include "agentcg/flatcg.h"
+#include "agentcg/tunables.h"
+#include "agentcg/types.h"
+
+/* One queued request (one task in the queue), kept by the caller. */
+struct agentcg_req {
+	u64 start;    /* virtual start tag S */
+	u64 deadline; /* virtual deadline F: the queue key */
+	u64 slice_ns; /* the real-time slice granted when it runs */
+};
+
+/*
+ * The time a running request is protected from wakeup preemption: the
+ * min_slice feature's min_slice_us (RUN_TO_PARITY limited to the minimum
+ * slice), never more than the slice itself; 0 with the feature off (strict
+ * EEVDF: an earlier deadline preempts at once).
+ */
+static inline u64 agentcg_protect_ns(u64 slice_ns, const struct agentcg_tunables *t)
+{
+	u64 p = (u64)t->min_slice_us * AGENTCG_NSEC_PER_USEC;
+
+	if (!agentcg_feat(t, AGENTCG_F_MIN_SLICE))
+		return 0;
+	return p < slice_ns ? p : slice_ns;
+}
+
+/* Virtual length of `ns` of service at queue share `qshare`. */
+static inline u64 agentcg_vlen(u64 ns, u32 qshare)
+{
+	return ns * AGENTCG_ONE / (qshare ? qshare : 1);
+}
+
+/*
+ * A task of `cg` is queued (wakeup, fork or slice end). `qshare` is the
+ * group's current queue share, `task_weight` the task's weight (cpu.weight
+ * scale, nice 0 = 100), `nr_queued_before` how many requests of the group
+ * are already queued (the caller counts them, atomically in BPF; it passes
+ * 0 for a wakeup, which goes ahead of its group's queued siblings). Returns
+ * the request (F is the queue key) and advances the group's tag chain.
+ * *ev gets lag_clamps when the group's positive lag was bounded.
+ */
+static inline struct agentcg_req agentcg_eevdf_request(struct agentcg_cgrp *cg,
+						       const struct agentcg_global *g, u32 qshare,
+						       u32 task_weight, u32 nr_queued_before,
+						       u64 now_ns,
+						       const struct agentcg_tunables *t, u32 *ev)
+{
+	struct agentcg_req r;
+	u64 floor = g->cvtime_now - agentcg_vlen(agentcg_base_slice_ns(t), AGENTCG_ONE);
+	u64 s = cg->cvtime;
+	u64 vreq, credit;
+
+	r.slice_ns = agentcg_slice_ns(cg, now_ns, t);
+	if (task_weight && task_weight != AGENTCG_WEIGHT_DFL)
+		r.slice_ns = r.slice_ns * task_weight / AGENTCG_WEIGHT_DFL;
+	if (r.slice_ns < 100 * AGENTCG_NSEC_PER_USEC)
+		r.slice_ns = 100 * AGENTCG_NSEC_PER_USEC;
+	vreq = agentcg_vlen(r.slice_ns, qshare);
+	/*
+	 * Behind the group's requests already queued: counted, not accumulated
+	 * in a tail, so a request that ran shorter than its slice leaves no
+	 * reservation behind (a fork storm's short children would otherwise
+	 * push the group's tag chain ahead of its service for good).
+	 */
+	if (nr_queued_before > 64)
+		nr_queued_before = 64;
+	s += (u64)nr_queued_before * vreq;
+	/*
+	 * The lag bound applies to a group coming back from idle (its
+	 * placement, agentcg_eevdf_place, bounds it to one slice). A group
+	 * that stayed active keeps its start: one held back by cpu.max (its
+	 * own or an ancestor's) must keep its order against its siblings, or
+	 * every throttled sibling would collapse onto V - slice and the tie
+	 * would decide who runs. `floor` guards only against a group whose
+	 * cvtime was never placed (seen == 0).
+	 */
+	if (!cg->seen && agentcg_before(s, floor)) {
+		s = floor;
+		*ev |= AGENTCG_EV(lag_clamps);
+	}
+	/* the features' vtime credit (startup / wakeup boost), bounded by agentcg.h */
+	credit = cg->cvtime - agentcg_eff_vtime(cg, now_ns, t);
+	r.start = s;
+	cg->vq_tail = s + vreq;
+	r.deadline = s + r.slice_ns - credit;
+	return r;
+}
+
+/*
+ * The group goes idle (its last task quiescent): remember its lag against
+ * V, clamped to one base slice either way, so that sleeping neither earns
+ * nor forgives more than a slice (fair.c's place_entity with PLACE_LAG).
+ * Returns true when the lag was clamped.
+ */
+static inline bool agentcg_eevdf_save_lag(struct agentcg_cgrp *cg, const struct agentcg_global *g,
+					  const struct agentcg_tunables *t)
+{
+	s64 lim = (s64)agentcg_base_slice_ns(t);
+	s64 lag = (s64)(g->cvtime_now - cg->cvtime);
+	bool clamped = lag > lim || lag < -lim;
+
+	if (lag > lim)
+		lag = lim;
+	if (lag < -lim)
+		lag = -lim;
+	cg->vlag = lag;
+	return clamped; /* the caller counts lag_clamps */
+}
+
+/*
+ * The group becomes active again: place it at V - lag. A group that
+ * overran (negative lag) comes back after V, one that waited comes back
+ * before it by at most one slice. Returns true when cvtime moved.
+ */
+static inline bool agentcg_eevdf_place(struct agentcg_cgrp *cg, const struct agentcg_global *g)
+{
+	u64 v = g->cvtime_now - (u64)cg->vlag;
+
+	if (v == cg->cvtime)
+		return false;
+	cg->cvtime = v;
+	cg->vq_tail = v;
+	return true;
+}
+
+/* A request was picked to run: V follows its start tag (never backwards). */
+static inline void agentcg_eevdf_picked(struct agentcg_global *g, const struct agentcg_req *r)
+{
+	if (agentcg_before(g->cvtime_now, r->start))
+		g->cvtime_now = r->start;
+}
+
+/* Whether a request may run now (S <= V + its slice). */
+static inline bool agentcg_eevdf_eligible(const struct agentcg_req *r, const struct agentcg_global *g)
+{
+	return !agentcg_before(g->cvtime_now + r->slice_ns, r->start);
+}
+
+/*
+ * A request with deadline `waker_deadline` was queued while a CPU runs a
+ * request with deadline `curr_deadline`, started at `curr_started_ns` with
+ * slice `curr_slice_ns`. Verdict: NO (the running one is ordered first),
+ * NOW, or AT (not before at_ns: the running one is still protected; the
+ * caller re-evaluates then).
+ */
+static inline struct agentcg_preempt agentcg_eevdf_preempt(u64 waker_deadline, u64 curr_deadline,
+							   u64 curr_started_ns, u64 curr_slice_ns,
+							   u64 now_ns,
+							   const struct agentcg_tunables *t)
+{
+	struct agentcg_preempt r = {AGENTCG_PREEMPT_NO, 0};
+	u64 prot = agentcg_protect_ns(curr_slice_ns, t);
+	u64 ran;
+
+	if (!agentcg_before(waker_deadline, curr_deadline))
+		return r;
+	/* a task still in its context switch (started in the future) ran 0 */
+	ran = agentcg_before(now_ns, curr_started_ns) ? 0 : now_ns - curr_started_ns;
+	if (ran < prot) {
+		r.verdict = AGENTCG_PREEMPT_AT;
+		r.at_ns = curr_started_ns + prot;
+		return r;
+	}
+	r.verdict = AGENTCG_PREEMPT_NOW;
+	r.at_ns = now_ns;
+	return r;
+}
+
+#endif /* AGENTCG_EEVDF_H */

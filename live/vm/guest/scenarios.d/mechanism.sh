@@ -1,0 +1,156 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Scenarios of the scheduler mechanism (bpf/agentcg.bpf.c v2), sourced by
+# scenarios.sh in the test VM:
+#   nested    /a (100) with /a/x (100) and /a/y (300) next to /b (200), all
+#             busy: shares 1/12, 3/12, 8/12 within 2 points; /p with
+#             cpu.max 50000 100000 over two busy children: their sum 0.50
+#             within 2 points. EEVDF in the same boot as the reference.
+#   tunables  scheduler.base_slice_ms 40 -> 1 by SIGHUP: the scheduler stays
+#             enabled throughout (state sampled every 0.2 s) and the
+#             involuntary switch rate of CPU hogs rises (fails if the new
+#             slice does not reach the BPF program).
+#   scale     16,384 cgroups created under the attached scheduler, hogs in
+#             1,000 of them: no ejection, every cgroup got state, dispatch
+#             cost per call next to the 10-cgroup figure of the same boot;
+#             then a 10,000-process fork storm next to a cgroup at cpu.max
+#             1000 100000 for 60 s: no ejection.
+# results: nested_weights nested_cpumax tunables_live scale_cgroups scale_tight_quota
+DEFAULT_SCENARIOS="$DEFAULT_SCENARIOS,nested,tunables,scale"
+
+sub_cpu() { echo "+cpu" > $CG/$1/cgroup.subtree_control; }
+
+nested_weights_run() { # label -> shares of a/x a/y b
+	mkcg a 100; sub_cpu a; mkcg a/x 100; mkcg a/y 300; mkcg b 200
+	for c in a/x a/y b; do inc $c agentcg-work spin $((DUR + 2)); inc $c agentcg-work spin $((DUR + 2)); done
+	sh_=$(shares "$1" $DUR a/x a/y b)
+	wait
+	rmcg a/x a/y a b
+	echo "$sh_"
+}
+nested_cpumax_run() { # -> CPUs used by /p
+	mkcg p 100 "50000 100000"; sub_cpu p; mkcg p/c1 100; mkcg p/c2 100
+	for c in p/c1 p/c2; do inc $c agentcg-work spin $((DUR + 2)); inc $c agentcg-work spin $((DUR + 2)); done
+	sleep 1
+	u0=$(usage_us p); t0=$(now_us)
+	sleep $DUR
+	u1=$(usage_us p); t1=$(now_us)
+	wait
+	rmcg p/c1 p/c2 p
+	echo "$u0 $u1 $t0 $t1" | awk '{ printf "%.4f", ($2 - $1) / ($4 - $3) }'
+}
+nested_err() { echo $1 | awk '{ e1 = $1 - 1/12; e2 = $2 - 3/12; e3 = $3 - 8/12; m = 0
+	for (i = 1; i <= 3; i++) { e = (i == 1 ? e1 : (i == 2 ? e2 : e3)); if (e < 0) e = -e; if (e > m) m = e }
+	printf "%.4f", m }'; }
+s_nested() {
+	ew=$(nested_weights_run eevdf); data nested weights eevdf $ew
+	ec=$(nested_cpumax_run); data nested cpumax eevdf $ec
+	start_daemon agentcg || { result nested_weights FAIL "daemon"; return; }
+	aw=$(nested_weights_run agentcg)
+	ac=$(nested_cpumax_run)
+	stop_daemon
+	data nested weights agentcg $aw
+	data nested cpumax agentcg $ac
+	start_daemon flatcg || { result nested_weights FAIL "daemon"; return; }
+	fw=$(nested_weights_run flatcg)
+	stop_daemon
+	data nested weights flatcg $fw
+	v=$(nested_err "$aw")
+	[ "$(echo $v | awk '{ print ($1 <= 0.02) ? 1 : 0 }')" = 1 ] &&
+		result nested_weights PASS "agentcg a/x a/y b = $aw (ideal .0833 .2500 .6667, max error $v <= 0.02; eevdf $ew err $(nested_err "$ew"), flatcg $fw err $(nested_err "$fw"))" ||
+		result nested_weights FAIL "agentcg a/x a/y b = $aw (max error $v > 0.02; eevdf $ew, flatcg $fw)"
+	[ "$(echo $ac | awk '{ print ($1 >= 0.48 && $1 <= 0.52) ? 1 : 0 }')" = 1 ] &&
+		result nested_cpumax PASS "agentcg: /p (cpu.max 50000 100000, two busy children) used $ac CPUs (eevdf $ec)" ||
+		result nested_cpumax FAIL "agentcg: /p used $ac CPUs, expected 0.50 +- 0.02 (eevdf $ec)"
+}
+
+# Sum of involuntary context switches of the given pids.
+nvcsw() { s=0; for p in "$@"; do
+	v=$(awk '$1 == "nonvoluntary_ctxt_switches:" { print $2 }' /proc/$p/status 2>/dev/null); s=$((s + ${v:-0})); done; echo $s; }
+sched_yaml() { printf 'scheduler:\n  base_slice_ms: %s\n  boosted_slice_ms: 1\n' "$1"; }
+s_tunables() {
+	write_config agentcg "$(sched_yaml 40)"
+	: > $DLOG
+	agentcgroupd --config $CONF > $DLOG 2>&1 &
+	DPID=$!
+	i=0; while [ $i -lt 300 ] && ! grep -q 'agentcgroupd: ready' $DLOG; do sleep 0.1; i=$((i + 1)); done
+	[ "$(state)" = enabled ] || { result tunables_live FAIL "daemon did not attach"; cat $DLOG; stop_daemon; return; }
+	mkcg tl 100
+	pids=""
+	for i in 1 2 3 4; do inc tl agentcg-work spin $((4 * DUR + 8)); pids="$pids $!"; done
+	touch /tmp/tl.watch
+	( while [ -f /tmp/tl.watch ]; do state; sleep 0.2; done ) > /tmp/tl.states &
+	sleep 1
+	a0=$(nvcsw $pids); t0=$(now_us); sleep $DUR; a1=$(nvcsw $pids); t1=$(now_us)
+	write_config agentcg "$(sched_yaml 1)"
+	kill -HUP $DPID
+	sleep 1
+	b0=$(nvcsw $pids); u0=$(now_us); sleep $DUR; b1=$(nvcsw $pids); u1=$(now_us)
+	rm -f /tmp/tl.watch
+	for p in $pids; do kill $p 2>/dev/null; done
+	wait_pids=$pids; for p in $wait_pids; do wait $p 2>/dev/null; done
+	sleep 0.5
+	dis=$(grep -vc '^enabled$' /tmp/tl.states)
+	n=$(wc -l < /tmp/tl.states)
+	rel=$(metric agentcg_config_reloads_total)
+	live=$(grep -c 'scheduler config 1 live' $DLOG)
+	stop_daemon
+	rmcg tl
+	ra=$(echo "$a0 $a1 $t0 $t1" | awk '{ printf "%.1f", ($2 - $1) * 1e6 / ($4 - $3) }')
+	rb=$(echo "$b0 $b1 $u0 $u1" | awk '{ printf "%.1f", ($2 - $1) * 1e6 / ($4 - $3) }')
+	ratio=$(echo "$ra $rb" | awk '{ printf "%.2f", ($1 > 0 ? $2 / $1 : 0) }')
+	data tunables switches_per_s slice20=$ra slice2=$rb ratio=$ratio state_samples=$n not_enabled=$dis reloads=$rel
+	if [ "$dis" = 0 ] && [ "$n" -gt 5 ] && [ "$rel" = 1 ] && [ "$live" = 1 ] &&
+	   [ "$(echo $ratio | awk '{ print ($1 >= 1.5) ? 1 : 0 }')" = 1 ]; then
+		result tunables_live PASS "SIGHUP base_slice_ms 40 -> 1 without detaching ($n state samples, all enabled): hog switches/s $ra -> $rb (x$ratio >= 1.5)"
+	else
+		result tunables_live FAIL "switches/s $ra -> $rb (x$ratio, need >= 1.5), not-enabled samples $dis of $n, reloads $rel, live $live"
+	fi
+}
+
+# dispatch ns per call from a PROGSTAT dump
+progstat_avg() { awk -v p=$2 '$1 == "AGENTCG-PROGSTAT" && $3 == p && $4 > 0 { printf "%d", $5 / $4; f = 1 } END { if (!f) print 0 }' $1; }
+scale_busy() { # N: hogs in cgroups s/1..N for DUR s, prog stats to /tmp/scale.N
+	export AGENTCG_PROG_STATS=1
+	start_daemon agentcg || return 1
+	unset AGENTCG_PROG_STATS
+	i=1; while [ $i -le $1 ]; do inc s/$i agentcg-work spin $((DUR + 4)); i=$((i + 1)); done
+	sleep $((DUR + 5))
+	st=$(state)
+	ovf=$(metric agentcg_bpf_cgrp_overflow_total); nst=$(metric agentcg_bpf_no_cgrp_state_total)
+	stop_daemon
+	grep AGENTCG-PROGSTAT $DLOG > /tmp/scale.$1
+	echo "$st ${ovf:-?} ${nst:-?}"
+}
+s_scale() {
+	[ "$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null)" = 1 ] || echo 1 > /proc/sys/kernel/bpf_stats_enabled
+	mkcg s 100; sub_cpu s
+	t0=$(now_us)
+	i=1; while [ $i -le 16384 ]; do mkdir $CG/s/$i; i=$((i + 1)); done
+	t1=$(now_us)
+	r10=$(scale_busy 10); d10=$(progstat_avg /tmp/scale.10 agentcg_dispatch)
+	r1k=$(scale_busy 1000); d1k=$(progstat_avg /tmp/scale.1000 agentcg_dispatch)
+	data scale mkdir_16384_s=$(( (t1 - t0) / 1000000 )) busy10="$r10" dispatch_ns_10=$d10 busy1000="$r1k" dispatch_ns_1000=$d1k
+	set -- $r1k
+	ratio=$(echo "$d1k $d10" | awk '{ printf "%.2f", ($2 > 0 ? $1 / $2 : 99) }')
+	if [ "$1" = enabled ] && [ "$2" = 0 ] && [ "$(echo $ratio | awk '{ print ($1 <= 1.5) ? 1 : 0 }')" = 1 ]; then
+		result scale_cgroups PASS "16,384 cgroups, hogs in 1,000: attached throughout, cgrp_overflow 0, dispatch $d1k ns vs $d10 ns with 10 (x$ratio <= 1.5)"
+	else
+		result scale_cgroups FAIL "state $1 overflow $2 no_state $3, dispatch $d1k ns vs $d10 ns with 10 (x$ratio)"
+	fi
+	i=1; while [ $i -le 16384 ]; do rmdir $CG/s/$i; i=$((i + 1)); done
+	# fork storm + a tight quota for 60 s
+	start_daemon agentcg || { result scale_tight_quota FAIL "daemon"; return; }
+	mkcg tq 100 "1000 100000"; mkcg fs 100
+	inc tq agentcg-work spin 62; inc tq agentcg-work spin 62
+	inc fs agentcg-work forkstorm 10000 32
+	k=0; bad=0; while [ $k -lt 60 ]; do [ "$(state)" = enabled ] || bad=$((bad + 1)); sleep 1; k=$((k + 1)); done
+	ej=$(grep -c ejected $DLOG)
+	u=$(usage_us tq)
+	stop_daemon; rc=$?
+	wait
+	rmcg tq fs s
+	data scale tight_quota not_enabled_s=$bad ejected=$ej tq_usage_us=$u rc=$rc
+	[ $bad = 0 ] && [ $ej = 0 ] && [ $rc = 0 ] &&
+		result scale_tight_quota PASS "60 s of a 10,000-fork storm next to cpu.max 1000 100000: attached throughout, no ejection (tq used ${u} us)" ||
+		result scale_tight_quota FAIL "not enabled for $bad s, ejections $ej, daemon rc $rc"
+}
