@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -367,7 +368,7 @@ def plot_gpu_timeline(result: Result, title: Optional[str] = None) -> Figure:
     ax.set_title(title or f"GPU jobs under {result.gpu_policy} ({result.data.get('trace')})"
                  + (f": makespan {float(ms) / 1e9:.3g} s, {g.get('switches', 0)} switches" if ms else ""))
     ax.grid(True, axis="x", alpha=0.3)
-    if result.schedule_path:
+    if result.has_schedule:
         try:
             cnt = result.schedule_counters()
         except AgentcgError:
@@ -525,7 +526,7 @@ def comparison_figures(cmp: Any, window: Optional[Tuple[int, int]] = None
     if any((r.data.get("series") or {}).get("cgroups") for r in rs.values()):
         figs.append(("cpu-share", plot_cpu_share_comparison(rs)))
     for label, r in rs.items():
-        if r.schedule_path:
+        if r.has_schedule:
             figs.append((f"schedule-{label.replace('/', '+')}", plot_schedule_timeline(r, window)))
     gpu = {k: r for k, r in rs.items() if r.has_gpu}
     if gpu:
@@ -556,6 +557,8 @@ def find_results(root: str) -> Dict[str, Dict[str, str]]:
     groups: Dict[str, Dict[str, str]] = {}
     for d, dirs, files in os.walk(root):
         dirs.sort()
+        if re.fullmatch(r"rep-[0-9]+", os.path.basename(d)):
+            continue  # a live repetition: read through its parent (report.load_repetitions)
         if "results.json" in files:
             p = os.path.join(d, "results.json")
             if os.path.normpath(d) == os.path.normpath(root):

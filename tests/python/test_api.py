@@ -108,7 +108,7 @@ def test_run_accepts_dict_path_and_builder(small_builder: TraceBuilder, small_tr
 
 
 def test_unknown_policy_is_value_error(small_trace: agentcg.Trace) -> None:
-    with pytest.raises(ValueError, match="unknown policy 'nope'"):
+    with pytest.raises(ValueError, match="unknown CPU policy 'nope'"):
         agentcg.run(small_trace, policy="nope")
     with pytest.raises(ValueError, match="nope"):
         agentcg.run(small_trace, policy="cfs", gpu_policy="nope")
