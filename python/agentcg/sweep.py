@@ -189,7 +189,8 @@ def inert_keys(df: "pandas.DataFrame", tasks: Sequence[Mapping[str, Any]]) -> Li
         if df[k].nunique(dropna=False) < 2:
             continue
         others = [c for c in params if c != k] + ["seed"]
-        groups = df.groupby(others, dropna=False, sort=False) if others else [((), df)]
+        by: Any = others[0] if len(others) == 1 else others  # a 1-list warns in pandas 1.5
+        groups = df.groupby(by, dropna=False, sort=False)
         if all((g[metrics].astype(str).nunique(dropna=False) <= 1).all() for _, g in groups):
             out.append(k)
     return out
@@ -198,9 +199,10 @@ def inert_keys(df: "pandas.DataFrame", tasks: Sequence[Mapping[str, Any]]) -> Li
 def _warn_inert_keys(df: "pandas.DataFrame", tasks: Sequence[Mapping[str, Any]]) -> None:
     for k in inert_keys(df, tasks):
         pols = sorted({str(t["policy"]) for t in tasks})
-        warnings.warn(f"sweep: '{k}' changed no result under {', '.join(pols)}: that policy does not read "
-                      "this knob (scheduler.* are flatcg/agentcg tunables; add grid={'policy': ['agentcg']})",
-                      UserWarning, stacklevel=3)
+        hint = (" (scheduler.* are flatcg/agentcg tunables: sweep with grid={'policy': ['agentcg', ...]})"
+                if k.startswith("scheduler.") and not set(pols) & {"flatcg", "agentcg"} else "")
+        warnings.warn(f"sweep: '{k}' changed no result under {', '.join(pols)}: the policy does not read "
+                      f"this knob, or it makes no difference on this trace{hint}", UserWarning, stacklevel=3)
 
 
 @contextlib.contextmanager

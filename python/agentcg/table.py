@@ -163,9 +163,9 @@ def build_rows(runs: Mapping[str, Sequence[Doc]], per_cgroup: bool = False,
     rows: List[Row] = []
 
     def add(metric: str, unit: str, get: Callable[[Doc], float], lower: Optional[bool], section: str = "",
-            flag_at: Optional[float] = None) -> None:
+            flag_at: Optional[float] = None, keep: bool = False) -> None:
         vals = {lbl: [get(r) for r in runs[lbl]] for lbl in labels}
-        if all(math.isnan(v) for vs in vals.values() for v in vs):
+        if not keep and all(math.isnan(v) for vs in vals.values() for v in vs):
             return  # applies to no run: omitted, not a row of dashes
         rows.append(Row(metric, unit, vals, lower, section, flag_at))
 
@@ -259,7 +259,8 @@ def _gpu_rows(add: Any, every: Sequence[Doc]) -> None:
     add("GPU bytes migrated", "GiB", g("bytes_migrated", scale=1 / 2**30), True, "gpu")
     jobs = sorted({j for r in every for j in (_get(r, "gpu", "jobs") or {})})
     for j in jobs:
-        add(f"job {j} completion time", "s", g("jobs", j, "jct_ns", scale=1e-9), True, "gpu")
+        # kept even when no policy finished it: "-" says so
+        add(f"job {j} completion time", "s", g("jobs", j, "jct_ns", scale=1e-9), True, "gpu", keep=True)
     clients = sorted({c for r in every for c, v in (_get(r, "gpu", "clients") or {}).items()
                       if isinstance(v, Mapping) and isinstance(v.get("limit_pct"), (int, float))
                       and v["limit_pct"] < 100})  # 100 % = no limit: nothing to compare against
