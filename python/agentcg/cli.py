@@ -116,7 +116,7 @@ def _add_run_options(p: argparse.ArgumentParser, compare: bool) -> None:
                        help="repeat every policy over these seeds, e.g. 1-5 or 1,2,3: the table shows the "
                             "median [95 %% bootstrap interval] and a verdict against eevdf")
         p.add_argument("--per-cgroup", action="store_true",
-                       help=f"every cgroup's rows (by default shown up to {8} leaf cgroups; above that only "
+                       help=f"every cgroup's rows (by default shown up to {4} leaf cgroups; above that only "
                             "aggregate rows: p50/p99 over the cgroups and the worst one)")
     else:
         p.add_argument("--policy", default="eevdf", help="CPU policy (default eevdf): " + CPU_POLICY_HELP)

@@ -40,7 +40,7 @@ __all__ = ["AGGREGATE_ABOVE", "Row", "STARVATION_NS", "baseline_of", "build_rows
            "format_value", "render_html", "render_text", "rows_json"]
 
 STARVATION_NS = 1_000_000_000  # a task runnable for 1 s without running is starved
-AGGREGATE_ABOVE = 8           # more leaf cgroups than this: aggregate rows unless per_cgroup
+AGGREGATE_ABOVE = 4           # more leaf cgroups than this: aggregate rows unless per_cgroup
 NAN = float("nan")
 
 Doc = Mapping[str, Any]
