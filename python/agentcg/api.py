@@ -210,6 +210,13 @@ class Result(Mapping[str, Any]):
         if r.data.get("format") != "agentcg-results":
             raise AgentcgError(f"{p}: not a results.json (expected \"format\": \"agentcg-results\")")
         sched = os.path.join(os.path.dirname(p), "schedule.perfetto.json")
+        if not os.path.exists(sched):  # `run --perfetto DIR/anything.json` beside results.json
+            import glob
+
+            found = [f for f in sorted(glob.glob(os.path.join(os.path.dirname(p), "*.json")))
+                     if os.path.basename(f) != "results.json" and not os.path.basename(f).startswith("seed-")
+                     and _looks_like_trace_events(f)]
+            sched = found[0] if len(found) == 1 else sched
         if os.path.exists(sched):
             r._schedule_path = sched
         return r
@@ -374,6 +381,16 @@ class Result(Mapping[str, Any]):
         return read_perfetto_counters(self._schedule_path)
 
 
+def _looks_like_trace_events(path: str) -> bool:
+    """A Chrome/Perfetto trace-event file (its first bytes open "traceEvents")."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = f.read(200)
+    except OSError:
+        return False
+    return '"traceEvents"' in head or head.lstrip().startswith('[{"')
+
+
 def _us_to_ns(v: Any) -> int:
     # write_perfetto prints "us.nnn" exactly; round() undoes binary fractions.
     return int(round(float(v) * 1000))
@@ -437,7 +454,7 @@ def _counters(events: List[Dict[str, Any]]) -> "pandas.DataFrame":
 
 # --- run / compare -------------------------------------------------------------
 
-def run(trace: TraceLike, policy: str = "cfs", gpu_policy: str = "none", config: ConfigLike = None,
+def run(trace: TraceLike, policy: str = "eevdf", gpu_policy: str = "none", config: ConfigLike = None,
         seed: int = 1, overrides: Optional[Mapping[str, Any]] = None,
         perfetto: Optional[Union[str, "os.PathLike[str]"]] = None, schedule: bool = False,
         label: Optional[str] = None) -> Result:
@@ -603,7 +620,7 @@ def _safe(label: str) -> str:
     return label.replace("/", "+").replace(os.sep, "+")
 
 
-def compare(trace: TraceLike, policies: Sequence[str] = ("cfs", "flatcg", "agentcg"),
+def compare(trace: TraceLike, policies: Sequence[str] = ("eevdf", "flatcg", "agentcg"),
             gpu_policies: Optional[Sequence[str]] = None, config: ConfigLike = None, seed: int = 1,
             overrides: Optional[Mapping[str, Any]] = None, schedule: bool = False,
             progress: bool = False) -> Comparison:

@@ -370,6 +370,13 @@ def cmd_plot(a: argparse.Namespace) -> int:
         except Exception:
             raise UsageError(f"--window {a.window}: expected START:END, e.g. 1s:1.05s") from None
     out = a.out or os.path.join(a.dir, "plots")
+    if window is not None:
+        from .api import Result
+
+        groups = plots.find_results(a.dir)
+        if not any(Result.load(p).has_schedule for g in groups.values() for p in g.values()):
+            raise UsageError(f"--window {a.window}: no recorded schedule under {a.dir} (record one with "
+                             "`run ... --perfetto DIR/schedule.perfetto.json`)")
     files = plots.plot_directory(a.dir, out, formats=formats, window=window)
     if not a.quiet:
         for f in files:
