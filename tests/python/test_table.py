@@ -240,3 +240,23 @@ def test_help_never_builds(tmp_path: Path) -> None:
         assert res.returncode == 0, (args, res.stderr)
         assert "usage" in res.stdout.lower() or "agentcg" in res.stdout, args
         assert not mark.exists(), (args, mark.read_text())
+
+
+def test_cpp_cli_follows_the_same_rules(tmp_path: Path, small_trace_path: str) -> None:
+    """agentcg-sim (the launcher's fallback front end): --version, eevdf by
+    default, the longest runnable wait, --json."""
+    sim = os.environ.get("AGENTCG_SIM")
+    if not sim or not os.path.exists(sim):
+        pytest.skip("AGENTCG_SIM (the agentcg-sim binary) is not set: run through CTest")
+    v = subprocess.run([sim, "--version"], capture_output=True, text=True)
+    assert v.returncode == 0 and v.stdout.strip() == f"agentcg-sim {agentcg.__version__}"
+    res = subprocess.run([sim, "compare", small_trace_path, "--out", str(tmp_path / "c")], capture_output=True,
+                         text=True)
+    assert res.returncode == 0, res.stderr
+    head = res.stdout.splitlines()[1].split()
+    assert head == ["metric", "eevdf", "flatcg", "agentcg"]
+    assert "longest runnable wait (ms)" in res.stdout
+    res = subprocess.run([sim, "run", small_trace_path, "--out", str(tmp_path / "r"), "--json"], capture_output=True,
+                         text=True)
+    assert res.returncode == 0 and res.stdout == (tmp_path / "r" / "results.json").read_text()
+    assert json.loads(res.stdout)["policy"] == "eevdf"
