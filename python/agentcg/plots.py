@@ -196,8 +196,10 @@ def plot_tool_call_latency(results: Any, title: Optional[str] = None) -> Figure:
         bars = ax.bar(x + (j - 1) * width, vals, width, label=name, color=_CYCLE[j], alpha=0.85)
         for b, v in zip(bars, vals):
             if v > 0:
-                ax.annotate(f"{v:.3g}", (b.get_x() + b.get_width() / 2, v), ha="center", va="bottom",
-                            fontsize="x-small")
+                from .table import format_value  # "21,300", never "2.13e+04"
+
+                ax.annotate(format_value(v, "ms"), (b.get_x() + b.get_width() / 2, v), ha="center",
+                            va="bottom", fontsize="x-small", rotation=90 if v >= 1000 else 0)
     ax.set_xticks(x)
     ax.set_xticklabels(labels)
     ax.set_xlabel("policy")
@@ -211,8 +213,12 @@ def plot_tool_call_latency(results: Any, title: Optional[str] = None) -> Figure:
     if not any_data:
         ax.text(0.5, 0.5, "no tool calls in this trace", transform=ax.transAxes, ha="center")
     ax.set_title(title or f"Tool-call latency by policy: {_trace_name(rs)}")
-    ax.legend(title="percentile", fontsize="small")
+    ax.legend(title="percentile", fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(True, axis="y", which="both", alpha=0.3)
+    if any_data and ax.get_yscale() == "log":
+        from matplotlib.ticker import FuncFormatter
+
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
     return fig
 
 

@@ -29,7 +29,7 @@ __all__ = ["figure_html", "load_repetitions", "write_report"]
 
 _CSS = """
 body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 2em auto;
-       max-width: 1200px; color: #222; padding: 0 1em; }
+       max-width: 1400px; color: #222; padding: 0 1em; }
 h1 { border-bottom: 2px solid #d62728; padding-bottom: .2em; }
 h2 { margin-top: 2em; border-bottom: 1px solid #ccc; }
 nav ol { columns: 2; font-size: 14px; }
@@ -43,6 +43,7 @@ td.v-indistinguishable { color: #777; }
 .plots img { width: 560px; max-width: 100%; border: 1px solid #eee; }
 .plots img.wide { width: 100%; }
 .note { color: #666; font-size: 13px; }
+.scroll { overflow-x: auto; }
 """
 
 _PAGE = """<!DOCTYPE html>
@@ -59,7 +60,7 @@ or not measured. Verdicts are against eevdf (the kernel's default since 6.6).</p
 <section id="{{ s.anchor }}">
 <h2>{{ s.title }}</h2>
 <p class="note">{{ s.note }}</p>
-{{ s.table_html | safe }}
+<div class="scroll">{{ s.table_html | safe }}</div>
 <div class="plots">{% for f in s.figures %}<img alt="{{ f.alt }}"{% if f.wide %} class="wide"{% endif %} src="data:image/png;base64,{{ f.data }}">{% endfor %}</div>
 </section>
 {% endfor %}
@@ -107,6 +108,25 @@ def comparison_table(cmp: Comparison, runs: Optional[Mapping[str, List[Dict[str,
     return table.render_html(table.build_rows(runs), list(runs))
 
 
+def _ordered(gdir: str, members: Mapping[str, str]) -> Dict[str, str]:
+    """Columns in the order the comparison ran (compare.json), else the
+    baseline (eevdf) first and the rest by name, as the terminal shows them."""
+    from . import table
+
+    order: List[str] = []
+    meta = os.path.join(gdir, "compare.json")
+    if os.path.exists(meta):
+        try:
+            with open(meta, encoding="utf-8") as f:
+                order = [str(x) for x in json.load(f).get("policies", [])]
+        except (OSError, ValueError):
+            order = []
+    labels = list(members)
+    base = table.baseline_of(sorted(labels))
+    rank = {lbl: (order.index(lbl) if lbl in order else len(order), lbl != base, lbl) for lbl in labels}
+    return {lbl: members[lbl] for lbl in sorted(labels, key=lambda x: rank[x])}
+
+
 def _anchor(text: str, used: Dict[str, int]) -> str:
     a = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "section"
     used[a] = used.get(a, 0) + 1
@@ -133,6 +153,7 @@ def write_report(root: str, output: Optional[str] = None, title: str = "agentcg 
     sections: List[Dict[str, Any]] = []
     used: Dict[str, int] = {}
     for gdir, members in groups.items():
+        members = _ordered(gdir, members)
         cmp = Comparison({label: Result.load(p) for label, p in members.items()})
         runs = {label: load_repetitions(p) for label, p in members.items()}
         first = next(iter(cmp.values()))
@@ -181,7 +202,7 @@ def write_report(root: str, output: Optional[str] = None, title: str = "agentcg 
                          "figures": figs})
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     env = jinja2.Environment(autoescape=True)
-    doc = env.from_string(_PAGE).render(title=title, css=_CSS, root=os.path.abspath(root), sections=sections,
+    doc = env.from_string(_PAGE).render(title=title, css=_CSS, root=root, sections=sections,
                                         stamp=stamp)
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w", encoding="utf-8") as f:
