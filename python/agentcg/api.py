@@ -261,8 +261,11 @@ class Result(Mapping[str, Any]):
             if key in d:
                 out[key] = d[key]
         for lat in ("wakeup_latency_ns", "tool_call_latency_ns"):
+            none = isinstance(d.get(lat), dict) and not d[lat].get("count")
             for k in ("p50", "p99", "p999", "max", "mean", "count"):
                 v = d.get(lat, {}).get(k) if isinstance(d.get(lat), dict) else None
+                if none and k != "count":
+                    v = float("nan")  # no samples: missing, not 0
                 if v is not None:
                     base = lat.replace("_latency_ns", "")  # wakeup_p99_ns, tool_call_count
                     out[f"{base}_{k}_ns" if k != "count" else f"{base}_count"] = v

@@ -123,8 +123,9 @@ def _add_run_options(p: argparse.ArgumentParser, compare: bool) -> None:
         p.add_argument("--gpu-policy", default="none",
                        help="GPU policy (default none; traces with GPU jobs only): " + GPU_POLICY_HELP)
         p.add_argument("--perfetto", metavar="FILE", default=None,
-                       help="also write the schedule as Chrome/Perfetto trace-event JSON (`plot DIR` finds it "
-                            "when it is DIR/schedule.perfetto.json)")
+                       help="also write the schedule: Chrome/Perfetto trace-event JSON (`plot DIR` reads it "
+                            "beside DIR/results.json), or ftrace/systrace text with sched_switch lines when FILE "
+                            "ends in .txt or .systrace (Perfetto opens it as a kernel capture)")
         p.add_argument("--per-cgroup", action="store_true", help="every cgroup's rows in the summary")
     p.add_argument("--config", metavar="FILE", default=None, help="YAML config (see core/config)")
     p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
@@ -347,8 +348,13 @@ def cmd_sweep(a: argparse.Namespace) -> int:
 
         cols = [c for c in list(grid) + ["seed", "wakeup_p99_ns", "tool_call_p99_ns", "jain_fairness",
                                           "gpu_makespan_ns"] if c in df.columns]
-        with pd.option_context("display.width", 160, "display.max_rows", 60):
-            print(df[cols].to_string(index=False))
+        show = df[cols].copy()
+        for c in cols:  # the same units as the compare table: ms (sweep.csv keeps ns)
+            if c.endswith("_ns") and c not in grid:
+                show[c[:-3] + "_ms"] = show.pop(c) / 1e6
+        with pd.option_context("display.width", 160, "display.max_rows", 60, "display.float_format",
+                               lambda v: f"{v:,.3f}"):
+            print(show.to_string(index=False, na_rep="-"))
         print(f"wrote {csv} ({len(df)} simulations)")
     return EXIT_OK
 
@@ -470,7 +476,9 @@ def cmd_trace(argv: List[str]) -> int:
 
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: agentcg trace {generate,validate,import,stats,merge} ...\n")
-        for text in TRACE_HELP.values():
+        for sub_name, text in TRACE_HELP.items():
+            if sub_name == "generate":  # the kinds are listed by `trace generate --help`
+                text = text.replace("Kinds and options:\n", "Kinds and their options: agentcg trace generate --help\n")
             print("  " + text.replace("\n", "\n  ").rstrip())
         return EXIT_OK if argv else EXIT_USAGE
     sub, rest = argv[0], argv[1:]
