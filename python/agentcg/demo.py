@@ -106,7 +106,8 @@ def run_demo(out_dir: str, seed: int = 1, quick: bool = False, quiet: bool = Fal
     pbar.close()
     if not quiet:
         for name, trace, runs, demand in done:
-            cli.print_compare(f"{name} ({trace.name})", trace.cpus, seeds, runs, demand=demand)
+            cli.print_compare(name if trace.name == name else f"{name} ({trace.name})", trace.cpus, seeds, runs,
+                              demand=demand)
             print()
     files = plots.plot_directory(out_dir, os.path.join(out_dir, "plots"))
     path = report.write_report(out_dir, title="agentcg demo")

@@ -428,6 +428,11 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                        "wakeup_overhead_ns": DEFAULT_WAKEUP_OVERHEAD_NS, "speed_pct": 100}
     before: Dict[str, List[Dict[str, Any]]] = {}
     after: Dict[str, List[Dict[str, Any]]] = {}
+    n_targets = sum(len(residual_targets(simulate(k, default_machine), real[k], k)) for k in keys)
+    if n_targets == 0:  # e.g. every task in the root cgroup: a fit would silently keep the defaults
+        raise AgentcgError("fidelity: nothing to fit the machine profile on: no leaf cgroup has wakeups both "
+                           "live and simulated, and no tool calls (traces: " + ", ".join(traces) + "); put the "
+                           "tasks in cgroups of their own")
     m, rounds = calibrate(simulate, keys, real, cpus)
     for k in keys:
         n, s = k.split("/")
@@ -436,7 +441,6 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
             _save(dest / label / n / SIM_POLICY[s] / "results.json", r)
             table[k] = side_by_side(r, real[k])
     prof = Path(profile) if profile else dest / "machine.yaml"
-    n_targets = sum(len(residual_targets(simulate(k, default_machine), real[k], k)) for k in keys)
     write_profile(prof, m, rounds, n_targets)
     all_before = [r for v in before.values() for r in v]
     all_after = [r for v in after.values() for r in v]

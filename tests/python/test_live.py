@@ -156,3 +156,20 @@ def test_calibration_recovers_a_known_wakeup_cost(tmp_path: Path) -> None:
     prof = agentcg.load_config(str(out / "machine.yaml"))["machine"]
     assert prof["wakeup_overhead_ns"] == m["wakeup_overhead_ns"] and prof["cpus"] == 2
     assert "| fid-io/eevdf | wakeup latency p99 (ms) |" in (out / "fidelity.md").read_text()
+
+
+def test_fidelity_with_nothing_to_fit_is_an_error(tmp_path: Path) -> None:
+    """Tasks in the root cgroup only: no per-cgroup wakeups to fit on."""
+    b = agentcg.TraceBuilder("rootonly", cpus=2, duration_ns=agentcg.ms(200))
+    for _ in range(3):
+        b.process(cgroup="/", comm="w").repeat(20, lambda o: o.run(agentcg.ms(2)).sleep(agentcg.ms(3)))
+    src = tmp_path / "rootonly.json"
+    b.write(str(src))
+    live_dir = tmp_path / "live"
+    for s in ("eevdf", "agentcg"):  # "live" results stood in by simulations (a test double)
+        d = live_dir / "fid-rootonly" / s
+        d.mkdir(parents=True)
+        (d / "results.json").write_text(agentcg.run(str(src), s, seed=1).text)
+    with pytest.raises(AgentcgError, match="nothing to fit"):
+        fidelity.fidelity([str(src)], str(tmp_path / "out"), live_dir=str(live_dir), duration="200ms",
+                          quiet=True)
