@@ -182,7 +182,8 @@ def build_rows(runs: Mapping[str, Sequence[Doc]], per_cgroup: bool = False,
             add("tool-call latency p99", "ms", lambda r: _f(_get(r, "tool_call_latency_ns", "p99"), 1e-6), True)
         add("context switches", "count", lambda r: _f(r.get("context_switches")), None)
         add("CPU utilisation", "%", lambda r: _f(r.get("cpu_utilization"), 100), None)
-        add("fairness (Jain, demand-capped)", "", lambda r: capped_jain(r, demand), False)
+        add("fairness (Jain, demand-capped)" if demand else "fairness (Jain vs full entitlement)", "",
+            lambda r: capped_jain(r, demand), False)
 
         leaves = sorted({p for r in every for p in leaf_cgroups(r)})
         many = len(leaves) > AGGREGATE_ABOVE
@@ -223,7 +224,8 @@ def _aggregate_rows(add: Any, leaves: List[str], has_tools: bool, n: int,
             ent = capped_entitlements(ent, {p: demand[p] for p in ent if p in demand})
         xs = [_f(_cg(r, p, "cpu_share")) / e * 100 for p, e in ent.items() if e > 0]
         return min(xs) if xs else NAN
-    add("least share / demand-capped entitlement", "%", least, False, sec)
+    add("least share / demand-capped entitlement" if demand else "least share / entitlement", "%", least, False,
+        sec)
 
 
 def _cgroup_rows(add: Any, leaves: List[str], every: Sequence[Doc], demand: Optional[Mapping[str, float]]) -> None:
