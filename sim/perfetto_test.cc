@@ -79,10 +79,14 @@ TEST(PerfettoTest, SystraceTextHasConsistentSchedSwitches) {
     const double ts = static_cast<double>(sec) + static_cast<double>(usec) / 1e6;
     EXPECT_GE(ts, last_ts) << "not in time order: " << line;
     last_ts = ts;
-    if (current.count(cpu)) EXPECT_EQ(current[cpu], std::to_string(prev_pid)) << line;
+    if (current.count(cpu)) {
+      EXPECT_EQ(current[cpu], std::to_string(prev_pid)) << line;
+    }
     current[cpu] = std::to_string(next_pid);
     EXPECT_TRUE(std::string(state) == "R" || std::string(state) == "S") << line;
-    if (next_pid == 0) EXPECT_EQ(std::string(next_comm), "swapper/" + std::to_string(cpu)) << line;
+    if (next_pid == 0) {
+      EXPECT_EQ(std::string(next_comm), "swapper/" + std::to_string(cpu)) << line;
+    }
     next_comms.push_back(next_comm);
     ++n;
   }
