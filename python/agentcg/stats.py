@@ -18,9 +18,10 @@ under one scheduler to:
   worth acting on.
 
 Invariants: NaN marks a missing value (a metric that does not apply, a run
-that failed) and is dropped before any statistic; fewer than two samples on
-either side give the verdict "n/a" (one repetition cannot tell noise from
-effect), and a metric without a direction (a CPU share) gets "-" (no
+that failed) and is dropped before any statistic; fewer than
+MIN_VERDICT_SAMPLES (3) on either side give the verdict "n/a" (the
+percentile bootstrap of two samples calls any two non-overlapping pairs a
+difference), and a metric without a direction (a CPU share) gets "-" (no
 verdict). Identical samples (a deterministic simulation whose seeds do not
 change the metric) give a zero-width interval, and then any difference of
 medians is a verdict, which is the truth for that model.
@@ -39,6 +40,7 @@ __all__ = ["BOOTSTRAP_RESAMPLES", "CONFIDENCE", "REL_MARGIN", "Summary", "interl
 
 BOOTSTRAP_RESAMPLES = 4000
 REL_MARGIN = 0.01
+MIN_VERDICT_SAMPLES = 3
 CONFIDENCE = 0.95
 _SEED = 20240611  # fixed: the interval is a function of the samples only
 
@@ -105,7 +107,7 @@ def verdict(candidate: Sequence[Optional[float]], baseline: Sequence[Optional[fl
     if lower_is_better is None:
         return "-"
     a, b = _clean(candidate), _clean(baseline)
-    if len(a) < 2 or len(b) < 2:
+    if len(a) < MIN_VERDICT_SAMPLES or len(b) < MIN_VERDICT_SAMPLES:
         return "n/a"
     rng = np.random.default_rng(_SEED)
     diff = _boot_medians(a, rng) - _boot_medians(b, rng)  # type: ignore[operator]

@@ -46,6 +46,7 @@ def test_verdicts() -> None:
     # deterministic runs: identical samples, a real difference is a verdict
     assert stats.verdict([8.0] * 3, [10.0] * 3, lower_is_better=True) == "better"
     assert stats.verdict([5.0], base, lower_is_better=True) == "n/a"
+    assert stats.verdict([5.0, 5.1], base, lower_is_better=True) == "n/a"  # two samples: too few to call
     assert stats.verdict([5.0, 6.0], base, lower_is_better=None) == "-"
 
 
