@@ -180,6 +180,14 @@ def build_rows(runs: Mapping[str, Sequence[Doc]], per_cgroup: bool = False,
         if has_tools:
             add("tool-call latency p50", "ms", lambda r: _f(_get(r, "tool_call_latency_ns", "p50"), 1e-6), True)
             add("tool-call latency p99", "ms", lambda r: _f(_get(r, "tool_call_latency_ns", "p99"), 1e-6), True)
+        # keys of the agent-policy work (main's simpol branch): shown where the results carry them
+        add("tool calls completed", "count", lambda r: _f(r.get("tool_calls_completed")), False)
+        add("interactive wakeup p50", "ms", lambda r: _f(_get(r, "interactive_wakeup_latency_ns", "p50"), 1e-6),
+            True)
+        add("interactive wakeup p99", "ms", lambda r: _f(_get(r, "interactive_wakeup_latency_ns", "p99"), 1e-6),
+            True)
+        add("new-step precision", "", lambda r: _f(_get(r, "new_step_detection", "precision")), False)
+        add("new-step recall", "", lambda r: _f(_get(r, "new_step_detection", "recall")), False)
         add("context switches", "count", lambda r: _f(r.get("context_switches")), None)
         add("CPU utilisation", "%", lambda r: _f(r.get("cpu_utilization"), 100), None)
         add("fairness (Jain, demand-capped)" if demand else "fairness (Jain vs full entitlement)", "",

@@ -89,6 +89,20 @@ def test_rows_that_do_not_apply_are_omitted() -> None:
     assert "wakeup" not in text
 
 
+def test_agent_policy_keys_when_present() -> None:
+    """Rows for keys some results carry (tool calls completed, interactive
+    wakeups, new-step detection); a null precision reads '-'."""
+    with_keys = _doc(tool_calls_completed=40, interactive_wakeup_latency_ns={"count": 3, "p50": 2e6, "p99": 5e6},
+                     new_step_detection={"precision": 0.9, "recall": None})
+    rows = table.build_rows({"eevdf": [_doc()], "agentcg": [with_keys]})
+    m = _metrics(rows)
+    assert "tool calls completed" in m and "interactive wakeup p99" in m and "new-step precision" in m
+    assert "new-step recall" not in m  # null everywhere: the row does not apply
+    text = table.render_text(rows, ["eevdf", "agentcg"])
+    assert next(x for x in text.splitlines() if x.startswith("new-step precision")).split()[-2:] == ["-", "0.900"]
+    assert "tool calls completed" not in _metrics(table.build_rows({"eevdf": [_doc()]}))
+
+
 def test_starvation_flag() -> None:
     starved = _doc(max_runnable_wait_ns=1_282_000_000)
     text = table.render_text(table.build_rows({"eevdf": [_doc()], "agentcg": [starved]}), ["eevdf", "agentcg"])
