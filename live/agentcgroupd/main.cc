@@ -19,9 +19,12 @@
 #include <signal.h>
 #include <sys/inotify.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -203,6 +206,27 @@ bool Daemon::attach() {
        t.features, ncpu);
   cgroups_.clear();
   return true;
+}
+
+// systemd readiness (Type=notify): one datagram "READY=1" to
+// $NOTIFY_SOCKET, the protocol of sd_notify(3), written out so the daemon
+// needs no libsystemd. No-op without the variable (started by hand, in the
+// VM tests); '@' names an abstract socket.
+void notify_systemd(const char* state) {
+  const char* path = std::getenv("NOTIFY_SOCKET");
+  if (!path || !*path) return;
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  const std::size_t len = std::strlen(path);
+  if (len >= sizeof(sa.sun_path)) return;
+  std::memcpy(sa.sun_path, path, len);
+  if (sa.sun_path[0] == '@') sa.sun_path[0] = '\0';
+  const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  const socklen_t sl = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + len);
+  if (::sendto(fd, state, std::strlen(state), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&sa), sl) < 0)
+    LOGW("sd_notify %s: %s", state, std::strerror(errno));
+  ::close(fd);
 }
 
 // With AGENTCG_PROG_STATS set (and kernel.bpf_stats_enabled=1), prints each
@@ -422,6 +446,7 @@ int Daemon::run() {
   }
   std::printf("agentcgroupd: ready\n");
   std::fflush(stdout);
+  notify_systemd("READY=1");
 
   int rc = 0;
   for (;;) {
