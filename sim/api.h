@@ -22,6 +22,10 @@ struct RunOptions {
   std::uint64_t seed = 1;
   // Optional: write a Chrome/Perfetto trace-event JSON of the schedule here.
   std::string perfetto_path;
+  // Adds "histograms": {"wakeup_latency_ns", "tool_call_latency_ns"} (the
+  // whole machine's LatencyHistogram::to_json(), sim/metrics.h) so that
+  // runs of many hosts merge into fleet percentiles (python/agentcg/fleet.py).
+  bool histograms = false;
 };
 
 // The CPU policies the simulator knows, in display order.

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
+// The engine (see event_queue.h): a radix heap of self-contained nodes with
+// a live bitmap for lazy cancel.
 #include "sim/event_queue.h"
 
 #include <utility>
@@ -16,31 +18,28 @@ EventId Simulator::schedule(Time at, EventHandler* h, std::uint32_t kind, std::u
     slot = free_.back();
     free_.pop_back();
   } else {
-    slot = static_cast<std::uint32_t>(slots_.size());
+    slot = static_cast<std::uint32_t>(gen_.size());
     if (slot > kSlotMask) throw std::length_error("Simulator: more than 2^24 pending events");
-    slots_.push_back(Slot{});
+    gen_.push_back(0);
+    if (slot % 64 == 0) live_.push_back(0);
   }
-  Slot& s = slots_[slot];
-  s.handler = h;
-  s.kind = kind;
-  s.arg = arg;
-  s.gen = s.gen + 1 == 0 ? 1 : s.gen + 1;
-  s.live = true;
+  std::uint32_t& g = gen_[slot];
+  g = g + 1 == 0 ? 1 : g + 1;
+  set_live(slot, true);
   if (seq_ >> (64 - kSlotBits)) throw std::length_error("Simulator: more than 2^40 events scheduled");
-  push(Node{at.ns(), (seq_++ << kSlotBits) | slot});
+  push(Node{at.ns(), (seq_++ << kSlotBits) | slot, h, arg, kind});
   ++scheduled_;
   ++pending_;
-  return EventId{slot, s.gen};
+  return EventId{slot, g};
 }
 
 bool Simulator::is_pending(EventId id) const {
-  return id.valid() && id.slot < slots_.size() && slots_[id.slot].gen == id.gen &&
-         slots_[id.slot].live;
+  return id.valid() && id.slot < gen_.size() && gen_[id.slot] == id.gen && live(id.slot);
 }
 
 bool Simulator::cancel(EventId id) {
   if (!is_pending(id)) return false;
-  slots_[id.slot].live = false;  // the heap node is skipped when popped
+  set_live(id.slot, false);  // the heap node is skipped when popped
   ++cancelled_;
   --pending_;
   return true;
@@ -89,28 +88,21 @@ Simulator::Node Simulator::pop() {
 }
 
 void Simulator::release(std::uint32_t slot) {
-  slots_[slot].live = false;
-  slots_[slot].handler = nullptr;
+  set_live(slot, false);
   free_.push_back(slot);
 }
 
 bool Simulator::step() {
   while (top() != nullptr) {
-    Node n = pop();
-    Slot& s = slots_[n.slot()];
-    if (!s.live) {  // lazily cancelled
-      release(n.slot());
-      continue;
-    }
+    const Node n = pop();
+    const bool was_live = live(n.slot());
+    release(n.slot());
+    if (!was_live) continue;  // lazily cancelled
     if (n.time < now_.ns()) throw std::logic_error("Simulator: time went backwards");
     now_ = Time::from_ns(n.time);
-    EventHandler* h = s.handler;
-    std::uint32_t kind = s.kind;
-    std::uint64_t arg = s.arg;
-    release(n.slot());
     --pending_;
     ++executed_;
-    h->on_event(*this, kind, arg);
+    n.handler->on_event(*this, n.kind, n.arg);
     return true;
   }
   return false;
@@ -121,7 +113,7 @@ void Simulator::run_until(Time until) {
   while (!stop_) {
     // Skip cancelled heads so that the peek below sees a live event.
     const Node* t = top();
-    while (t != nullptr && !slots_[t->slot()].live) {
+    while (t != nullptr && !live(t->slot())) {
       release(pop().slot());
       t = top();
     }

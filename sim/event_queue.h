@@ -14,8 +14,12 @@
 // order a radix heap needs, and it beats a binary heap at every size here
 // (tests/bench/engine_bench.cc). Nodes with equal times always share a
 // bucket and keep their insertion order, so equal times stay FIFO.
-// Payloads are (handler, kind, arg) rather than std::function: the handler
-// switches on kind, which keeps a queue node at 16 bytes.
+// Each node carries its payload (handler, kind, arg) so that a pop reads
+// only the bucket it walks sequentially; the one random access left is a
+// bit in the live bitmap (1 bit per slot: 128 KiB at 1e6 pending, cache
+// resident), where a separate slot table cost a cache miss per event at
+// 1e6 pending (238 ns/event, 3.3x a bare radix heap). A slot's generation
+// is touched only by schedule() (a just-freed slot: hot) and cancel().
 // Nothing here reads a clock.
 #pragma once
 
@@ -78,23 +82,24 @@ class Simulator {
   void check_accounting() const;
 
  private:
-  // 16 bytes, four to a cache line: the insertion sequence and the slot
-  // share one word (seq in the high 40 bits, slot in the low 24), so that
-  // comparing (time, key) is comparing (time, seq).
+  // 40 bytes: the insertion sequence and the slot share one word (seq in
+  // the high 40 bits, slot in the low 24), so that comparing (time, key) is
+  // comparing (time, seq).
   struct Node {
     std::uint64_t time;
     std::uint64_t key;
+    EventHandler* handler;
+    std::uint64_t arg;
+    std::uint32_t kind;
     std::uint32_t slot() const { return static_cast<std::uint32_t>(key & kSlotMask); }
   };
   static constexpr unsigned kSlotBits = 24;
   static constexpr std::uint64_t kSlotMask = (std::uint64_t{1} << kSlotBits) - 1;
-  struct Slot {
-    EventHandler* handler = nullptr;
-    std::uint64_t arg = 0;
-    std::uint32_t kind = 0;
-    std::uint32_t gen = 0;
-    bool live = false;
-  };
+  bool live(std::uint32_t slot) const { return (live_[slot >> 6] >> (slot & 63)) & 1; }
+  void set_live(std::uint32_t slot, bool on) {
+    const std::uint64_t bit = std::uint64_t{1} << (slot & 63);
+    live_[slot >> 6] = on ? (live_[slot >> 6] | bit) : (live_[slot >> 6] & ~bit);
+  }
   static unsigned bucket_of(std::uint64_t t, std::uint64_t last) {
     return t == last ? 0 : 64 - static_cast<unsigned>(__builtin_clzll(t ^ last));
   }
@@ -111,8 +116,9 @@ class Simulator {
   std::size_t head0_ = 0;
   std::size_t queued_ = 0;  // nodes in the buckets, live or cancelled
   std::uint64_t last_ = 0;
-  std::vector<Slot> slots_;
-  std::vector<std::uint32_t> free_;
+  std::vector<std::uint32_t> gen_;       // by slot; 0 never names a live event
+  std::vector<std::uint64_t> live_;      // bit per slot: scheduled, not cancelled, not run
+  std::vector<std::uint32_t> free_;      // slots whose node has left the heap (LIFO)
   Time now_;
   std::uint64_t seq_ = 0;
   std::uint64_t scheduled_ = 0, executed_ = 0, cancelled_ = 0;
