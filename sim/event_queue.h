@@ -14,12 +14,16 @@
 // order a radix heap needs, and it beats a binary heap at every size here
 // (tests/bench/engine_bench.cc). Nodes with equal times always share a
 // bucket and keep their insertion order, so equal times stay FIFO.
-// Each node carries its payload (handler, kind, arg) so that a pop reads
-// only the bucket it walks sequentially; the one random access left is a
-// bit in the live bitmap (1 bit per slot: 128 KiB at 1e6 pending, cache
-// resident), where a separate slot table cost a cache miss per event at
-// 1e6 pending (238 ns/event, 3.3x a bare radix heap). A slot's generation
-// is touched only by schedule() (a just-freed slot: hot) and cancel().
+// Each node carries its payload (handler, kind, arg) and its sequence
+// number, so that the per-event path touches no per-event side table: a
+// pop reads only the bucket it walks sequentially. (A slot table, or even
+// a per-slot generation stored on schedule, cost a cache miss per event at
+// 1e6 pending, where a reused slot is a random one: 238-300 ns/event,
+// 2.7-3.3x a bare radix heap.) Cancel is lazy: cancelled sequence numbers
+// go into a small open-addressing set (CancelSet), consulted at a pop only
+// while it is non-empty and emptied as the cancelled nodes come out.
+// An event is pending iff it is not in that set and (time, seq) is after
+// the last popped node's: nodes leave the heap in (time, seq) order.
 // Nothing here reads a clock.
 #pragma once
 
@@ -43,9 +47,25 @@ class EventHandler {
 
 // Identifies a scheduled event for cancel(). Default-constructed = none.
 struct EventId {
-  std::uint32_t slot = 0;
-  std::uint32_t gen = 0;  // 0 never names a live event
-  constexpr bool valid() const { return gen != 0; }
+  std::uint64_t time = 0;
+  std::uint64_t seq = 0;  // 1 + the number of events scheduled before it; 0 = none
+  constexpr bool valid() const { return seq != 0; }
+};
+
+// A set of nonzero u64 keys: linear probing with backward-shift deletion in
+// a power-of-two table kept at most half full; it grows (and allocates)
+// only when more cancelled events are outstanding than ever before.
+class CancelSet {
+ public:
+  bool empty() const { return size_ == 0; }
+  bool contains(std::uint64_t k) const;
+  void insert(std::uint64_t k);
+  bool erase(std::uint64_t k);  // false if absent
+
+ private:
+  std::size_t home(std::uint64_t k) const { return static_cast<std::size_t>((k * 0x9e3779b97f4a7c15ULL) >> 20) & (slots_.size() - 1); }
+  std::vector<std::uint64_t> slots_;  // 0 = empty
+  std::size_t size_ = 0;
 };
 
 class Simulator {
@@ -82,24 +102,25 @@ class Simulator {
   void check_accounting() const;
 
  private:
-  // 40 bytes: the insertion sequence and the slot share one word (seq in
-  // the high 40 bits, slot in the low 24), so that comparing (time, key) is
-  // comparing (time, seq).
+  // 32 bytes, two to a cache line: the sequence number shares a word with
+  // the kind (seq in the high 40 bits, kind in the low 24). The (time,
+  // seq) order is the buckets' order itself: every node sits in
+  // bucket_of(time, last_) for the current last_ (the radix heap
+  // invariant), so nodes with equal times are always in one bucket, and
+  // push_back, the redistribution in top() and rebase() all keep a
+  // bucket's nodes in the order they arrived, which is seq order.
   struct Node {
     std::uint64_t time;
-    std::uint64_t key;
     EventHandler* handler;
     std::uint64_t arg;
-    std::uint32_t kind;
-    std::uint32_t slot() const { return static_cast<std::uint32_t>(key & kSlotMask); }
+    std::uint64_t seq_kind;
+    std::uint64_t seq() const { return seq_kind >> kKindBits; }
+    std::uint32_t kind() const { return static_cast<std::uint32_t>(seq_kind & kKindMask); }
   };
-  static constexpr unsigned kSlotBits = 24;
-  static constexpr std::uint64_t kSlotMask = (std::uint64_t{1} << kSlotBits) - 1;
-  bool live(std::uint32_t slot) const { return (live_[slot >> 6] >> (slot & 63)) & 1; }
-  void set_live(std::uint32_t slot, bool on) {
-    const std::uint64_t bit = std::uint64_t{1} << (slot & 63);
-    live_[slot >> 6] = on ? (live_[slot >> 6] | bit) : (live_[slot >> 6] & ~bit);
-  }
+  static constexpr unsigned kKindBits = 24;
+  static constexpr std::uint64_t kKindMask = (std::uint64_t{1} << kKindBits) - 1;
+  // Pops the next node; true if it is live (not cancelled).
+  bool take(Node& out);
   static unsigned bucket_of(std::uint64_t t, std::uint64_t last) {
     return t == last ? 0 : 64 - static_cast<unsigned>(__builtin_clzll(t ^ last));
   }
@@ -108,7 +129,6 @@ class Simulator {
   const Node* top();
   Node pop();  // requires top() != nullptr
   void rebase(std::uint64_t t);
-  void release(std::uint32_t slot);
 
   // Bucket i holds nodes whose highest bit differing from last_ is i - 1;
   // bucket 0 holds nodes at last_, consumed FIFO from head0_.
@@ -116,11 +136,10 @@ class Simulator {
   std::size_t head0_ = 0;
   std::size_t queued_ = 0;  // nodes in the buckets, live or cancelled
   std::uint64_t last_ = 0;
-  std::vector<std::uint32_t> gen_;       // by slot; 0 never names a live event
-  std::vector<std::uint64_t> live_;      // bit per slot: scheduled, not cancelled, not run
-  std::vector<std::uint32_t> free_;      // slots whose node has left the heap (LIFO)
+  CancelSet cancelled_seqs_;        // cancelled events still in the buckets
+  std::uint64_t last_time_ = 0;     // (time, seq) of the last node taken out
+  std::uint64_t last_seq_ = 0;
   Time now_;
-  std::uint64_t seq_ = 0;
   std::uint64_t scheduled_ = 0, executed_ = 0, cancelled_ = 0;
   std::size_t pending_ = 0;  // live events in the heap
   bool stop_ = false;
