@@ -56,16 +56,29 @@ bool CancelSet::erase(std::uint64_t k) {
   return true;
 }
 
+std::uint32_t Simulator::handler_index(EventHandler* h) {
+  std::uint32_t i = 0;
+  while (i < handlers_.size() && handlers_[i] != h) ++i;
+  if (i == handlers_.size()) {
+    if (i > kHandlerMask) throw std::length_error("Simulator: more than 256 distinct event handlers");
+    handlers_.push_back(h);
+  }
+  last_handler_ = h;
+  last_handler_index_ = i;
+  return i;
+}
+
 EventId Simulator::schedule(Time at, EventHandler* h, std::uint32_t kind, std::uint64_t arg) {
   if (at < now_) {
     throw std::logic_error("Simulator::schedule: event at " + std::to_string(at.ns()) +
                            " ns is before now (" + std::to_string(now_.ns()) + " ns)");
   }
   if (h == nullptr) throw std::logic_error("Simulator::schedule: null handler");
-  if (kind > kKindMask) throw std::logic_error("Simulator::schedule: kind " + std::to_string(kind) + " >= 2^24");
+  if (kind > kKindMask) throw std::logic_error("Simulator::schedule: kind " + std::to_string(kind) + " >= 2^16");
   const std::uint64_t seq = scheduled_ + 1;
-  if (seq >> (64 - kKindBits)) throw std::length_error("Simulator: more than 2^40 events scheduled");
-  push(Node{at.ns(), h, arg, (seq << kKindBits) | kind});
+  if (seq >> (64 - kKindBits - kHandlerBits)) throw std::length_error("Simulator: more than 2^40 events scheduled");
+  const std::uint64_t hi = h == last_handler_ ? last_handler_index_ : handler_index(h);
+  push(Node{at.ns(), arg, (seq << (kKindBits + kHandlerBits)) | (hi << kKindBits) | kind});
   ++scheduled_;
   ++pending_;
   return EventId{at.ns(), seq};
@@ -142,7 +155,7 @@ bool Simulator::step() {
     now_ = Time::from_ns(n.time);
     --pending_;
     ++executed_;
-    n.handler->on_event(*this, n.kind(), n.arg);
+    handlers_[n.handler()]->on_event(*this, n.kind(), n.arg);
     return true;
   }
   return false;

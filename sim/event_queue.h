@@ -102,8 +102,9 @@ class Simulator {
   void check_accounting() const;
 
  private:
-  // 32 bytes, two to a cache line: the sequence number shares a word with
-  // the kind (seq in the high 40 bits, kind in the low 24). The (time,
+  // 24 bytes: the sequence number, the handler (an index into handlers_:
+  // a simulator has a handful, the CPU and GPU models) and the kind share
+  // one word (seq: high 40 bits, handler: 8, kind: low 16). The (time,
   // seq) order is the buckets' order itself: every node sits in
   // bucket_of(time, last_) for the current last_ (the radix heap
   // invariant), so nodes with equal times are always in one bucket, and
@@ -111,14 +112,17 @@ class Simulator {
   // bucket's nodes in the order they arrived, which is seq order.
   struct Node {
     std::uint64_t time;
-    EventHandler* handler;
     std::uint64_t arg;
-    std::uint64_t seq_kind;
-    std::uint64_t seq() const { return seq_kind >> kKindBits; }
-    std::uint32_t kind() const { return static_cast<std::uint32_t>(seq_kind & kKindMask); }
+    std::uint64_t meta;
+    std::uint64_t seq() const { return meta >> (kKindBits + kHandlerBits); }
+    std::uint32_t handler() const { return static_cast<std::uint32_t>((meta >> kKindBits) & kHandlerMask); }
+    std::uint32_t kind() const { return static_cast<std::uint32_t>(meta & kKindMask); }
   };
-  static constexpr unsigned kKindBits = 24;
+  static constexpr unsigned kKindBits = 16;
+  static constexpr unsigned kHandlerBits = 8;
   static constexpr std::uint64_t kKindMask = (std::uint64_t{1} << kKindBits) - 1;
+  static constexpr std::uint64_t kHandlerMask = (std::uint64_t{1} << kHandlerBits) - 1;
+  std::uint32_t handler_index(EventHandler* h);
   // Pops the next node; true if it is live (not cancelled).
   bool take(Node& out);
   static unsigned bucket_of(std::uint64_t t, std::uint64_t last) {
@@ -136,6 +140,9 @@ class Simulator {
   std::size_t head0_ = 0;
   std::size_t queued_ = 0;  // nodes in the buckets, live or cancelled
   std::uint64_t last_ = 0;
+  std::vector<EventHandler*> handlers_;  // at most 2^kHandlerBits distinct
+  EventHandler* last_handler_ = nullptr;
+  std::uint32_t last_handler_index_ = 0;
   CancelSet cancelled_seqs_;        // cancelled events still in the buckets
   std::uint64_t last_time_ = 0;     // (time, seq) of the last node taken out
   std::uint64_t last_seq_ = 0;
