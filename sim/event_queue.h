@@ -8,6 +8,8 @@
 //  - time never goes backwards: schedule() before now() is rejected;
 //  - no event is lost: scheduled == executed + cancelled + pending at all
 //    times (check_accounting()).
+// Limits (each throws when exceeded): kind < 2^16, at most 256 distinct
+// handlers per Simulator, 2^40 events scheduled per run.
 //
 // The queue is a radix heap (Ahuja, Mehlhorn, Orlin, Tarjan 1990): event
 // times never precede the last one taken, which is exactly the monotone

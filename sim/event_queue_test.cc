@@ -180,6 +180,19 @@ TEST(EventQueue, ManyCancelsAtEqualTimesMatchAModel) {
   sim.check_accounting();
 }
 
+TEST(EventQueue, LimitsOfThePackedNodeAreChecked) {
+  struct Nop : EventHandler {
+    void on_event(Simulator&, std::uint32_t, std::uint64_t) override {}
+  };
+  Simulator sim;
+  std::vector<Nop> hs(257);
+  EXPECT_THROW(sim.schedule(Time::from_ns(1), &hs[0], 1u << 16), std::logic_error);
+  for (int i = 0; i < 256; ++i) sim.schedule(Time::from_ns(1), &hs[static_cast<std::size_t>(i)], 65535, 7);
+  EXPECT_THROW(sim.schedule(Time::from_ns(1), &hs[256], 0), std::length_error);
+  sim.run();
+  EXPECT_EQ(sim.executed_count(), 256u);
+}
+
 TEST(RandomStream, SameSeedSameNumbersOtherSeedOtherNumbers) {
   RandomStream a(42, "x"), b(42, "x"), c(43, "x"), d(42, "y");
   int diff_seed = 0, diff_stream = 0;
