@@ -175,8 +175,10 @@ def run_fleet(hosts: Union[int, Sequence[str]], generator: Optional[Generator] =
         import distributed
 
         backend = f"dask LocalCluster({dask_local} processes)"
+        # dashboard_address=":0": a free port (None means :8787, which
+        # another cluster on this machine may hold).
         with distributed.LocalCluster(n_workers=dask_local, threads_per_worker=1, processes=True,
-                                      dashboard_address=None, silence_logs=50) as cluster:
+                                      dashboard_address=":0", silence_logs=50) as cluster:
             with distributed.Client(cluster) as client:
                 rows = _run_dask(tasks, client, progress, fn=_run_host, desc="fleet")
         nworkers = dask_local
