@@ -110,6 +110,10 @@ nlohmann::json run(const trace::Trace& trace, const RunOptions& options) {
   r["seed"] = options.seed;
   r["config"] = config_json(options.config);
   r["events"] = sim.executed_count();
+  if (options.histograms) {
+    r["histograms"] = {{"wakeup_latency_ns", cpu.wakeup_histogram().to_json()},
+                       {"tool_call_latency_ns", cpu.tool_call_histogram().to_json()}};
+  }
   if (gpu_sim) r["gpu"] = gpu_sim->results();
   if (want_log) {
 #ifdef AGENTCG_HAVE_PERFETTO

@@ -26,6 +26,10 @@ struct RunOptions {
   // Seed 001 strategies (--strategies FILE): applied by flatcg/agentcg
   // through core's agentcg/strategy.h, as live; empty = none.
   std::vector<strategy::Strategy> strategies;
+  // Adds "histograms": {"wakeup_latency_ns", "tool_call_latency_ns"} (the
+  // whole machine's LatencyHistogram::to_json(), sim/metrics.h) so that
+  // runs of many hosts merge into fleet percentiles (python/agentcg/fleet.py).
+  bool histograms = false;
 };
 
 // The CPU policies the simulator knows, in display order.

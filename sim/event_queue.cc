@@ -1,9 +1,72 @@
 // SPDX-License-Identifier: GPL-2.0-only
+// The engine (see event_queue.h): a radix heap of self-contained nodes with
+// a live bitmap for lazy cancel.
 #include "sim/event_queue.h"
 
 #include <utility>
 
 namespace agentcg::sim {
+
+bool CancelSet::contains(std::uint64_t k) const {
+  if (size_ == 0) return false;
+  for (std::size_t i = home(k);; i = (i + 1) & (slots_.size() - 1)) {
+    if (slots_[i] == k) return true;
+    if (slots_[i] == 0) return false;
+  }
+}
+
+void CancelSet::insert(std::uint64_t k) {
+  if (2 * (size_ + 1) > slots_.size()) {
+    std::vector<std::uint64_t> old(slots_.empty() ? 64 : 2 * slots_.size(), 0);
+    old.swap(slots_);
+    size_ = 0;
+    for (std::uint64_t x : old)
+      if (x != 0) insert(x);
+  }
+  std::size_t i = home(k);
+  while (slots_[i] != 0) {
+    if (slots_[i] == k) return;
+    i = (i + 1) & (slots_.size() - 1);
+  }
+  slots_[i] = k;
+  ++size_;
+}
+
+bool CancelSet::erase(std::uint64_t k) {
+  if (size_ == 0) return false;
+  const std::size_t mask = slots_.size() - 1;
+  std::size_t i = home(k);
+  while (slots_[i] != k) {
+    if (slots_[i] == 0) return false;
+    i = (i + 1) & mask;
+  }
+  // Backward-shift deletion: move later members of the probe run into the
+  // hole when their home does not lie cyclically in (hole, their position].
+  for (std::size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+    if (slots_[j] == 0) break;
+    const std::size_t h = home(slots_[j]);
+    const bool stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
+    if (!stays) {
+      slots_[i] = slots_[j];
+      i = j;
+    }
+  }
+  slots_[i] = 0;
+  --size_;
+  return true;
+}
+
+std::uint32_t Simulator::handler_index(EventHandler* h) {
+  std::uint32_t i = 0;
+  while (i < handlers_.size() && handlers_[i] != h) ++i;
+  if (i == handlers_.size()) {
+    if (i > kHandlerMask) throw std::length_error("Simulator: more than 256 distinct event handlers");
+    handlers_.push_back(h);
+  }
+  last_handler_ = h;
+  last_handler_index_ = i;
+  return i;
+}
 
 EventId Simulator::schedule(Time at, EventHandler* h, std::uint32_t kind, std::uint64_t arg) {
   if (at < now_) {
@@ -11,36 +74,25 @@ EventId Simulator::schedule(Time at, EventHandler* h, std::uint32_t kind, std::u
                            " ns is before now (" + std::to_string(now_.ns()) + " ns)");
   }
   if (h == nullptr) throw std::logic_error("Simulator::schedule: null handler");
-  std::uint32_t slot;
-  if (!free_.empty()) {
-    slot = free_.back();
-    free_.pop_back();
-  } else {
-    slot = static_cast<std::uint32_t>(slots_.size());
-    if (slot > kSlotMask) throw std::length_error("Simulator: more than 2^24 pending events");
-    slots_.push_back(Slot{});
-  }
-  Slot& s = slots_[slot];
-  s.handler = h;
-  s.kind = kind;
-  s.arg = arg;
-  s.gen = s.gen + 1 == 0 ? 1 : s.gen + 1;
-  s.live = true;
-  if (seq_ >> (64 - kSlotBits)) throw std::length_error("Simulator: more than 2^40 events scheduled");
-  push(Node{at.ns(), (seq_++ << kSlotBits) | slot});
+  if (kind > kKindMask) throw std::logic_error("Simulator::schedule: kind " + std::to_string(kind) + " >= 2^16");
+  const std::uint64_t seq = scheduled_ + 1;
+  if (seq >> (64 - kKindBits - kHandlerBits)) throw std::length_error("Simulator: more than 2^40 events scheduled");
+  const std::uint64_t hi = h == last_handler_ ? last_handler_index_ : handler_index(h);
+  push(Node{at.ns(), arg, (seq << (kKindBits + kHandlerBits)) | (hi << kKindBits) | kind});
   ++scheduled_;
   ++pending_;
-  return EventId{slot, s.gen};
+  return EventId{at.ns(), seq};
 }
 
 bool Simulator::is_pending(EventId id) const {
-  return id.valid() && id.slot < slots_.size() && slots_[id.slot].gen == id.gen &&
-         slots_[id.slot].live;
+  if (!id.valid() || id.seq > scheduled_) return false;
+  const bool taken = id.time < last_time_ || (id.time == last_time_ && id.seq <= last_seq_);
+  return !taken && !cancelled_seqs_.contains(id.seq);
 }
 
 bool Simulator::cancel(EventId id) {
   if (!is_pending(id)) return false;
-  slots_[id.slot].live = false;  // the heap node is skipped when popped
+  cancelled_seqs_.insert(id.seq);  // the heap node is skipped when popped
   ++cancelled_;
   --pending_;
   return true;
@@ -88,29 +140,22 @@ Simulator::Node Simulator::pop() {
   return n;
 }
 
-void Simulator::release(std::uint32_t slot) {
-  slots_[slot].live = false;
-  slots_[slot].handler = nullptr;
-  free_.push_back(slot);
+bool Simulator::take(Node& out) {
+  out = pop();
+  last_time_ = out.time;
+  last_seq_ = out.seq();
+  return cancelled_seqs_.empty() || !cancelled_seqs_.erase(out.seq());
 }
 
 bool Simulator::step() {
+  Node n;
   while (top() != nullptr) {
-    Node n = pop();
-    Slot& s = slots_[n.slot()];
-    if (!s.live) {  // lazily cancelled
-      release(n.slot());
-      continue;
-    }
+    if (!take(n)) continue;  // lazily cancelled
     if (n.time < now_.ns()) throw std::logic_error("Simulator: time went backwards");
     now_ = Time::from_ns(n.time);
-    EventHandler* h = s.handler;
-    std::uint32_t kind = s.kind;
-    std::uint64_t arg = s.arg;
-    release(n.slot());
     --pending_;
     ++executed_;
-    h->on_event(*this, kind, arg);
+    handlers_[n.handler()]->on_event(*this, n.kind(), n.arg);
     return true;
   }
   return false;
@@ -121,8 +166,9 @@ void Simulator::run_until(Time until) {
   while (!stop_) {
     // Skip cancelled heads so that the peek below sees a live event.
     const Node* t = top();
-    while (t != nullptr && !slots_[t->slot()].live) {
-      release(pop().slot());
+    while (t != nullptr && !cancelled_seqs_.empty() && cancelled_seqs_.contains(t->seq())) {
+      Node skipped;
+      (void)take(skipped);
       t = top();
     }
     if (t == nullptr) return;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "sim/random.h"
@@ -141,6 +142,55 @@ TEST(EventQueue, SchedulingBelowAPeekedEventAfterRunUntilKeepsOrder) {
   ASSERT_EQ(r.seen.size(), 5u);
   for (std::uint64_t i = 0; i < 5; ++i) EXPECT_EQ(r.seen[i].second, i + 1);
   sim.check_accounting();
+}
+
+// Lazy cancel through the CancelSet: many interleaved cancels of events at
+// equal and different times, checked against a plain model of what must run.
+TEST(EventQueue, ManyCancelsAtEqualTimesMatchAModel) {
+  struct Rec : EventHandler {
+    std::vector<std::uint64_t> ran;
+    void on_event(Simulator&, std::uint32_t, std::uint64_t arg) override { ran.push_back(arg); }
+  } rec;
+  Simulator sim;
+  RandomStream rng(9, "cancels");
+  std::vector<EventId> ids;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> expect;  // (time, index) of survivors
+  std::vector<bool> cancelled;
+  for (std::uint64_t i = 0; i < 20000; ++i) {
+    const std::uint64_t t = rng.below(500);  // many equal times
+    ids.push_back(sim.schedule(Time::from_ns(t), &rec, 7, i));
+    cancelled.push_back(false);
+    if (i % 3 == 0) {  // cancel an earlier, still pending event
+      const std::uint64_t j = rng.below(i + 1);
+      EXPECT_EQ(sim.cancel(ids[j]), !cancelled[j]);
+      cancelled[j] = true;
+      EXPECT_FALSE(sim.is_pending(ids[j]));
+    }
+  }
+  for (std::uint64_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(sim.is_pending(ids[i]), !cancelled[i]);
+    if (!cancelled[i]) expect.emplace_back(Time::from_ns(0).ns() + ids[i].time, i);
+  }
+  std::stable_sort(expect.begin(), expect.end(), [](auto a, auto b) { return a.first < b.first; });
+  sim.run();
+  ASSERT_EQ(rec.ran.size(), expect.size());
+  for (std::size_t k = 0; k < expect.size(); ++k) ASSERT_EQ(rec.ran[k], expect[k].second) << k;
+  for (const EventId& id : ids) EXPECT_FALSE(sim.is_pending(id));
+  EXPECT_FALSE(sim.cancel(ids[5]));
+  sim.check_accounting();
+}
+
+TEST(EventQueue, LimitsOfThePackedNodeAreChecked) {
+  struct Nop : EventHandler {
+    void on_event(Simulator&, std::uint32_t, std::uint64_t) override {}
+  };
+  Simulator sim;
+  std::vector<Nop> hs(257);
+  EXPECT_THROW(sim.schedule(Time::from_ns(1), &hs[0], 1u << 16), std::logic_error);
+  for (int i = 0; i < 256; ++i) sim.schedule(Time::from_ns(1), &hs[static_cast<std::size_t>(i)], 65535, 7);
+  EXPECT_THROW(sim.schedule(Time::from_ns(1), &hs[256], 0), std::length_error);
+  sim.run();
+  EXPECT_EQ(sim.executed_count(), 256u);
 }
 
 TEST(RandomStream, SameSeedSameNumbersOtherSeedOtherNumbers) {

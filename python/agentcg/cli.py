@@ -2,7 +2,7 @@
 """The `agentcg` command line (the ./agentcg launcher runs
 `python3 -m agentcg.cli "$@"` with PYTHONPATH=python).
 
-Subcommands: demo, run, compare, sweep, trace {generate,import,validate,
+Subcommands: demo, run, compare, sweep, fleet, trace {generate,import,validate,
 stats,merge}, plot, report, policies, live compare, fidelity. run/compare/trace keep the C++ CLI's
 options, output and exit codes (sim/cli/main.cc): 0 ok, 1 invalid input
 (trace, config, files), 2 usage error (bad arguments, unknown policy or
@@ -359,6 +359,25 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_fleet(a: argparse.Namespace) -> int:
+    from .fleet import run_fleet
+    from .sweep import Generator
+
+    if bool(a.traces) == bool(a.generate):
+        raise UsageError("fleet needs either TRACE... (one host each) or --generate KIND --hosts N")
+    if a.generate and a.hosts is None:
+        raise UsageError("fleet --generate needs --hosts N")
+    gen = Generator(a.generate, _overrides(a.gen) if a.gen else {}) if a.generate else None
+    fs = run_fleet(a.hosts if a.generate else a.traces, gen, a.sessions, policy=a.policy,
+                   seed=a.seed, config=a.config, workers=a.workers, scheduler=a.dask,
+                   dask_local=a.dask_local, progress=not a.quiet)
+    fs.write(a.out)
+    if not a.quiet:
+        print(fs.text())
+        print(f"wrote {os.path.join(a.out, 'fleet.json')} and run.json")
+    return EXIT_OK
+
+
 def cmd_plot(a: argparse.Namespace) -> int:
     from . import plots
 
@@ -606,6 +625,27 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", metavar="DIR", required=True)
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=cmd_sweep)
+
+    fl = sub.add_parser("fleet", help="many independent hosts in parallel, merged into one fleet summary",
+                        description="Runs one simulation per host (a trace file each, or --generate KIND "
+                        "--hosts N with seed+i per host) on a process pool or Dask; writes DIR/fleet.json "
+                        "(per-host and merged fleet percentiles; deterministic) and DIR/run.json (timings).")
+    fl.add_argument("traces", nargs="*", metavar="TRACE", help="one trace file per host (or use --generate)")
+    fl.add_argument("--generate", metavar="KIND", help="generate each host's trace (seed + host index)")
+    fl.add_argument("--gen", metavar="KEY=VALUE", action="append", default=[],
+                    help="generator option, e.g. cpus=64 (repeatable)")
+    fl.add_argument("--hosts", type=int, help="number of hosts (with --generate)")
+    fl.add_argument("--sessions", type=int, help="total sessions, split evenly over the hosts")
+    fl.add_argument("--policy", default="cfs")
+    fl.add_argument("--seed", type=int, default=1, help="seed of host 0 (default 1)")
+    fl.add_argument("--config", metavar="FILE", help="YAML config for every host")
+    fl.add_argument("--workers", type=int, default=None, help="local worker processes (default: CPUs)")
+    fl.add_argument("--dask", metavar="ADDRESS", default=None, help="run on the Dask cluster at ADDRESS")
+    fl.add_argument("--dask-local", metavar="N", type=int, default=None,
+                    help="start a local Dask cluster of N worker processes and run on it")
+    fl.add_argument("--out", metavar="DIR", required=True)
+    fl.add_argument("--quiet", action="store_true")
+    fl.set_defaults(func=cmd_fleet)
 
     t = sub.add_parser("trace", help="generate, validate, import, stats, merge traces", add_help=False)
     t.set_defaults(func=None)

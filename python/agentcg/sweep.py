@@ -39,7 +39,7 @@ import os
 import sys
 import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from . import _core
 from ._errors import AgentcgError
@@ -227,18 +227,25 @@ def _main_hidden() -> Any:
                 setattr(main, attr, v)
 
 
-def _run_local(tasks: List[Dict[str, Any]], workers: Optional[int], progress: bool) -> List[Dict[str, Any]]:
+# The backends run `fn` (default: one sweep point) over tasks that carry an
+# "index"; agentcg.fleet passes its per-host function.
+TaskFn = Callable[[Dict[str, Any]], Dict[str, Any]]
+
+
+def _run_local(tasks: List[Dict[str, Any]], workers: Optional[int], progress: bool,
+               fn: Optional[TaskFn] = None, desc: str = "sweep") -> List[Dict[str, Any]]:
+    fn = fn or _run_task
     from .progress import bar
 
     n = workers if workers is not None else (os.cpu_count() or 1)
     if n < 1:
         raise AgentcgError(f"sweep: workers must be >= 1, got {n}")
     rows: List[Optional[Dict[str, Any]]] = [None] * len(tasks)
-    pbar = bar(total=len(tasks), desc="sweep", unit="sim") if progress else None
+    pbar = bar(total=len(tasks), desc=desc, unit="sim") if progress else None
     try:
         if n == 1 or len(tasks) == 1:
             for t in tasks:
-                rows[t["index"]] = _run_task(t)
+                rows[t["index"]] = fn(t)
                 if pbar is not None:
                     pbar.update(1)
         else:
@@ -249,7 +256,7 @@ def _run_local(tasks: List[Dict[str, Any]], workers: Optional[int], progress: bo
             # (fork from a process running Dask or tqdm threads can deadlock).
             ctx = multiprocessing.get_context("forkserver")
             with _main_hidden(), ProcessPoolExecutor(max_workers=min(n, len(tasks)), mp_context=ctx) as ex:
-                futs = {ex.submit(_run_task, t): t["index"] for t in tasks}
+                futs = {ex.submit(fn, t): t["index"] for t in tasks}
                 for f in as_completed(futs):
                     rows[futs[f]] = f.result()
                     if pbar is not None:
@@ -260,7 +267,8 @@ def _run_local(tasks: List[Dict[str, Any]], workers: Optional[int], progress: bo
     return [r for r in rows if r is not None]
 
 
-def _run_dask(tasks: List[Dict[str, Any]], scheduler: Any, progress: bool) -> List[Dict[str, Any]]:
+def _run_dask(tasks: List[Dict[str, Any]], scheduler: Any, progress: bool,
+              fn: Optional[TaskFn] = None, desc: str = "sweep") -> List[Dict[str, Any]]:
     from distributed import Client, as_completed
 
     from .progress import bar
@@ -268,9 +276,9 @@ def _run_dask(tasks: List[Dict[str, Any]], scheduler: Any, progress: bool) -> Li
     own = not isinstance(scheduler, Client)
     client = Client(scheduler) if own else scheduler
     try:
-        futs = client.map(_run_task, tasks, pure=False)
+        futs = client.map(fn or _run_task, tasks, pure=False)
         if progress:
-            pbar = bar(total=len(futs), desc="sweep (dask)", unit="sim")
+            pbar = bar(total=len(futs), desc=f"{desc} (dask)", unit="sim")
             for _ in as_completed(futs):
                 pbar.update(1)
             pbar.close()

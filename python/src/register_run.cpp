@@ -4,7 +4,9 @@
 // Python writes the same results.json bytes as the C++ CLI. The GIL is
 // released for the whole load-config + simulate + serialise step so other
 // Python threads (progress bars, Dask workers) keep running.
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -12,6 +14,7 @@
 #include "core/config/config.h"
 #include "python/src/bindings.h"
 #include "sim/api.h"
+#include "sim/metrics.h"
 
 namespace py = pybind11;
 
@@ -22,13 +25,14 @@ void register_run(py::module_& m) {
       "run",
       [](const trace::Trace& trace, const std::string& policy, const std::string& gpu_policy,
          std::uint64_t seed, const std::string& config_path, const std::string& config_yaml,
-         const std::string& config_source, const std::string& perfetto_path) {
+         const std::string& config_source, const std::string& perfetto_path, bool histograms) {
         py::gil_scoped_release release;
         sim::RunOptions options;
         options.policy = policy;
         options.gpu_policy = gpu_policy;
         options.seed = seed;
         options.perfetto_path = perfetto_path;
+        options.histograms = histograms;
         if (!config_path.empty()) {
           options.config = config::load_file(config_path);
         } else if (!config_yaml.empty()) {
@@ -39,9 +43,36 @@ void register_run(py::module_& m) {
       py::arg("trace"), py::arg("policy") = "cfs", py::arg("gpu_policy") = "none",
       py::arg("seed") = 1, py::arg("config_path") = "", py::arg("config_yaml") = "",
       py::arg("config_source") = "<config>", py::arg("perfetto_path") = "",
-      "Runs one simulation; returns results.json text. Raises ValueError for an "
+      py::arg("histograms") = false,
+      "Runs one simulation; returns results.json text (with histograms=True, plus "
+      "the mergeable latency histograms under \"histograms\"). Raises ValueError for an "
       "unknown policy, TraceError/ConfigError for bad input.");
   m.def("cpu_policies", &sim::cpu_policies, "The CPU policies, in display order.");
+  // The fleet merge (python/agentcg/fleet.py): LatencyHistogram::to_json()
+  // texts in, {"histogram": merged to_json(), "summary": its results.json
+  // summary} out, so fleet percentiles use the simulator's one definition.
+  m.def(
+      "merge_histograms",
+      [](const std::vector<std::string>& texts) {
+        sim::LatencyHistogram all;
+        for (std::size_t i = 0; i < texts.size(); ++i) {
+          const std::string where = "histogram " + std::to_string(i);
+          nlohmann::json j;
+          try {
+            j = nlohmann::json::parse(texts[i]);
+          } catch (const nlohmann::json::parse_error& e) {
+            throw std::invalid_argument(where + ": not JSON: " + e.what());
+          }
+          all.merge(sim::LatencyHistogram::from_json(j, where));
+        }
+        nlohmann::json out;
+        out["histogram"] = all.to_json();
+        out["summary"] = all.summary();
+        return out.dump();
+      },
+      py::arg("histograms"),
+      "Merges LatencyHistogram JSON texts; returns {histogram, summary} as JSON text. "
+      "Raises ValueError on a malformed histogram.");
 }
 
 }  // namespace agentcg::python

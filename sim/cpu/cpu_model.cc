@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "sim/metrics.h"
 
 namespace agentcg::sim {
 
@@ -44,6 +43,18 @@ CpuModel::CpuModel(Simulator& sim, const trace::Trace& trace, SchedClass& cls,
     log_->cgroup_paths.clear();
     for (std::size_t i = 0; i < tree_.size(); ++i) log_->cgroup_paths.push_back(tree_.path(static_cast<CgroupId>(i)));
   }
+  idle_.assign((cpus_.size() + 63) / 64, 0);
+  idle_unkicked_.assign(idle_.size(), 0);
+  for (std::size_t i = 0; i < cpus_.size(); ++i) sync_idle(i);
+}
+
+void CpuModel::sync_idle(std::size_t cpu) {
+  const std::uint64_t bit = std::uint64_t{1} << (cpu % 64);
+  const Cpu& c = cpus_[cpu];
+  std::uint64_t& w = idle_[cpu / 64];
+  std::uint64_t& u = idle_unkicked_[cpu / 64];
+  w = c.curr == nullptr ? (w | bit) : (w & ~bit);
+  u = c.curr == nullptr && !c.kick_pending ? (u | bit) : (u & ~bit);
 }
 
 void CpuModel::fail(const trace::SourceLoc& loc, const std::string& what) const {
@@ -192,13 +203,13 @@ CpuModel::Next CpuModel::advance(Task& t) {
       case trace::OpKind::kToolEnd:
         if (p.tool_start) {
           const std::uint64_t lat = (sim_.now() - *p.tool_start).ns();
-          cg_[t.cgroup].tool.push_back(lat);
-          tool_all_.push_back(lat);
+          cg_[t.cgroup].tool.add(lat);
+          tool_all_.add(lat);
           p.tool_start.reset();
         }
         break;
       case trace::OpKind::kStep:
-        count("agent_steps");
+        bump(kAgentSteps, 1);
         cg_[t.cgroup].step_ops = true;
         cg_[t.cgroup].steps.push_back({sim_.now().ns(), std::nullopt});
         break;
@@ -210,37 +221,39 @@ void CpuModel::set_mem(Task& t, std::uint64_t bytes) {
   Proc& p = procs_[t.id];
   const std::uint64_t old = p.mem_bytes;
   p.mem_bytes = bytes;
-  // Walk from the task's cgroup to the root, charging or uncharging.
-  std::vector<CgroupId> chain;
-  for (CgroupId c = t.cgroup;; c = tree_.info(c).parent) {
-    chain.push_back(c);
-    if (c == kRootCgroup) break;
-  }
-  bool oom = false;
-  for (CgroupId c : chain) {
+  // Walk from the task's cgroup to the root, charging or uncharging (by
+  // following parent links: no list of the chain is built).
+  const auto parent_of = [&](CgroupId c) { return c == kRootCgroup ? c : tree_.info(c).parent; };
+  for (CgroupId c = t.cgroup;; c = parent_of(c)) {
     MemState& m = mem_[c];
     m.usage = m.usage + bytes - old;
     m.peak = std::max(m.peak, m.usage);
+    if (c == kRootCgroup) break;
   }
   if (bytes <= old) return;
-  for (std::size_t i = 0; i < chain.size(); ++i) {
-    const auto& spec = tree_.spec(chain[i]);
-    const MemState& m = mem_[chain[i]];
+  bool oom = false;
+  for (CgroupId c = t.cgroup;; c = parent_of(c)) {
+    const auto& spec = tree_.spec(c);
+    const MemState& m = mem_[c];
     const bool high = spec.memory_high && m.usage > *spec.memory_high;
     const bool max = spec.memory_max && m.usage > *spec.memory_max;
     // memory.events is hierarchical: the event counts in the breached
     // cgroup and in every ancestor.
-    for (std::size_t j = i; j < chain.size(); ++j) {
-      if (high) mem_[chain[j]].events_high++;
-      if (max) {
-        mem_[chain[j]].events_max++;
-        mem_[chain[j]].oom_kill++;
+    if (high || max) {
+      for (CgroupId a = c;; a = parent_of(a)) {
+        if (high) mem_[a].events_high++;
+        if (max) {
+          mem_[a].events_max++;
+          mem_[a].oom_kill++;
+        }
+        if (a == kRootCgroup) break;
       }
     }
     oom = oom || max;
+    if (c == kRootCgroup) break;
   }
   if (oom) {
-    count("oom_kills");
+    bump(kOomKills, 1);
     p.stack.clear();  // advance() sees the empty stack and exits the task
   }
 }
@@ -267,10 +280,12 @@ int CpuModel::pick_idle_cpu(int prefer) const {
   if (prefer >= 0 && prefer < nr_cpus() && cpus_[static_cast<std::size_t>(prefer)].curr == nullptr &&
       !cpus_[static_cast<std::size_t>(prefer)].kick_pending)
     return prefer;
-  for (std::size_t i = 0; i < cpus_.size(); ++i)
-    if (cpus_[i].curr == nullptr && !cpus_[i].kick_pending) return static_cast<int>(i);
-  for (std::size_t i = 0; i < cpus_.size(); ++i)
-    if (cpus_[i].curr == nullptr) return static_cast<int>(i);
+  // The lowest idle CPU without a kick pending, else the lowest idle one
+  // (the same order as a scan of cpus_, one word of 64 CPUs at a time).
+  for (const std::vector<std::uint64_t>* set : {&idle_unkicked_, &idle_}) {
+    for (std::size_t w = 0; w < set->size(); ++w)
+      if ((*set)[w] != 0) return static_cast<int>(w * 64 + static_cast<std::size_t>(__builtin_ctzll((*set)[w])));
+  }
   return -1;
 }
 
@@ -279,20 +294,36 @@ void CpuModel::kick_cpu(int cpu, bool preempt) {
   c.kick_preempt = c.kick_preempt || preempt;
   if (c.kick_pending) return;
   c.kick_pending = true;
+  sync_idle(static_cast<std::size_t>(cpu));
   sim_.schedule(sim_.now(), this, kKick, static_cast<std::uint64_t>(cpu));
 }
 
 std::uint64_t CpuModel::arm_timer(Time at, std::uint64_t cookie) {
-  const std::uint64_t h = next_timer_++;
-  timers_[h] = {sim_.schedule(std::max(at, sim_.now()), this, kTimer, h), cookie};
+  std::uint32_t slot;
+  if (!free_timers_.empty()) {
+    slot = free_timers_.back();
+    free_timers_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(timers_.size());
+    timers_.emplace_back();
+  }
+  TimerSlot& ts = timers_[slot];
+  ts.gen = ts.gen + 1 == 0 ? 1 : ts.gen + 1;
+  ts.live = true;
+  ts.cookie = cookie;
+  const std::uint64_t h = (std::uint64_t{ts.gen} << 32) | (std::uint64_t{slot} + 1);
+  ts.ev = sim_.schedule(std::max(at, sim_.now()), this, kTimer, h);
   return h;
 }
 
 void CpuModel::cancel_timer(std::uint64_t handle) {
-  const auto it = timers_.find(handle);
-  if (it == timers_.end()) return;
-  sim_.cancel(it->second.first);
-  timers_.erase(it);
+  const std::uint64_t slot = (handle & 0xffffffffu) - 1;
+  if ((handle & 0xffffffffu) == 0 || slot >= timers_.size()) return;
+  TimerSlot& ts = timers_[slot];
+  if (!ts.live || ts.gen != handle >> 32) return;
+  sim_.cancel(ts.ev);
+  ts.live = false;
+  free_timers_.push_back(static_cast<std::uint32_t>(slot));
 }
 
 void CpuModel::note_throttle(CgroupId id, bool throttled) {
@@ -317,9 +348,19 @@ void CpuModel::note_period(CgroupId id) {
 }
 
 void CpuModel::count(std::string_view counter, std::uint64_t n) {
-  const auto it = counters_.find(counter);
-  if (it != counters_.end()) it->second += n;
-  else counters_.emplace(std::string(counter), n);
+  // Classes name core/ counters by agentcg_counter_name(): map back to the
+  // id (13 short compares, no allocation).
+  for (std::uint32_t i = 0; i < AGENTCG_NR_COUNTERS; ++i) {
+    if (counter == agentcg_counter_name(i)) {
+      bump(i, n);
+      return;
+    }
+  }
+  if (counter == "agent_steps") return bump(kAgentSteps, n);
+  if (counter == "oom_kills") return bump(kOomKills, n);
+  const auto it = other_counters_.find(counter);
+  if (it != other_counters_.end()) it->second += n;
+  else other_counters_.emplace(std::string(counter), n);
 }
 
 // Accounts the running task's CPU time since the last accounting point.
@@ -360,6 +401,7 @@ void CpuModel::stop_curr(int cpu, bool runnable) {
   charge(c, cpu);
   sim_.cancel(c.ev);
   c.curr = nullptr;
+  sync_idle(static_cast<std::size_t>(cpu));
   cls_.stopping(t, cpu, runnable);
 }
 
@@ -393,14 +435,15 @@ void CpuModel::dispatch(int cpu, Task* prev) {
   max_runnable_wait_ns_ = std::max(max_runnable_wait_ns_, waited);
   Proc& p = procs_[t.id];
   if (p.woken) {
-    cg_[t.cgroup].wakeup.push_back(waited);
-    wakeup_all_.push_back(waited);
+    cg_[t.cgroup].wakeup.add(waited);
+    wakeup_all_.add(waited);
     p.woken = false;
   }
   t.state = TaskState::kRunning;
   t.cpu = cpu;
   t.started_at = start;
   c.curr = &t;
+  sync_idle(static_cast<std::size_t>(cpu));
   c.last_task = t.id;
   c.acct_from = start;
   c.slice_end = start + Time::from_ns(std::max<std::uint64_t>(d.slice.ns(), kMinSliceNs));
@@ -493,15 +536,20 @@ void CpuModel::on_event(Simulator& sim, std::uint32_t kind, std::uint64_t arg) {
       const bool pre = c.kick_preempt;
       c.kick_pending = false;
       c.kick_preempt = false;
+      sync_idle(arg);
       if (!c.curr) dispatch(cpu, nullptr);
       else if (pre) preempt(cpu);
       break;
     }
     case kTimer: {
-      const auto it = timers_.find(arg);
-      if (it == timers_.end()) break;
-      const std::uint64_t cookie = it->second.second;
-      timers_.erase(it);
+      // A cancelled timer's event was cancelled too, so this one is live;
+      // check anyway so that a stale handle can never fire a reused slot.
+      const std::uint64_t slot = (arg & 0xffffffffu) - 1;
+      TimerSlot& ts = timers_[slot];
+      if (!ts.live || ts.gen != arg >> 32) break;
+      const std::uint64_t cookie = ts.cookie;
+      ts.live = false;
+      free_timers_.push_back(static_cast<std::uint32_t>(slot));
       cls_.on_timer(cookie);
       break;
     }
@@ -534,7 +582,8 @@ nlohmann::json CpuModel::results() const {
   const double total = static_cast<double>(end_time_.ns()) * static_cast<double>(cpus_.size());
   // Hierarchical sums (ids are in topological order: children after parents).
   std::vector<std::uint64_t> cpu_ns(n);
-  std::vector<std::vector<std::uint64_t>> wake(n), tool(n), series(n);
+  std::vector<LatencyHistogram> wake(n), tool(n);
+  std::vector<std::vector<std::uint64_t>> series(n);
   std::vector<std::uint32_t> tasks(n);
   for (std::size_t i = 0; i < n; ++i) {
     cpu_ns[i] = cg_[i].cpu_ns;
@@ -546,8 +595,8 @@ nlohmann::json CpuModel::results() const {
   for (std::size_t i = n; i-- > 1;) {
     const std::size_t p = tree_.info(static_cast<CgroupId>(i)).parent;
     cpu_ns[p] += cpu_ns[i];
-    wake[p].insert(wake[p].end(), wake[i].begin(), wake[i].end());
-    tool[p].insert(tool[p].end(), tool[i].begin(), tool[i].end());
+    wake[p].merge(wake[i]);
+    tool[p].merge(tool[i]);
     if (series[p].size() < series[i].size()) series[p].resize(series[i].size(), 0);
     for (std::size_t b = 0; b < series[i].size(); ++b) series[p][b] += series[i][b];
   }
@@ -570,8 +619,8 @@ nlohmann::json CpuModel::results() const {
     c["cpu_time_ns"] = cpu_ns[i];
     c["tasks"] = cg_[i].tasks;
     c["forks"] = cg_[i].forks;
-    c["wakeup_latency_ns"] = latency_summary(wake[i]);
-    c["tool_call_latency_ns"] = latency_summary(tool[i]);
+    c["wakeup_latency_ns"] = wake[i].summary();
+    c["tool_call_latency_ns"] = tool[i].summary();
     c["throttled_ns"] = cg_[i].throttled_ns;
     c["nr_throttled"] = cg_[i].nr_throttled;
     c["nr_periods"] = cg_[i].nr_periods;
@@ -593,7 +642,6 @@ nlohmann::json CpuModel::results() const {
     }
     series_j[path] = std::move(s);
   }
-  std::vector<std::uint64_t> wa = wakeup_all_, ta = tool_all_;
   // New-step detection against the annotations, per cgroup with annotated
   // steps: a detection matches the cgroup's next unmatched step when it
   // falls between the step's `step` op and kStepMatchTolNs after its first
@@ -636,30 +684,35 @@ nlohmann::json CpuModel::results() const {
                          : json();
   // The interactive task(s): cgroups /interactive and below (the crowded
   // and builds generators put a shell there).
-  std::vector<std::uint64_t> inter;
+  LatencyHistogram inter;
   bool have_inter = false;
   for (std::size_t i = 0; i < n; ++i) {
     const std::string& path = tree_.path(static_cast<CgroupId>(i));
     if (path == "/interactive" || path.rfind("/interactive/", 0) == 0) {
       have_inter = true;
-      inter.insert(inter.end(), cg_[i].wakeup.begin(), cg_[i].wakeup.end());
+      inter.merge(cg_[i].wakeup);
     }
   }
   json r;
   r["cpus"] = cpus_.size();
   r["duration_ns"] = end;
-  r["wakeup_latency_ns"] = latency_summary(wa);
-  r["tool_call_latency_ns"] = latency_summary(ta);
-  r["tool_calls_completed"] = ta.size();
+  r["wakeup_latency_ns"] = wakeup_all_.summary();
+  r["tool_call_latency_ns"] = tool_all_.summary();
+  r["tool_calls_completed"] = tool_all_.count();
   r["new_step_detection"] = std::move(step_j);
-  if (have_inter) r["interactive_wakeup_latency_ns"] = latency_summary(inter);
+  if (have_inter) r["interactive_wakeup_latency_ns"] = inter.summary();
   r["context_switches"] = context_switches_;
   r["max_runnable_wait_ns"] = max_runnable_wait_ns_;
   r["cpu_utilization"] = round6(total > 0 ? static_cast<double>(cpu_ns[kRootCgroup]) / total : 0.0);
   r["jain_fairness"] = round6(jain_index(jain_x));
   r["tasks"] = tasks_.size();
   r["counters"] = json::object();
-  for (const auto& [k, v] : counters_) r["counters"][k] = v;
+  for (std::uint32_t i = 0; i < kNrCounters; ++i) {
+    if (!counter_seen_[i]) continue;
+    const char* name = i < AGENTCG_NR_COUNTERS ? agentcg_counter_name(i) : i == kAgentSteps ? "agent_steps" : "oom_kills";
+    r["counters"][name] = counter_[i];
+  }
+  for (const auto& [k, v] : other_counters_) r["counters"][k] = v;
   r["cgroups"] = std::move(cgroups);
   r["series"] = {{"interval_ns", interval}, {"cgroups", std::move(series_j)}};
   return r;

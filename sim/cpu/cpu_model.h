@@ -25,7 +25,13 @@
 // multi-threaded processes (a process is one task), nice values.
 //
 // Invariants: a task is on at most one CPU; time only moves forward; every
-// runnable task is either queued in the class or running.
+// runnable task is either queued in the class or running; idle_ and
+// idle_unkicked_ mirror cpus_ (sync_idle() after every change of curr or
+// kick_pending).
+// The per-event path does not allocate in steady state: latency samples go
+// into LatencyHistograms (sim/metrics.h), timers live in a slot pool,
+// counters are an array by id, the idle-CPU search is a bitmap scan, the
+// memory walk uses no list (tests/bench/alloc_bench.cc counts).
 #pragma once
 
 #include <cstdint>
@@ -34,16 +40,17 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "agentcg/counters.h"
 #include "core/config/config.h"
 #include "sim/strategy_table.h"
 #include "sim/cpu/cgroup_tree.h"
 #include "sim/cpu/sched_class.h"
 #include "sim/event_queue.h"
+#include "sim/metrics.h"
 #include "sim/random.h"
 #include "sim/schedule_log.h"
 #include "sim/trace/trace.h"
@@ -67,6 +74,9 @@ class CpuModel final : public SchedContext, public EventHandler {
   // The CPU part of results.json (see README "results.json").
   nlohmann::json results() const;
   const CgroupTree& cgroups() const { return tree_; }
+  // The whole machine's latency distributions (mergeable across hosts).
+  const LatencyHistogram& wakeup_histogram() const { return wakeup_all_; }
+  const LatencyHistogram& tool_call_histogram() const { return tool_all_; }
   Time end_time() const { return end_time_; }
 
   // SchedContext
@@ -139,8 +149,8 @@ class CpuModel final : public SchedContext, public EventHandler {
   struct CgStats {
     std::uint64_t cpu_ns = 0;  // direct (own tasks); summed up at results()
     std::uint32_t tasks = 0;   // tasks that ever lived directly in it
-    std::vector<std::uint64_t> wakeup;  // wakeup latency samples, direct
-    std::vector<std::uint64_t> tool;    // tool-call latency samples, direct
+    LatencyHistogram wakeup;  // wakeup latency samples, direct
+    LatencyHistogram tool;    // tool-call latency samples, direct
     std::vector<std::uint64_t> series;  // CPU ns per series bin, direct
     std::uint64_t nr_throttled = 0, nr_periods = 0, throttled_ns = 0;
     std::optional<Time> throttled_since;
@@ -174,6 +184,7 @@ class CpuModel final : public SchedContext, public EventHandler {
   void exit_task(Task& t);
   void set_mem(Task& t, std::uint64_t bytes);
   void maybe_finish();
+  void sync_idle(std::size_t cpu);
   CgroupId cgroup_of_template(const trace::ProcessSpec& spec, CgroupId parent_cg) const;
   [[noreturn]] void fail(const trace::SourceLoc& loc, const std::string& what) const;
 
@@ -194,15 +205,33 @@ class CpuModel final : public SchedContext, public EventHandler {
   std::map<std::int64_t, std::uint32_t> task_by_pid_;  // pid -> newest task with it
   std::vector<CgStats> cg_;
   std::vector<MemState> mem_;
-  std::map<std::string, std::uint64_t, std::less<>> counters_;
-  std::unordered_map<std::uint64_t, std::pair<EventId, std::uint64_t>> timers_;
-  std::uint64_t next_timer_ = 1;
+  // Counters: the core/ list and the model's own by id (no string lookup
+  // or allocation per bump); any other name in the map (none today).
+  enum ModelCounter : std::uint32_t { kAgentSteps = AGENTCG_NR_COUNTERS, kOomKills, kNrCounters };
+  std::uint64_t counter_[kNrCounters] = {};
+  bool counter_seen_[kNrCounters] = {};
+  std::map<std::string, std::uint64_t, std::less<>> other_counters_;
+  void bump(std::uint32_t id, std::uint64_t n) {
+    counter_[id] += n;
+    counter_seen_[id] = true;
+  }
+  // Timers: a slot pool; a handle is (generation << 32 | slot + 1), never 0.
+  struct TimerSlot {
+    EventId ev;
+    std::uint64_t cookie = 0;
+    std::uint32_t gen = 0;
+    bool live = false;
+  };
+  std::vector<TimerSlot> timers_;
+  std::vector<std::uint32_t> free_timers_;
+  // Idle CPUs (curr == nullptr), and those of them without a kick pending.
+  std::vector<std::uint64_t> idle_, idle_unkicked_;
   std::int64_t next_pid_ = 1;
   std::uint64_t live_ = 0;            // tasks not yet exited
   std::uint64_t pending_starts_ = 0;  // listed processes still to start
   std::uint64_t context_switches_ = 0;
   std::uint64_t max_runnable_wait_ns_ = 0;
-  std::vector<std::uint64_t> wakeup_all_, tool_all_;
+  LatencyHistogram wakeup_all_, tool_all_;
   Time series_bin_ = Time::from_ms(100);
   Time end_time_;
   bool finished_ = false;

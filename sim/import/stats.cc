@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // `trace stats` figures: an uncontended walk over a trace's processes (see
-// stats.h), and nearest-rank percentiles.
+// stats.h); percentiles by sim/metrics.h's one definition.
 // Who calls it: sim/import/commands.cc, tests.
 #include "sim/import/stats.h"
 
@@ -8,6 +8,8 @@
 #include <iomanip>
 #include <map>
 #include <sstream>
+
+#include "sim/metrics.h"
 
 namespace agentcg::import {
 
@@ -137,21 +139,16 @@ std::string mib(std::uint64_t b) {
 }  // namespace
 
 Percentiles Percentiles::of(std::vector<std::uint64_t> v) {
+  // The one percentile definition (sim/metrics.h), the same as results.json.
+  sim::LatencyHistogram h;
+  for (std::uint64_t s : v) h.add(s);
   Percentiles p;
-  p.count = v.size();
-  if (v.empty()) return p;
-  std::sort(v.begin(), v.end());
-  // Nearest rank: the ceil(q * n)-th smallest, q in thousandths (exact).
-  auto rank = [&](std::uint64_t q_milli) {
-    std::uint64_t r = (q_milli * v.size() + 999) / 1000;
-    if (r == 0) r = 1;
-    return v[r - 1];
-  };
-  p.p50 = rank(500);
-  p.p90 = rank(900);
-  p.p99 = rank(990);
-  p.p999 = rank(999);
-  p.max = v.back();
+  p.count = h.count();
+  p.p50 = h.percentile_ppm(500000);
+  p.p90 = h.percentile_ppm(900000);
+  p.p99 = h.percentile_ppm(990000);
+  p.p999 = h.percentile_ppm(999000);
+  p.max = h.max();
   return p;
 }
 

@@ -71,7 +71,7 @@ def test_dask_local_cluster_matches_pool() -> None:
     distributed = pytest.importorskip("distributed")
     pool = agentcg.sweep(GEN, GRID, seeds=[1, 2], workers=2)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, silence_logs=50) as cluster:
+                                  dashboard_address=":0", silence_logs=50) as cluster:
         with distributed.Client(cluster) as client:
             via_client = agentcg.sweep(GEN, GRID, seeds=[1, 2], scheduler=client)
         via_address = agentcg.sweep(GEN, GRID, seeds=[1, 2], scheduler=cluster.scheduler_address)
