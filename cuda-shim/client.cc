@@ -33,12 +33,12 @@
 #include <cstring>
 #include <vector>
 
-#include "live/gpud/bytes.h"
-#include "live/gpud/protocol.h"
+#include "core/gpu/protocol/bytes.h"
+#include "core/gpu/protocol/protocol.h"
 
 namespace agentcg::shim {
 
-namespace proto = agentcg::gpud::proto;
+namespace proto = agentcg::gpu::proto;
 
 std::uint64_t monotonic_ns() {
   timespec ts{};
@@ -85,7 +85,7 @@ std::uint64_t random_token() {
 
 }  // namespace
 
-std::optional<std::uint64_t> parse_bytes(const char* text) { return gpud::parse_bytes(text); }
+std::optional<std::uint64_t> parse_bytes(const char* text) { return gpu::parse_bytes(text); }
 
 ClientOptions options_from_env() {
   ClientOptions o;
@@ -120,6 +120,15 @@ ClientOptions options_from_env() {
       o.idle_release_ms = static_cast<std::uint32_t>(*v);
     } else {
       warn("ignoring AGENTCG_GPU_IDLE_RELEASE_MS='%s': expected 1..3600000%s", s);
+    }
+  }
+  if (const char* s = std::getenv("AGENTCG_GPU_ON_UNREACHABLE"); s && *s) {
+    if (std::strcmp(s, "open") == 0) {
+      o.fail_open = true;
+    } else if (std::strcmp(s, "closed") == 0) {
+      o.fail_open = false;
+    } else {
+      warn("ignoring AGENTCG_GPU_ON_UNREACHABLE='%s': expected closed or open (default closed)%s", s);
     }
   }
   o.name = program_invocation_short_name;
@@ -174,7 +183,7 @@ void Client::ensure_started() {
   // The first connection attempt decides whether work is scheduled; wait for
   // it (bounded: a local connect either succeeds or fails at once).
   cv_.wait_for(lk, std::chrono::seconds(5), [this] { return state_ != LockState::kConnecting; });
-  if (state_ == LockState::kConnecting) state_ = LockState::kUnscheduled;
+  if (state_ == LockState::kConnecting) state_ = unreachable_state();
 }
 
 bool Client::send_raw(const void* data, std::size_t n) {
@@ -261,7 +270,7 @@ void Client::disconnect_locked(std::unique_lock<std::mutex>& lk) {
     int fd = fd_.exchange(-1);
     if (fd >= 0) close(fd);
   }
-  state_ = LockState::kUnscheduled;
+  state_ = unreachable_state();
   cv_.notify_all();
 }
 
@@ -276,10 +285,15 @@ void Client::run_link() {
         std::unique_lock<std::mutex> lk(mu_);
         if (!warned_absent_) {
           warned_absent_ = true;
-          warn("GPU scheduler at %s not reachable; running unscheduled until it returns%s",
-               opt_.socket_path.c_str());
+          if (opt_.fail_open) {
+            warn("GPU scheduler at %s not reachable; running unscheduled until it returns "
+                 "(AGENTCG_GPU_ON_UNREACHABLE=open)%s", opt_.socket_path.c_str());
+          } else {
+            warn("GPU scheduler at %s not reachable; GPU work waits until it returns "
+                 "(AGENTCG_GPU_ON_UNREACHABLE=closed; 'open' runs unscheduled)%s", opt_.socket_path.c_str());
+          }
         }
-        state_ = LockState::kUnscheduled;
+        state_ = unreachable_state();
         cv_.notify_all();
         lk.unlock();
         pollfd w{wake_pipe_[0], POLLIN, 0};
@@ -303,7 +317,8 @@ void Client::run_link() {
       proto::Header h{};
       unsigned char payload[proto::kMaxFixedMessage];
       bool ok = read_full(fd, &h, sizeof h) && proto::check_header(h) == proto::HeaderError::kOk &&
-                h.length <= sizeof payload && read_full(fd, payload, h.length);
+                proto::shim_accepts(h.type) && h.length <= sizeof payload &&
+                read_full(fd, payload, h.length);
       if (!ok) {
         std::unique_lock<std::mutex> lk(mu_);
         disconnect_locked(lk);
@@ -382,7 +397,7 @@ void Client::handle_message(std::uint16_t type, const unsigned char* payload) {
     case proto::MsgType::kListReply:
     case proto::MsgType::kCtlSet:
     case proto::MsgType::kCtlAck:
-      return;  // not sent to clients; ignore
+      return;  // not sent to shims: rejected above by shim_accepts()
   }
 }
 

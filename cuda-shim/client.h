@@ -48,6 +48,12 @@ struct ClientOptions {
   std::uint32_t idle_release_ms = 5000;  // nvshare: release after 5 s without work
   std::uint32_t reconnect_ms = 500;
   bool connect = true;                   // false: never talk to a daemon (tests)
+  // When the daemon is unreachable (not running, restarting, or it refused
+  // this client): false (default, "closed") = GPU work waits until it is
+  // back, so a client cannot escape its limits by making the daemon
+  // unreachable (multi-tenant hosts); true ("open") = run unscheduled.
+  // AGENTCG_GPU_ON_UNREACHABLE=closed|open.
+  bool fail_open = false;
   std::string name;
 };
 
@@ -56,13 +62,15 @@ struct ClientOptions {
 std::optional<std::uint64_t> parse_bytes(const char* text);
 
 // Reads AGENTCG_GPU_SOCKET, AGENTCG_GPU_CORE_LIMIT (1..100),
-// AGENTCG_GPU_MEMORY_LIMIT, AGENTCG_GPU_DEVICE, AGENTCG_GPU_IDLE_RELEASE_MS.
+// AGENTCG_GPU_MEMORY_LIMIT, AGENTCG_GPU_DEVICE, AGENTCG_GPU_IDLE_RELEASE_MS,
+// AGENTCG_GPU_ON_UNREACHABLE (closed | open).
 // A malformed value is ignored with one warning naming the variable.
 ClientOptions options_from_env();
 
 enum class LockState : int {
   kConnecting,   // first connection attempt in progress: work waits
-  kUnscheduled,  // no daemon: work runs freely
+  kUnscheduled,  // no daemon, fail-open: work runs freely
+  kBlocked,      // no daemon, fail-closed: work waits until it is back
   kIdle,         // registered, no grant, nothing requested
   kRequested,    // REQ_LOCK sent, waiting for LOCK_OK
   kHeld,         // grant held
@@ -107,6 +115,7 @@ class Client {
   void run_link();
   bool connect_and_register();
   void disconnect_locked(std::unique_lock<std::mutex>& lk);
+  LockState unreachable_state() const { return opt_.fail_open ? LockState::kUnscheduled : LockState::kBlocked; }
   bool send_raw(const void* data, std::size_t n);
   template <typename T>
   bool send(int type, const T& payload);

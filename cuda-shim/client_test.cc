@@ -18,12 +18,12 @@
 #include <string>
 #include <thread>
 
-#include "live/gpud/protocol.h"
+#include "core/gpu/protocol/protocol.h"
 
 namespace agentcg::shim {
 namespace {
 
-namespace proto = agentcg::gpud::proto;
+namespace proto = agentcg::gpu::proto;
 
 std::atomic<unsigned> g_last_flags{0};
 std::atomic<int> g_syncs{0};

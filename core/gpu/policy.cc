@@ -9,8 +9,10 @@
 //                               switch after a quantum (fixed or auto), a
 //                               switch on memory release, prefetch on
 //                               switch-in, placement, a starvation bound
-//   compute-limit               everyone runs at once; a limited client is
-//                               dropped when its quota in the window is used
+//   compute-limit               everyone runs at once, except that limited
+//                               clients of a GPU take turns (exclusive
+//                               slices); a limited client is dropped when
+//                               its quota in the window is used
 //   memory-aware+compute-limit  both
 //
 // Invariants: a client holds at most one grant; every grant has a fresh
@@ -32,6 +34,9 @@
 //    bandwidth, rounded up, times the multiplier, clamped.
 //  - seed 002's safe limit: total x 90 % replaced by capacity - reserve -
 //    overhead x contexts (the seed's own review, section 10.1).
+//  - seed 003 scaled every limit down by sum/100 when the limits sum above
+//    100 %; a limit is a cap, so here the capacity is shared max-min fairly
+//    under the caps instead (quota_ns()).
 //  - seed 003 section 2.2.3 billed the full wall time to every running
 //    client ("full accounting") and slept before billing; its section 5
 //    replaced that by wall / concurrency, which is what is done here, with
@@ -256,16 +261,53 @@ class Policy final : public GpuPolicy {
 
   bool limited(const Client& c) const { return f_.compute_limit && c.limits.compute_pct < 100; }
 
-  // Quota in the window: W x pct / 100, scaled down when the limits of the
-  // limited clients on the GPU sum above 100 (seed 003, GPU_NOTES).
+  // Quota in the window: W x share / 100, where the share is the client's
+  // cap when the limited clients on its GPU fit (caps sum <= 100), else its
+  // max-min fair share under the caps (water-filling): each client gets at
+  // most its cap, and what a small cap leaves is split evenly among the
+  // others, so 25/50/75 -> 25/37.5/37.5. This replaces seed 003's
+  // proportional scaling (25/50/75 -> 16.7/33.3/50), which gave the 25 %
+  // client less than its cap although the seed defines the limit as a cap.
+  // Shares are in units of 1/1000 % (integers: deterministic, no float).
   std::uint64_t quota_ns(const Client& c) const {
     const std::uint64_t w = cfg_.compute_window_ms * kNsPerMs;
+    std::vector<std::uint64_t> caps;  // milli-percent, limited clients on c's GPU
     std::uint64_t sum = 0;
+    for (const auto& [id, o] : clients_) {
+      if (o.gpu == c.gpu && o.limits.compute_pct < 100) {
+        caps.push_back(o.limits.compute_pct * 1000ull);
+        sum += o.limits.compute_pct;
+      }
+    }
+    const std::uint64_t mine = c.limits.compute_pct * 1000ull;
+    if (sum <= 100) return w / 100 * c.limits.compute_pct;
+    std::sort(caps.begin(), caps.end());
+    std::uint64_t left = 100000, n = caps.size();
+    std::uint64_t level = 0;
+    for (std::uint64_t cap : caps) {
+      level = left / n;
+      if (cap >= level) break;   // every remaining client gets `level`
+      left -= cap;               // a small cap is met in full
+      --n;
+      level = n ? left / n : 0;
+    }
+    const std::uint64_t share = std::min(mine, level);
+    return w / 100000 * share;   // w/100000 first: no overflow for any window
+  }
+
+  // Compute-limited clients of one GPU hold it one at a time: billing wall
+  // time / holders is exact only when co-runners really split the GPU
+  // evenly, which a real GPU (time-sliced contexts, different queue depths)
+  // does not do: with 25/50/75 co-running on the fake driver the 50 % client
+  // took 57 % and the 75 % one 25 %. Exclusive slices make billed time the
+  // time actually held, so a cap is a cap; the quotas sum to at most the
+  // window (max-min fair under the caps), so nobody waits for capacity that
+  // is not there. Unlimited clients are not affected.
+  bool limited_busy(GpuIndex g, const Client& c) const {
+    if (!limited(c)) return false;
     for (const auto& [id, o] : clients_)
-      if (o.gpu == c.gpu && o.limits.compute_pct < 100) sum += o.limits.compute_pct;
-    const std::uint64_t pct = c.limits.compute_pct;
-    if (sum > 100) return w / sum * pct;  // w/sum first: no overflow for any window
-    return w / 100 * pct;
+      if (&o != &c && o.granted && o.gpu == g && limited(o)) return true;
+    return false;
   }
 
   std::size_t holders(GpuIndex g) const {
@@ -475,11 +517,12 @@ class Policy final : public GpuPolicy {
       }
       if (f_.memory_aware && !mode_off_) forced_switch(g, now, out, want);
 
-      // 3. Grants.
+      // 3. Grants. Limited clients on a GPU run one at a time (see
+      // limited_busy()); the others as the policy says.
       auto w = waiters(g);
       if (off) {
         for (Client* c : w)
-          if (!c->throttled) grant(*c, now, out);
+          if (!c->throttled && !limited_busy(g, *c)) grant(*c, now, out);
       } else if (f_.serialise) {
         if (holders(g) == 0) {
           for (Client* c : w) {
@@ -493,7 +536,7 @@ class Policy final : public GpuPolicy {
         for (Client* c : w) {
           if (c->throttled) continue;
           if (fits(g, *c)) {
-            if (!blocked) grant(*c, now, out);
+            if (!blocked && !limited_busy(g, *c)) grant(*c, now, out);
             continue;
           }
           if (!c->told_wait) {

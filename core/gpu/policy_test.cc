@@ -247,6 +247,30 @@ TEST(ComputeLimitPolicy, RaisedLimitKeepsUsageAndTakesEffectAtOnce) {
   EXPECT_EQ(p->clients()[0].window_used_ns, 3500000000ull);
 }
 
+// 25/50/75 on one GPU: max-min fair under the caps -> 25/37.5/37.5 % of
+// the 10 s window (quota 2.5 / 3.75 / 3.75 s), not scaled to 16.7/33/50.
+TEST(ComputeLimitPolicy, LimitsAboveHundredAreMaxMinFairUnderTheCaps) {
+  for (ClientId alone : {1u, 2u, 3u}) {
+    auto p = make("compute-limit");
+    (void)p->register_client(0, 1, 0, {25, 0});
+    (void)p->register_client(0, 2, 0, {50, 0});
+    (void)p->register_client(0, 3, 0, {75, 0});
+    auto d = p->lock_request(0, alone);
+    ASSERT_TRUE(d.next_tick_ns);
+    EXPECT_EQ(*d.next_tick_ns, alone == 1 ? 2500000000ull : 3750000000ull) << alone;
+  }
+  // 10/20/90/90: 10 and 20 are met in full, 90 and 90 split the other 70.
+  auto p = make("compute-limit");
+  (void)p->register_client(0, 1, 0, {10, 0});
+  (void)p->register_client(0, 2, 0, {20, 0});
+  (void)p->register_client(0, 3, 0, {90, 0});
+  (void)p->register_client(0, 4, 0, {90, 0});
+  EXPECT_EQ(*p->lock_request(0, 1).next_tick_ns, 1 * kS);
+  (void)p->disconnect(0, 1);
+  // Without the 10 % client: 20 + 40 + 40.
+  EXPECT_EQ(*p->lock_request(0, 4).next_tick_ns, 4 * kS);
+}
+
 TEST(ComputeLimitPolicy, LimitsAboveHundredAreScaled) {
   auto p = make("compute-limit");
   (void)p->register_client(0, 1, 0, {80, 0});

@@ -150,6 +150,23 @@ TEST(GpuSim, ComputeLimitTwoClients) {
   }
 }
 
+// Caps are caps: limits summing above 100 % share the GPU max-min fairly
+// under the caps (25 gets its 25, the rest split 75 evenly), never less
+// than a client's cap when the others can take the rest.
+TEST(GpuSim, CapsOverOneHundredPercentAreMaxMinFair) {
+  auto t = generate_gpu_trace("gpu-quota", 1, {{"limits", "25,50,75"}});
+  for (const char* p : {"compute-limit", "memory-aware+compute-limit"}) {
+    const json r = run_gpu(t, p, {}, 100 * kS);
+    std::printf("%s limits 25/50/75: achieved %.4f / %.4f / %.4f\n", p,
+                r["clients"]["j1"]["achieved_share"].get<double>(),
+                r["clients"]["j2"]["achieved_share"].get<double>(),
+                r["clients"]["j3"]["achieved_share"].get<double>());
+    EXPECT_NEAR(r["clients"]["j1"]["achieved_share"].get<double>(), 0.25, 0.01) << p;
+    EXPECT_NEAR(r["clients"]["j2"]["achieved_share"].get<double>(), 0.375, 0.01) << p;
+    EXPECT_NEAR(r["clients"]["j3"]["achieved_share"].get<double>(), 0.375, 0.01) << p;
+  }
+}
+
 TEST(GpuSim, RaisedLimitTakesEffectWithinAWindowWithoutReset) {
   auto t = generate_gpu_trace("gpu-quota", 1, {{"limits", "25"}});
   t.extra["gpu"]["jobs"][0]["limit_changes"] = json::array({{{"at_ns", 55 * kS}, {"limit_pct", 75}}});
