@@ -46,6 +46,15 @@ struct GpuConfig {
   // the running set is switched out (seed 002 section 6: "最大等待时间").
   std::uint64_t max_wait_s = 600;
 
+  // GPU choice at a client's first request (policy.h): "spread" (idle
+  // first, then least memory in use), "pack" (the fullest GPU it fits on),
+  // "first-fit" (the lowest GPU that is idle or that it fits on).
+  std::string placement = "spread";
+
+  // --- machine profile for the simulator (0 = what the trace says) ---
+  std::uint32_t machine_gpus = 0;         // YAML gpu.gpus: model this many GPUs
+  std::uint64_t machine_gpu_memory_mb = 0;  // YAML gpu.gpu_memory_mb: memory of each
+
   // --- compute-limit (seed 003) ---
   std::uint64_t compute_window_ms = 10000;    // seed 003 section 2.2.1 (the fork used 2 s)
   std::uint64_t carryover_pct = 25;           // seed 003 section 5 item 2 (fork default)

@@ -79,6 +79,7 @@ struct Client {
   std::uint64_t request_since_ns = 0;
   std::uint64_t request_seq = 0;
   bool granted = false;
+  bool has_context = false;        // granted once: its context exists on *gpu
   bool dropped = false;            // DROP sent, release pending
   bool re_request = false;         // asked again while its DROP was pending
   bool told_wait = false;          // kWaitForMemory sent for this request
@@ -377,12 +378,42 @@ class Policy final : public GpuPolicy {
     out.list.push_back({DecisionKind::kDrop, c.id, *c.gpu, c.generation, 0, 0});
   }
 
+  std::uint64_t ctx_bytes(GpuIndex g) const {
+    return gpus_[g].context_overhead_bytes ? gpus_[g].context_overhead_bytes : cfg_.context_overhead_mb * kMiB;
+  }
+
+  // Context admission: a first grant creates the client's context on g; it
+  // is given only if the contexts on g, this one included, plus the
+  // client's own memory fit g's memory less the reserve, so that it can at
+  // least run alone without its data thrashing against idle contexts
+  // (context memory is never overcommitted; the importer refuses jobs that
+  // do not fit an empty GPU, and on an empty GPU the first is admitted).
+  bool context_admissible(GpuIndex g, const Client& c) const {
+    if (c.has_context) return true;
+    std::uint64_t n = 0;
+    for (const auto& [id, o] : clients_)
+      if (o.has_context && o.gpu == g) ++n;
+    if (n == 0) return true;
+    const std::uint64_t reserve = cfg_.memory_reserve_mb * kMiB;
+    const std::uint64_t cap = gpus_[g].memory_bytes > reserve ? gpus_[g].memory_bytes - reserve : 0;
+    return (n + 1) * ctx_bytes(g) + c.allocated <= cap;
+  }
+
+  std::uint64_t placed_bytes(GpuIndex g) const {
+    std::uint64_t s = 0;
+    for (const auto& [id, c] : clients_)
+      if (c.gpu == g) s += c.allocated;
+    return s;
+  }
+
+  // Memory for data on g: capacity - reserve - the contexts that exist
+  // there (a waiting client without a context takes no memory), plus
+  // `extra`'s if it has none yet.
   std::uint64_t safe_limit(GpuIndex g, const Client* extra) const {
     std::uint64_t contexts = 0;
     for (const auto& [id, c] : clients_)
-      if (c.gpu == g || &c == extra) ++contexts;
-    const std::uint64_t reserve =
-        (cfg_.memory_reserve_mb + cfg_.context_overhead_mb * contexts) * kMiB;
+      if ((c.gpu == g && c.has_context) || (&c == extra && !(c.has_context && c.gpu == g))) ++contexts;
+    const std::uint64_t reserve = cfg_.memory_reserve_mb * kMiB + ctx_bytes(g) * contexts;
     const std::uint64_t cap = gpus_[g].memory_bytes;
     return cap > reserve ? cap - reserve : 0;
   }
@@ -414,23 +445,47 @@ class Policy final : public GpuPolicy {
     return q_s * kNsPerS;
   }
 
-  // Placement at the first request (seed 002 challenge 3): an idle GPU
-  // first, then one it fits on, then the one with the fewest clients.
+  // Placement at the first request (seed 002 challenge 3), by
+  // cfg_.placement (policy.h). "Fits" counts only under memory-aware; a
+  // GPU whose contexts are full (context_admissible) is avoided when
+  // another can take the client. Ties go to the lowest index.
   void place(Client& c) {
     GpuIndex best = 0;
     std::uint64_t best_score = ~0ull;
+    const bool pack = cfg_.placement == "pack";
+    const bool first_fit = cfg_.placement == "first-fit";
     for (GpuIndex g = 0; g < gpus_.size(); ++g) {
       std::uint64_t n = 0;
       for (const auto& [id, o] : clients_)
         if (o.gpu == g && (o.granted || o.requesting)) ++n;
-      std::uint64_t score = 0;
-      if (n == 0) {
-        score = 0;
-      } else if (f_.memory_aware && running_bytes(g) + c.allocated <= safe_limit(g, &c)) {
-        score = 1ull << 32 | n;
-      } else {
-        score = 2ull << 32 | n;
+      const std::uint64_t used = placed_bytes(g);
+      const bool idle = n == 0;
+      const bool fit = f_.memory_aware && !idle && running_bytes(g) + c.allocated <= safe_limit(g, &c);
+      // Lower is better: class in the top bits, the tie-break below.
+      constexpr std::uint64_t kTieMax = (std::uint64_t{1} << 56) - 1;
+      const std::uint64_t used_mb = std::min<std::uint64_t>(used >> 20, kTieMax);
+      std::uint64_t cls = 3, tie = n;
+      if (first_fit) {
+        if (idle || fit) {
+          cls = 0;
+          tie = g;
+        }
+      } else if (pack) {
+        if (fit) {
+          cls = 0;
+          tie = kTieMax - used_mb;
+        } else if (idle) {
+          cls = 1;
+          tie = 0;
+        }
+      } else {  // spread
+        if (idle || fit) {
+          cls = idle ? 0 : 1;
+          tie = used_mb;
+        }
       }
+      if (!context_admissible(g, c)) cls += 4;
+      const std::uint64_t score = cls << 56 | std::min<std::uint64_t>(tie, kTieMax);
       if (score < best_score) {
         best_score = score;
         best = g;
@@ -448,11 +503,22 @@ class Policy final : public GpuPolicy {
     c.requesting = false;
     c.told_wait = false;
     c.granted = true;
+    c.has_context = true;
     c.dropped = false;
     c.generation = ++generation_;
     c.granted_at_ns = now;
     const std::uint64_t q = limited(c) ? cfg_.max_queued_work_ms * kNsPerMs : 0;
     out.list.push_back({DecisionKind::kGrant, c.id, *c.gpu, c.generation, 0, q});
+  }
+
+  // context_admissible(), telling the client once that it waits.
+  bool admit(GpuIndex g, Client& c, Decisions& out) {
+    if (context_admissible(g, c)) return true;
+    if (!c.told_wait) {
+      c.told_wait = true;
+      out.list.push_back({DecisionKind::kWaitForMemory, c.id, g, 0, 0, 0});
+    }
+    return false;
   }
 
   // Waiting requests on g in FIFO order.
@@ -522,11 +588,11 @@ class Policy final : public GpuPolicy {
       auto w = waiters(g);
       if (off) {
         for (Client* c : w)
-          if (!c->throttled && !limited_busy(g, *c)) grant(*c, now, out);
+          if (!c->throttled && !limited_busy(g, *c) && admit(g, *c, out)) grant(*c, now, out);
       } else if (f_.serialise) {
         if (holders(g) == 0) {
           for (Client* c : w) {
-            if (c->throttled) continue;
+            if (c->throttled || !admit(g, *c, out)) continue;
             grant(*c, now, out);
             break;
           }
@@ -536,7 +602,7 @@ class Policy final : public GpuPolicy {
         for (Client* c : w) {
           if (c->throttled) continue;
           if (fits(g, *c)) {
-            if (!blocked && !limited_busy(g, *c)) grant(*c, now, out);
+            if (!blocked && !limited_busy(g, *c) && admit(g, *c, out)) grant(*c, now, out);
             continue;
           }
           if (!c->told_wait) {
@@ -575,7 +641,9 @@ class Policy final : public GpuPolicy {
   void forced_switch(GpuIndex g, std::uint64_t now, Decisions& out, Want& want) {
     Client* head = nullptr;
     for (Client* c : waiters(g)) {
-      if (c->throttled || fits(g, *c)) continue;
+      // A client whose context cannot be admitted would not run even if
+      // the holders left (contexts are freed only when clients exit).
+      if (c->throttled || fits(g, *c) || !context_admissible(g, *c)) continue;
       head = c;
       break;
     }

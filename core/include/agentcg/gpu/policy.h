@@ -37,8 +37,17 @@
 // kDrop(A,1). release(A,1) at 30.2 s -> kGrant(B,0,2). A requests again ->
 // queued behind B (round robin).
 //
+// Admission: a client's context is created on its GPU at its first grant;
+// a first grant is given only if the GPU's contexts, this one included,
+// fit its memory (less the reserve), so context memory is never
+// overcommitted: the client waits instead (every policy; kWaitForMemory).
+//
 // Limitations: a client lives on one GPU (a CUDA context cannot move);
-// placement happens at its first lock request. Memory is what clients report
+// placement happens at its first lock request, by config placement:
+// spread (idle GPU first, then the least memory in use), pack (the GPU
+// with the most memory in use that it fits on) or first-fit (the lowest
+// GPU that is idle or that it fits on); memory fit counts under
+// memory-aware only. Memory is what clients report
 // (the seed's conservative "logical allocation" rule, seed 002 section 10.4).
 #pragma once
 
@@ -60,6 +69,10 @@ using GpuIndex = std::uint32_t;
 struct GpuCapacity {
   std::uint64_t memory_bytes = 0;      // device memory
   std::uint64_t swap_bytes_per_s = 0;  // effective PCIe bandwidth of a switch (auto quantum)
+  // Memory one CUDA context takes on this GPU; 0 = the config's
+  // context_overhead_mb. The simulator passes its model's figure so that
+  // the policy's admission and the model agree.
+  std::uint64_t context_overhead_bytes = 0;
 };
 
 struct ClientLimits {
