@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "core/config/config.h"
 
 namespace agentcg::gpu {
@@ -150,8 +152,9 @@ TEST(MemoryAwarePolicy, AutoQuantumFromSwapTime) {
   (void)p->lock_request(0, 1);
   auto d = p->lock_request(0, 2);
   EXPECT_EQ(*d.next_tick_ns, 30 * kS);
-  // Small sets clamp to the 10 s minimum.
-  auto q = make("memory-aware", {}, 1, 2 * kGiB);
+  // Small sets clamp to the 10 s minimum (3 GiB: both contexts are
+  // admitted, the two sets do not fit together).
+  auto q = make("memory-aware", {}, 1, 3 * kGiB);
   for (ClientId c : {1, 2}) {
     (void)q->register_client(0, c, 0, {});
     (void)q->memory_update(0, c, 1 * kGiB);
@@ -279,6 +282,63 @@ TEST(ComputeLimitPolicy, LimitsAboveHundredAreScaled) {
   // Alone for now: quota 10 s x 80 / 160 = 5 s.
   auto d = p->tick(1);
   EXPECT_EQ(*d.next_tick_ns, 5 * kS);
+}
+
+// Context memory is admitted, never overcommitted: a 4 GiB GPU with 1 GiB
+// contexts takes three 1 GiB clients (3 x 1 + 1 = 4); the fourth waits
+// (told so once) until a context is freed.
+TEST(GpuAdmission, ContextsBeyondCapacityWait) {
+  config::GpuConfig cfg;
+  cfg.memory_reserve_mb = 0;
+  for (const char* kind : {"none", "nvshare", "memory-aware"}) {
+    auto p = make_gpu_policy(kind, cfg, {GpuCapacity{4 * kGiB, 5000000000ull, 1 * kGiB}});
+    std::vector<Decision> grants, waits;
+    for (ClientId id = 1; id <= 4; ++id) {
+      (void)p->register_client(0, id, 0, {});
+      (void)p->memory_update(0, id, kGiB / 2);
+    }
+    auto collect = [&](const Decisions& d) {
+      for (auto g : of(d, DecisionKind::kGrant)) grants.push_back(g);
+      for (auto w : of(d, DecisionKind::kWaitForMemory)) waits.push_back(w);
+    };
+    // Each takes the GPU once (serialising policies hand it on at release).
+    for (ClientId id = 1; id <= 4; ++id) collect(p->lock_request(0, id));
+    for (int round = 0; round < 4; ++round) {
+      auto held = grants;
+      for (const auto& g : held) collect(p->release(1, g.client, g.generation));
+    }
+    std::set<ClientId> ran;
+    for (const auto& g : grants) ran.insert(g.client);
+    EXPECT_EQ(ran, (std::set<ClientId>{1, 2, 3})) << kind;
+    ASSERT_FALSE(waits.empty()) << kind;
+    EXPECT_EQ(waits.back().client, 4u) << kind;
+    collect(p->disconnect(2, 1));
+    for (const auto& g : grants) ran.insert(g.client);
+    EXPECT_TRUE(ran.count(4)) << kind << ": a freed context did not admit the waiting client";
+  }
+}
+
+// Placement at the first request on 3 GPUs: GPU 0 runs 4 GiB, GPU 1 runs
+// 8 GiB, GPU 2 is idle. spread -> the idle GPU; pack -> the fullest it
+// fits on; first-fit -> the lowest it fits on.
+TEST(GpuPlacement, SpreadPackFirstFit) {
+  for (const auto& [placement, want] : std::vector<std::pair<std::string, GpuIndex>>{
+           {"spread", 2}, {"pack", 1}, {"first-fit", 0}}) {
+    config::GpuConfig cfg;
+    cfg.placement = placement;
+    auto p = make("memory-aware", cfg, 3);
+    (void)p->register_client(0, 1, 0, {});
+    (void)p->memory_update(0, 1, 4 * kGiB);
+    (void)p->register_client(0, 2, 1, {});
+    (void)p->memory_update(0, 2, 8 * kGiB);
+    (void)p->lock_request(0, 1);
+    (void)p->lock_request(0, 2);
+    (void)p->register_client(0, 3, std::nullopt, {});
+    (void)p->memory_update(0, 3, 2 * kGiB);
+    auto g = of(p->lock_request(1, 3), DecisionKind::kGrant);
+    ASSERT_EQ(g.size(), 1u) << placement;
+    EXPECT_EQ(g[0].gpu, want) << placement;
+  }
 }
 
 TEST(GpuPolicyErrors, BadInput) {
