@@ -626,8 +626,8 @@ std::string Daemon::render_metrics() const {
   head("agentcg_gpu_capacity_bytes", "gauge", "Scheduled memory capacity of each GPU.");
   for (std::size_t g = 0; g < opt_.gpus.size(); ++g)
     o << "agentcg_gpu_capacity_bytes{gpu=\"" << g << "\"} " << opt_.gpus[g].memory_bytes << '\n';
-  head("agentcg_gpu_clients_count", "gauge", "Registered clients.");
-  o << "agentcg_gpu_clients_count " << snap_.clients.size() << '\n';
+  head("agentcg_gpu_clients", "gauge", "Registered clients.");
+  o << "agentcg_gpu_clients " << snap_.clients.size() << '\n';
   auto labels = [&](const proto::ClientInfo& c) {
     std::ostringstream l;
     std::string name(c.name, strnlen(c.name, sizeof c.name));
@@ -648,9 +648,9 @@ std::string Daemon::render_metrics() const {
   head("agentcg_gpu_client_share_ratio", "gauge", "Achieved share: time holding the GPU over time registered.");
   for (const auto& c : snap_.clients)
     o << "agentcg_gpu_client_share_ratio{" << labels(c) << "} " << c.share_permille / 1000.0 << '\n';
-  head("agentcg_gpu_client_core_limit_percent", "gauge", "Compute limit of a client.");
+  head("agentcg_gpu_client_core_limit_ratio", "gauge", "Compute limit of a client (1 = none).");
   for (const auto& c : snap_.clients)
-    o << "agentcg_gpu_client_core_limit_percent{" << labels(c) << "} " << c.core_limit_pct << '\n';
+    o << "agentcg_gpu_client_core_limit_ratio{" << labels(c) << "} " << c.core_limit_pct / 100.0 << '\n';
   head("agentcg_gpu_client_run_seconds_total", "counter", "Time a client held the GPU.");
   for (const auto& c : snap_.clients)
     o << "agentcg_gpu_client_run_seconds_total{" << labels(c) << "} " << c.run_ns / 1e9 << '\n';

@@ -10,6 +10,9 @@
 #include <signal.h>
 
 #include <httplib.h>
+#ifdef AGENTCG_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #include <cstdio>
 #include <cstdlib>
@@ -215,6 +218,10 @@ int main(int argc, char** argv) {
                opt.policy.c_str(), opt.gpus.size(), opt.socket_path.c_str(),
                static_cast<unsigned long long>(daemon->release_timeout_ms()),
                opt.release_timeout_ms ? "" : " (from the quantum)", daemon->max_connections());
+#ifdef AGENTCG_HAVE_SYSTEMD
+  // Type=notify: ready once the socket listens and metrics are bound.
+  (void)sd_notify(0, "READY=1");
+#endif
   int rc = 0;
   try {
     daemon->run();
@@ -222,6 +229,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "agentcg-gpud: %s\n", e.what());
     rc = 1;
   }
+#ifdef AGENTCG_HAVE_SYSTEMD
+  (void)sd_notify(0, "STOPPING=1");
+#endif
   if (http_thread.joinable()) {
     http.stop();
     http_thread.join();
