@@ -135,6 +135,11 @@ ClientOptions options_from_env() {
   return o;
 }
 
+std::optional<std::uint32_t> Client::placed_device() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return placed_device_;
+}
+
 Client::Client(const DriverTable& driver, ClientOptions options)
     : driver_(driver), opt_(std::move(options)), session_token_(random_token()) {}
 
@@ -233,7 +238,12 @@ bool Client::connect_and_register() {
     reg.memory_bytes = total_bytes_;
   }
   reg.memory_limit_bytes = opt_.memory_limit_bytes;
-  reg.device = opt_.device;
+  {
+    // Once placed, a re-registration (daemon restart) keeps the device: the
+    // process's contexts already live there.
+    std::lock_guard<std::mutex> lk(mu_);
+    reg.device = opt_.device ? *opt_.device : (placed_device_ ? *placed_device_ : proto::kAnyDevice);
+  }
   reg.core_limit_pct = opt_.core_limit_pct;
   std::strncpy(reg.name, opt_.name.c_str(), sizeof reg.name - 1);
   if (!send(static_cast<int>(proto::MsgType::kRegister), reg)) {
@@ -347,6 +357,7 @@ void Client::handle_message(std::uint16_t type, const unsigned char* payload) {
       std::memcpy(&m, payload, sizeof m);
       std::lock_guard<std::mutex> lk(mu_);
       capacity_bytes_ = m.capacity_bytes;
+      if (!opt_.device && !placed_device_) placed_device_ = m.device;
       return;
     }
     case proto::MsgType::kLockOk: {
@@ -635,7 +646,7 @@ void Client::prefetch_touched() {
   }
   if (ctx == nullptr) return;
   (void)driver_.cuCtxSetCurrent(ctx);
-  CUdevice dev = static_cast<CUdevice>(opt_.device);
+  CUdevice dev = 0;
   if (driver_.cuCtxGetDevice != nullptr) (void)driver_.cuCtxGetDevice(&dev);
   CUmemLocation loc{};
   loc.type = CU_MEM_LOCATION_TYPE_DEVICE;

@@ -44,7 +44,11 @@ struct ClientOptions {
   std::string socket_path = "/run/agentcg/gpud.sock";
   std::uint32_t core_limit_pct = 100;
   std::uint64_t memory_limit_bytes = 0;  // 0 = none
-  std::uint32_t device = 0;
+  // AGENTCG_GPU_DEVICE: the process's own choice of GPU (no remapping).
+  // Unset: the daemon places the process at registration and the shim shows
+  // it that GPU as its only device, ordinal 0 (as CUDA_VISIBLE_DEVICES
+  // would), before the first context exists (live placement).
+  std::optional<std::uint32_t> device;
   std::uint32_t idle_release_ms = 5000;  // nvshare: release after 5 s without work
   std::uint32_t reconnect_ms = 500;
   bool connect = true;                   // false: never talk to a daemon (tests)
@@ -110,6 +114,10 @@ class Client {
   std::uint64_t drops() const { return drops_.load(); }
   std::uint64_t capacity_bytes() const;
   std::uint64_t launch_ns_estimate() const;
+  // The GPU the daemon placed this process on, when the shim remaps device
+  // ordinals (AGENTCG_GPU_DEVICE unset and a daemon answered); nullopt = no
+  // remapping (the driver's ordinals pass through).
+  std::optional<std::uint32_t> placed_device() const;
 
  private:
   void run_link();
@@ -163,6 +171,7 @@ class Client {
     bool touched;  // GPU work ran while it existed: worth prefetching on switch-in
   };
   std::map<CUdeviceptr, Alloc> allocs_;
+  std::optional<std::uint32_t> placed_device_;  // under mu_; fixed once set
   std::uint64_t total_bytes_ = 0;
   std::atomic<bool> any_untouched_{false};
 

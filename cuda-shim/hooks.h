@@ -25,6 +25,8 @@
   X(Custom, cuInit, "cuInit", 2000)                                                   \
   X(Custom, cuGetProcAddress, "cuGetProcAddress", 11030)                              \
   X(Custom, cuGetProcAddress_v2, "cuGetProcAddress", 12050)                           \
+  X(Custom, cuDeviceGetCount, "cuDeviceGetCount", 2000)                               \
+  X(Custom, cuDeviceGet, "cuDeviceGet", 2000)                                         \
   X(Custom, cuMemAlloc_v2, "cuMemAlloc", 3020)                                        \
   X(Custom, cuMemAllocPitch_v2, "cuMemAllocPitch", 3020)                              \
   X(Custom, cuMemAllocManaged, "cuMemAllocManaged", 6000)                             \

@@ -195,6 +195,36 @@ struct Custom<kHook_cuInit, P> {
   }
 };
 
+// Live placement (client.h, placed_device()): the process sees the GPU the
+// daemon chose as its only device, ordinal 0, as under CUDA_VISIBLE_DEVICES.
+template <bool P>
+struct Custom<kHook_cuDeviceGetCount, P> {
+  static CUresult call(int* count) {
+    auto fn = reinterpret_cast<decltype(&::cuDeviceGetCount)>(lookup_real(kHook_cuDeviceGetCount, false));
+    if (fn == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = fn(count);
+    if (r == CUDA_SUCCESS && count != nullptr) {
+      if (Client* c = client(); c && c->placed_device()) *count = 1;
+    }
+    return r;
+  }
+};
+
+template <bool P>
+struct Custom<kHook_cuDeviceGet, P> {
+  static CUresult call(CUdevice* device, int ordinal) {
+    auto fn = reinterpret_cast<decltype(&::cuDeviceGet)>(lookup_real(kHook_cuDeviceGet, false));
+    if (fn == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+    if (Client* c = client()) {
+      if (auto placed = c->placed_device()) {
+        if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+        return fn(device, static_cast<int>(*placed));
+      }
+    }
+    return fn(device, ordinal);
+  }
+};
+
 template <bool P>
 struct Custom<kHook_cuGetProcAddress, P> {
   static CUresult call(const char* symbol, void** pfn, int ver, cuuint64_t flags) {

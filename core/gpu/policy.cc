@@ -232,6 +232,12 @@ class Policy final : public GpuPolicy {
     return out;
   }
 
+  GpuIndex choose_gpu(std::uint64_t bytes) const override {
+    Client probe;
+    probe.allocated = bytes;
+    return best_gpu(probe);
+  }
+
   std::vector<ClientView> clients() const override {
     std::vector<ClientView> v;
     for (const auto& [id, c] : clients_) {
@@ -449,7 +455,7 @@ class Policy final : public GpuPolicy {
   // cfg_.placement (policy.h). "Fits" counts only under memory-aware; a
   // GPU whose contexts are full (context_admissible) is avoided when
   // another can take the client. Ties go to the lowest index.
-  void place(Client& c) {
+  GpuIndex best_gpu(const Client& c) const {
     GpuIndex best = 0;
     std::uint64_t best_score = ~0ull;
     const bool pack = cfg_.placement == "pack";
@@ -491,8 +497,10 @@ class Policy final : public GpuPolicy {
         best = g;
       }
     }
-    c.gpu = best;
+    return best;
   }
+
+  void place(Client& c) { c.gpu = best_gpu(c); }
 
   void grant(Client& c, std::uint64_t now, Decisions& out) {
     if (c.told_wait) out.list.push_back({DecisionKind::kWake, c.id, *c.gpu, 0, 0, 0});

@@ -376,7 +376,8 @@ bool Daemon::handle(Conn& c, const proto::Header& h, const unsigned char* p, std
       if (c.registered || c.is_ctl) return false;
       proto::RegisterMsg m;
       std::memcpy(&m, p, sizeof m);
-      if (m.core_limit_pct < 1 || m.core_limit_pct > 100 || m.device >= opt_.gpus.size()) return false;
+      if (m.core_limit_pct < 1 || m.core_limit_pct > 100) return false;
+      if (m.device != proto::kAnyDevice && m.device >= opt_.gpus.size()) return false;
       if (opt_.max_clients_per_uid != 0 && c.uid != 0) {
         std::uint32_t mine = 0;
         for (const auto& [fd, o] : conns_) mine += o->registered && o->uid == c.uid;
@@ -392,7 +393,10 @@ bool Daemon::handle(Conn& c, const proto::Header& h, const unsigned char* p, std
       c.registered = true;
       c.id = next_id_++;
       c.name.assign(m.name, strnlen(m.name, sizeof m.name));
-      c.device = m.device;
+      // Live placement: a process that did not choose a GPU is placed now,
+      // before its first context exists (idle first, then the least memory
+      // in use, by the policy's rule); the shim remaps its ordinal 0.
+      c.device = m.device == proto::kAnyDevice ? policy_->choose_gpu(m.memory_bytes) : m.device;
       c.core_limit = m.core_limit_pct;
       c.memory_limit = m.memory_limit_bytes;
       c.registered_ns = now;
@@ -402,9 +406,9 @@ bool Daemon::handle(Conn& c, const proto::Header& h, const unsigned char* p, std
       gpu::ClientLimits lim;
       lim.compute_pct = m.core_limit_pct;
       lim.memory_bytes = m.memory_limit_bytes;
-      proto::RegisteredMsg r{c.id, opt_.gpus[m.device].memory_bytes, m.device, 0};
+      proto::RegisteredMsg r{c.id, opt_.gpus[c.device].memory_bytes, c.device, 0};
       send(c, proto::MsgType::kRegistered, r);
-      apply(policy_->register_client(now, c.id, m.device, lim), now);
+      apply(policy_->register_client(now, c.id, c.device, lim), now);
       if (m.memory_bytes != 0 && by_id(c.id) != nullptr) {
         c.memory_bytes = m.memory_bytes;
         apply(policy_->memory_update(now, c.id, m.memory_bytes), now);

@@ -293,7 +293,7 @@ def shim_basic_resolve(env):
         me = [p for p in env.dump()["procs"] if p["pid"] == r["pid"]][0]
         check(me["device"] == 0 and me["paged_in"] >= 64 * MB,
               "resolve %s: allocation not turned into managed memory: %s" % (m, me))
-        time.sleep(0.1)
+        time.sleep(0.3)  # the metrics snapshot is refreshed every 100 ms
         v = env.metrics()
         check(v["agentcg_gpu_registrations_total"] == i + 1, "resolve %s: not registered: %s" % (m, v))
         check(v["agentcg_gpu_grants_total"] >= i + 1, "resolve %s: work was not gated: %s" % (m, v))
@@ -680,6 +680,48 @@ def other_uid_main(sock):
     return 0
 
 
+def shim_placement_two_devices(env):
+    # Live placement: the daemon chooses each unpinned process's GPU at
+    # registration (idle first, then the least memory in use) and the shim
+    # shows the process that GPU as its only device, ordinal 0, before its
+    # first context exists. The fake driver has two devices and records
+    # where each process's allocations and launches land.
+    env.fake_env["AGENTCG_FAKE_GPU_COUNT"] = "2"
+    env.start_daemon("memory-aware", gpu_memory="1G,1G", config=MEM_CFG)
+    a = env.client("--alloc-mb", 300, "--duration-ms", 2500)
+    env.client_id(a.pid)
+    time.sleep(0.2)
+    b = env.client("--alloc-mb", 100, "--duration-ms", 2500)
+    env.client_id(b.pid)
+    time.sleep(0.2)
+    c = env.client("--alloc-mb", 50, "--duration-ms", 1500)
+    # Pinned: AGENTCG_GPU_DEVICE keeps the driver's ordinals (no remapping).
+    d = env.client("--alloc-mb", 50, "--duration-ms", 500, "--device", 1, env={"AGENTCG_GPU_DEVICE": "1"})
+    rs = {name: env.result(p) for name, p in (("a", a), ("b", b), ("c", c), ("d", d))}
+    dump = env.dump()
+    procs = {p["pid"]: p for p in dump["procs"]}
+    where = {}
+    for name, r in rs.items():
+        p = procs[r["pid"]]
+        launched = sorted({seg[1] for seg in dump["segments"] if seg[0] == r["pid"]})
+        where[name] = (r["devices"], r["device"], p["alloc_devices"], p["launch_devices"], launched)
+    print("devices seen, CUdevice, alloc mask, launch mask, timeline devices: %s" % where)
+    # a: first, both idle -> GPU 0; b: GPU 1 is idle -> GPU 1; c: both busy,
+    # GPU 1 holds less memory (100 MB vs 300 MB) -> GPU 1.
+    want = {"a": 0, "b": 1, "c": 1}
+    for name, g in want.items():
+        devices, cudev, amask, lmask, launched = where[name]
+        check(devices == 1, "%s sees %d devices, want 1 (remapped)" % (name, devices))
+        check(cudev == g, "%s's ordinal 0 is device %d, want %d" % (name, cudev, g))
+        check(amask == 1 << g, "%s allocated on device mask %d, want only GPU %d" % (name, amask, g))
+        check(lmask == 1 << g and launched == [g], "%s launched on %s / mask %d, want GPU %d" % (name, launched, lmask, g))
+    devices, cudev, amask, lmask, launched = where["d"]
+    check(devices == 2 and cudev == 1 and amask == 2 and launched == [1],
+          "pinned client was remapped: %s" % (where["d"],))
+    rc, listing = env.gpuctl("list")
+    check(rc == 0, "gpuctl list failed: " + listing)
+
+
 def gpud_fault_daemon_restart(env):
     # Fail-open: the client runs on while the daemon is away.
     env.start_daemon("nvshare", quantum_ms=200)
@@ -761,7 +803,7 @@ CASES = {f.__name__: f for f in [
     shim_compute_limit, shim_compute_limit_change, shim_compute_caps,
     gpud_fault_daemon_restart, gpud_fault_client_killed, gpud_fault_garbage,
     shim_basic_fail_closed, gpud_attack_frames, gpud_attack_connections, gpud_attack_unread,
-    gpud_attack_stopped_holder, gpud_attack_other_uid]}
+    gpud_attack_stopped_holder, gpud_attack_other_uid, shim_placement_two_devices]}
 
 
 def main():

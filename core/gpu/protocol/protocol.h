@@ -85,11 +85,16 @@ struct Header {
   std::uint32_t length;  // payload bytes after the header
 };
 
+// RegisterMsg::device when the process did not choose a GPU: the daemon
+// places it (RegisteredMsg::device says where) and the shim shows the
+// process that GPU as its only device, ordinal 0 (as CUDA_VISIBLE_DEVICES).
+inline constexpr std::uint32_t kAnyDevice = 0xffffffffu;
+
 struct RegisterMsg {
   std::uint64_t session_token;     // random per process; kept across re-registration
   std::uint64_t memory_bytes;      // managed bytes already allocated
   std::uint64_t memory_limit_bytes;  // 0 = none (AGENTCG_GPU_MEMORY_LIMIT)
-  std::uint32_t device;            // CUDA ordinal the client uses
+  std::uint32_t device;            // CUDA ordinal the client uses, or kAnyDevice
   std::uint32_t core_limit_pct;    // 1..100 (AGENTCG_GPU_CORE_LIMIT), 100 = none
   char name[kNameLen];             // program name, NUL-padded
 };

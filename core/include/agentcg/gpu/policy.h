@@ -147,6 +147,10 @@ class GpuPolicy {
     std::uint32_t compute_pct = 100;
   };
   virtual std::vector<ClientView> clients() const = 0;  // ordered by client id
+  // The GPU a new client with `bytes` allocated would be placed on now
+  // (the placement rule below), for a daemon that must fix a process's
+  // device before its first CUDA context exists (live placement).
+  virtual GpuIndex choose_gpu(std::uint64_t bytes) const = 0;
 };
 
 // kind: "none" (nvshare with the scheduler off), "nvshare", "memory-aware",
