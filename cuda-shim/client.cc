@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <vector>
 
 #include "core/gpu/protocol/bytes.h"
@@ -428,9 +429,9 @@ void Client::drain_and_release(std::uint64_t generation, bool from_drop) {
   state_ = LockState::kDraining;
   cv_.wait(lk, [this] { return inflight_ == 0 || state_ != LockState::kDraining; });
   if (state_ != LockState::kDraining) return;  // disconnected meanwhile
-  CUcontext ctx = ctx_;
+  const std::vector<CUcontext> ctxs = contexts_.empty() ? std::vector<CUcontext>{ctx_} : contexts_;
   lk.unlock();
-  sync_context(ctx);  // drain queued work before giving the GPU away
+  for (CUcontext ctx : ctxs) sync_context(ctx);  // drain every context's queued work before giving the GPU away
   lk.lock();
   if (state_ != LockState::kDraining) return;
   proto::LockReleasedMsg m{generation};
@@ -462,7 +463,13 @@ void Client::before_work() {
       cv_.wait(lk);
     }
     ++inflight_;
-    if (ctx != nullptr) ctx_ = ctx;
+    if (ctx != nullptr) {
+      ctx_ = ctx;
+      if (std::find(contexts_.begin(), contexts_.end(), ctx) == contexts_.end()) {
+        if (contexts_.size() >= kMaxContexts) contexts_.erase(contexts_.begin());
+        contexts_.push_back(ctx);
+      }
+    }
     last_work_ns_ = monotonic_ns();
   }
   if (any_untouched_.load(std::memory_order_relaxed)) {
@@ -592,6 +599,53 @@ std::optional<CUresult> Client::mem_free(CUdeviceptr dptr, CUstream stream, bool
   {
     std::lock_guard<std::mutex> lk(mem_mu_);
     if (allocs_.erase(dptr) != 0) total_bytes_ -= bytes;
+  }
+  report_memory();
+  return r;
+}
+
+CUresult Client::vmm_create(CUmemGenericAllocationHandle* handle, std::size_t bytes, const CUmemAllocationProp* prop,
+                            unsigned long long flags) {
+  ensure_started();
+  if (driver_.cuMemCreate == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  if (handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::uint64_t limit;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    limit = effective_memory_limit();
+  }
+  {
+    std::lock_guard<std::mutex> lk(mem_mu_);
+    if (limit != 0 && total_bytes_ + bytes > limit) return CUDA_ERROR_OUT_OF_MEMORY;
+    total_bytes_ += bytes;  // reserve, confirmed or undone below
+  }
+  CUresult r = driver_.cuMemCreate(handle, bytes, prop, flags);
+  {
+    std::lock_guard<std::mutex> lk(mem_mu_);
+    if (r != CUDA_SUCCESS) {
+      total_bytes_ -= bytes;
+      return r;
+    }
+    vmm_[*handle] = bytes;
+  }
+  report_memory();
+  return r;
+}
+
+std::optional<CUresult> Client::vmm_release(CUmemGenericAllocationHandle handle) {
+  std::uint64_t bytes = 0;
+  {
+    std::lock_guard<std::mutex> lk(mem_mu_);
+    auto it = vmm_.find(handle);
+    if (it == vmm_.end()) return std::nullopt;
+    bytes = it->second;
+  }
+  if (driver_.cuMemRelease == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  CUresult r = driver_.cuMemRelease(handle);
+  if (r != CUDA_SUCCESS) return r;
+  {
+    std::lock_guard<std::mutex> lk(mem_mu_);
+    if (vmm_.erase(handle) != 0) total_bytes_ -= bytes;
   }
   report_memory();
   return r;

@@ -34,6 +34,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 #include <thread>
 
 #include "cuda-shim/driver_table.h"
@@ -104,6 +105,17 @@ class Client {
   // Frees a tracked pointer; nullopt when `dptr` is not ours (caller passes through).
   std::optional<CUresult> mem_free(CUdeviceptr dptr, CUstream stream_or_null, bool async);
   CUresult mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes);
+  // The virtual-memory API (PyTorch expandable segments, inference-server
+  // allocators): physical memory is counted on cuMemCreate (and refused
+  // beyond the memory limit, CUDA_ERROR_OUT_OF_MEMORY) and released on
+  // cuMemRelease; cuMemAddressReserve/cuMemMap need no hook (no memory of
+  // their own), and work on mapped ranges goes through the gated launch and
+  // copy hooks like any other. These pages cannot be made managed: they are
+  // reported to the daemon as memory like the rest.
+  CUresult vmm_create(CUmemGenericAllocationHandle* handle, std::size_t bytes, const CUmemAllocationProp* prop,
+                      unsigned long long flags);
+  // nullopt when `handle` is not ours (the caller passes through).
+  std::optional<CUresult> vmm_release(CUmemGenericAllocationHandle handle);
 
   // Introspection (tests, gpuctl-free debugging).
   std::uint64_t tracked_bytes() const;
@@ -151,7 +163,12 @@ class Client {
   std::uint32_t launches_since_sync_ = 0;
   std::uint32_t inflight_ = 0;
   std::uint64_t last_work_ns_ = 0;
-  CUcontext ctx_ = nullptr;            // last context seen in before_work (drain target)
+  CUcontext ctx_ = nullptr;            // last context seen in before_work (prefetch target)
+  // Every context the process did GPU work in (a process may use several,
+  // e.g. one per device or cuCtxCreate'd ones): all are drained on DROP.
+  // Bounded: a process with more than kMaxContexts forgets the oldest.
+  static constexpr std::size_t kMaxContexts = 64;
+  std::vector<CUcontext> contexts_;
   std::uint64_t capacity_bytes_ = 0;   // scheduled capacity from the daemon (0 = unknown)
   std::uint64_t daemon_memory_limit_ = 0;
   bool warned_absent_ = false;
@@ -171,6 +188,7 @@ class Client {
     bool touched;  // GPU work ran while it existed: worth prefetching on switch-in
   };
   std::map<CUdeviceptr, Alloc> allocs_;
+  std::map<CUmemGenericAllocationHandle, std::uint64_t> vmm_;  // under mem_mu_: handle -> bytes
   std::optional<std::uint32_t> placed_device_;  // under mu_; fixed once set
   std::uint64_t total_bytes_ = 0;
   std::atomic<bool> any_untouched_{false};

@@ -36,6 +36,8 @@
   X(Custom, cuMemFree_v2, "cuMemFree", 3020)                                          \
   XP(Custom, cuMemFreeAsync, "cuMemFreeAsync", 11020, cuMemFreeAsync_ptsz)            \
   X(Custom, cuMemGetInfo_v2, "cuMemGetInfo", 3020)                                    \
+  X(Custom, cuMemCreate, "cuMemCreate", 10020)                                        \
+  X(Custom, cuMemRelease, "cuMemRelease", 10020)                                      \
   XP(Launch, cuLaunchKernel, "cuLaunchKernel", 4000, cuLaunchKernel_ptsz)             \
   XP(Launch, cuLaunchKernelEx, "cuLaunchKernelEx", 11060, cuLaunchKernelEx_ptsz)      \
   XP(Launch, cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel", 9000,            \

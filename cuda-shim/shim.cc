@@ -332,6 +332,27 @@ struct Custom<kHook_cuMemGetInfo_v2, P> {
   }
 };
 
+template <bool P>
+struct Custom<kHook_cuMemCreate, P> {
+  static CUresult call(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
+                       unsigned long long flags) {
+    if (Client* c = client()) return c->vmm_create(handle, size, prop, flags);
+    auto fn = reinterpret_cast<decltype(&::cuMemCreate)>(lookup_real(kHook_cuMemCreate, P));
+    return fn ? fn(handle, size, prop, flags) : CUDA_ERROR_NOT_INITIALIZED;
+  }
+};
+
+template <bool P>
+struct Custom<kHook_cuMemRelease, P> {
+  static CUresult call(CUmemGenericAllocationHandle handle) {
+    if (Client* c = client()) {
+      if (auto r = c->vmm_release(handle)) return *r;
+    }
+    auto fn = reinterpret_cast<decltype(&::cuMemRelease)>(lookup_real(kHook_cuMemRelease, P));
+    return fn ? fn(handle) : CUDA_ERROR_NOT_INITIALIZED;
+  }
+};
+
 #define AGENTCG_IMPL_Custom(sym, P) &Custom<kHook_##sym, P>::call
 #define AGENTCG_IMPL_Gate(sym, P) &Gated<kHook_##sym, P, false, decltype(&::sym)>::call
 #define AGENTCG_IMPL_Launch(sym, P) &Gated<kHook_##sym, P, true, decltype(&::sym)>::call
