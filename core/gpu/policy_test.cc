@@ -143,24 +143,29 @@ TEST(MemoryAwarePolicy, ColocatesWhatFitsAndSwitchesOnMemoryRelease) {
 }
 
 TEST(MemoryAwarePolicy, AutoQuantumFromSwapTime) {
-  // 12 + 12 GiB at 5 GB/s = 5.2 s -> 6 s x 5 = 30 s.
-  auto p = make("memory-aware");
+  // 20 + 20 GiB at 5 GB/s = 8.6 s -> 9 s x 5 = 45 s (32 GiB GPU).
+  auto p = make("memory-aware", {}, 1, 32 * kGiB);
   for (ClientId c : {1, 2}) {
     (void)p->register_client(0, c, 0, {});
-    (void)p->memory_update(0, c, 12 * kGiB);
+    (void)p->memory_update(0, c, 20 * kGiB);
   }
   (void)p->lock_request(0, 1);
   auto d = p->lock_request(0, 2);
-  EXPECT_EQ(*d.next_tick_ns, 30 * kS);
-  // Small sets clamp to the 10 s minimum (3 GiB: both contexts are
-  // admitted, the two sets do not fit together).
-  auto q = make("memory-aware", {}, 1, 3 * kGiB);
-  for (ClientId c : {1, 2}) {
-    (void)q->register_client(0, c, 0, {});
-    (void)q->memory_update(0, c, 1 * kGiB);
+  EXPECT_EQ(*d.next_tick_ns, 45 * kS);
+  // Small sets clamp to the minimum: 30 s by default (nvshare's TQ, so a
+  // forced switch never comes sooner than nvshare's would), or as set
+  // (3 GiB: both contexts are admitted, the two sets do not fit together).
+  for (std::uint64_t min_s : {30, 10}) {
+    config::GpuConfig cfg;
+    cfg.switch_time_min_s = min_s;
+    auto q = make("memory-aware", cfg, 1, 3 * kGiB);
+    for (ClientId c : {1, 2}) {
+      (void)q->register_client(0, c, 0, {});
+      (void)q->memory_update(0, c, 1 * kGiB);
+    }
+    (void)q->lock_request(0, 1);
+    EXPECT_EQ(*q->lock_request(0, 2).next_tick_ns, min_s * kS);
   }
-  (void)q->lock_request(0, 1);
-  EXPECT_EQ(*q->lock_request(0, 2).next_tick_ns, 10 * kS);
 }
 
 TEST(MemoryAwarePolicy, PlacementPrefersIdleGpu) {
