@@ -401,8 +401,12 @@ class Policy final : public GpuPolicy {
   // least run alone without its data thrashing against idle contexts
   // (context memory is never overcommitted; the importer refuses jobs that
   // do not fit an empty GPU, and on an empty GPU the first is admitted).
+  // Only where the caller models context creation (GpuCapacity::
+  // context_overhead_bytes set: the simulator creates a job's context at its
+  // first grant); a live process has its context before it asks, so the
+  // daemon (0) cannot refuse it.
   bool context_admissible(GpuIndex g, const Client& c) const {
-    if (c.has_context) return true;
+    if (c.has_context || gpus_[g].context_overhead_bytes == 0) return true;
     std::uint64_t n = 0;
     for (const auto& [id, o] : clients_)
       if (o.has_context && o.gpu == g) ++n;
@@ -634,7 +638,7 @@ class Policy final : public GpuPolicy {
           return run + c.allocated <= (cap > r ? cap - r : 0);
         };
         auto admissible_now = [&](const Client& c) {
-          if (c.has_context || nctx == 0) return true;
+          if (c.has_context || nctx == 0 || gpus_[g].context_overhead_bytes == 0) return true;
           const std::uint64_t room = cap > reserve ? cap - reserve : 0;
           return (nctx + 1) * cb + c.allocated <= room;
         };
@@ -708,7 +712,9 @@ class Policy final : public GpuPolicy {
       // A client whose context cannot be admitted would not run even if
       // the holders left (contexts are freed only when clients exit).
       const std::uint64_t room = cap > reserve ? cap - reserve : 0;
-      if (!c->has_context && nctx != 0 && (nctx + 1) * cb + c->allocated > room) continue;
+      if (!c->has_context && nctx != 0 && gpus_[g].context_overhead_bytes != 0 &&
+          (nctx + 1) * cb + c->allocated > room)
+        continue;
       head = c;
       break;
     }

@@ -58,7 +58,7 @@ Daemon::Daemon(DaemonOptions options) : opt_(std::move(options)) {
   if (opt_.quantum_ms) opt_.gpu.time_quantum_ms = *opt_.quantum_ms;
   release_timeout_ms_ = opt_.release_timeout_ms
                             ? *opt_.release_timeout_ms
-                            : std::max<std::uint64_t>(kMinReleaseTimeoutMs, opt_.gpu.time_quantum_ms);
+                            : std::max<std::uint64_t>(kMinReleaseTimeoutMs, 2 * opt_.gpu.time_quantum_ms);
   policy_ = gpu::make_gpu_policy(opt_.policy, opt_.gpu, opt_.gpus);
   if (opt_.quantum_ms) {
     // Also the memory-aware fixed quantum (policy.h: set_quantum).

@@ -56,8 +56,8 @@ struct DaemonOptions {
   std::uint32_t metrics_port = 0;        // 0 = no metrics endpoint
   // Disconnect a holder that has not released this long after DROP_LOCK
   // (hung or SIGSTOPped). none = derived from the quantum:
-  // max(kMinReleaseTimeoutMs, time quantum), so a draining client gets as
-  // long to drain as it had to run; 0 = never (explicitly).
+  // max(kMinReleaseTimeoutMs, 2 x time quantum), so a draining client gets
+  // twice as long to drain as it had to run; 0 = never (explicitly).
   std::optional<std::uint64_t> release_timeout_ms;
   // Hostile-client bounds (issue: one client must not exhaust the daemon).
   std::size_t max_connections = 1024;       // also clipped to RLIMIT_NOFILE - kReservedFds
@@ -67,7 +67,10 @@ struct DaemonOptions {
   bool verbose = false;
 };
 
-inline constexpr std::uint64_t kMinReleaseTimeoutMs = 1000;
+// A legitimate drain after DROP_LOCK can take seconds (nvshare's window
+// lets up to 2048 launches queue): the derived default is
+// max(kMinReleaseTimeoutMs, 2 x quantum).
+inline constexpr std::uint64_t kMinReleaseTimeoutMs = 10000;
 inline constexpr std::size_t kReservedFds = 32;  // stdio, metrics thread, driver, the spare fd
 
 class Daemon {

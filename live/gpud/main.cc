@@ -46,7 +46,7 @@ const char* kUsage =
     "  --metrics-port PORT      Prometheus endpoint on 127.0.0.1 (default 9401, 0 = off)\n"
     "  --metrics-address ADDR   address of the endpoint (default 127.0.0.1)\n"
     "  --release-timeout-ms MS  disconnect a holder that ignores DROP_LOCK this long; default\n"
-    "                           max(1000, quantum) ms (hung or SIGSTOPped holders); 0 = never\n"
+    "                           max(10000, 2 x quantum) ms (hung or SIGSTOPped holders); 0 = never\n"
     "  --max-connections N      connection limit (default 1024, at most RLIMIT_NOFILE - 32)\n"
     "  --handshake-timeout-ms MS close a connection that sends no complete first message (5000)\n"
     "  --max-clients-per-uid N  registered clients per uid, root exempt (default 64, 0 = no limit)\n"

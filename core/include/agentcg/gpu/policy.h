@@ -37,8 +37,9 @@
 // kDrop(A,1). release(A,1) at 30.2 s -> kGrant(B,0,2). A requests again ->
 // queued behind B (round robin).
 //
-// Admission: a client's context is created on its GPU at its first grant;
-// a first grant is given only if the GPU's contexts, this one included,
+// Admission (when GpuCapacity::context_overhead_bytes is set, i.e. the
+// caller models context creation): a client's context is created on its GPU
+// at its first grant; a first grant is given only if the GPU's contexts, this one included,
 // fit its memory (less the reserve), so context memory is never
 // overcommitted: the client waits instead (every policy; kWaitForMemory).
 //
@@ -69,9 +70,11 @@ using GpuIndex = std::uint32_t;
 struct GpuCapacity {
   std::uint64_t memory_bytes = 0;      // device memory
   std::uint64_t swap_bytes_per_s = 0;  // effective PCIe bandwidth of a switch (auto quantum)
-  // Memory one CUDA context takes on this GPU; 0 = the config's
-  // context_overhead_mb. The simulator passes its model's figure so that
-  // the policy's admission and the model agree.
+  // Memory one CUDA context takes on this GPU. Non-zero: the caller models
+  // context creation at a client's first grant and the policy admits
+  // contexts (the simulator, with its model's figure). 0: contexts exist
+  // before clients ask (the live daemon): no context admission, and the
+  // config's context_overhead_mb is used for memory-aware's safe limit.
   std::uint64_t context_overhead_bytes = 0;
 };
 
