@@ -445,9 +445,12 @@ def shim_compute_caps(env):
     for pct, want, r in rs:
         s = busy(d, r["pid"], t0, t1) / (t1 - t0) * 100
         msgs.append("cap %d%% -> %.1f%% (want %.1f)" % (pct, s, want))
-        ok = ok and abs(s - want) <= 1.0
+        # 3 points, as shim_compute_limit: wall-clock shares on a shared CI
+        # machine (the simulator meets 0.1 point). Scaled caps (the old rule)
+        # would read 16.7 / 33.3 / 50 and fail this.
+        ok = ok and abs(s - want) <= 3.0
     print(", ".join(msgs))
-    check(ok, "shares not max-min fair under the caps within 1 point: " + ", ".join(msgs))
+    check(ok, "shares not max-min fair under the caps within 3 points: " + ", ".join(msgs))
 
 
 def shim_compute_limit_change(env):
