@@ -347,24 +347,22 @@ void Daemon::read_conn(Conn& c, std::uint64_t now) {
     if (static_cast<std::size_t>(r) < sizeof buf) break;
   }
   std::size_t off = 0;
-  while (c.in.size() - off >= sizeof(proto::Header)) {
-    proto::Header h;
-    std::memcpy(&h, c.in.data() + off, sizeof h);
-    proto::HeaderError e = proto::check_header(h);
-    if (e == proto::HeaderError::kOk && !proto::daemon_accepts(h.type)) e = proto::HeaderError::kBadType;
-    if (e != proto::HeaderError::kOk) {
+  for (;;) {
+    proto::Frame f;
+    const proto::FrameStatus st = proto::next_frame(c.in.data() + off, c.in.size() - off, proto::daemon_accepts, f);
+    if (st == proto::FrameStatus::kNeedMore) break;
+    if (st == proto::FrameStatus::kError) {
       ++protocol_errors_;
-      close_conn(fd, now, proto::header_error_name(e));
+      close_conn(fd, now, proto::header_error_name(f.error));
       return;
     }
-    if (c.in.size() - off < sizeof h + h.length) break;
-    if (!handle(c, h, c.in.data() + off + sizeof h, now)) {
+    if (!handle(c, f.header, f.payload, now)) {
       ++protocol_errors_;
       close_conn(fd, now, "message out of sequence");
       return;
     }
     if (conns_.find(fd) == conns_.end()) return;
-    off += sizeof h + h.length;
+    off += f.frame_bytes;
     if (c.doomed != nullptr) break;  // closed at the next sweep
   }
   c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(off));

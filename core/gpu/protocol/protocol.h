@@ -318,4 +318,32 @@ inline std::size_t encode(MsgType type, const T& payload, unsigned char* out) {
 
 inline constexpr std::size_t kMaxFixedMessage = sizeof(Header) + 96;
 
+// The one frame decoder of a receiving end: the next frame at the start of
+// `data` (n bytes). kNeedMore: not a whole frame yet (a header that is
+// already known to be bad is reported at once, so a 2^32-1 length is never
+// waited for); kFrame: `header`, `payload` (header.length bytes) and
+// `frame_bytes` are set; kError: `error` says why (kBadType also for a type
+// that `accepts` refuses, e.g. a daemon->shim type sent to the daemon).
+// Pure (no I/O, no allocation): the daemon's read loop and the wire fuzzer
+// (tests/shim/wire_fuzz.cc) call it.
+enum class FrameStatus { kNeedMore, kFrame, kError };
+struct Frame {
+  Header header{};
+  const unsigned char* payload = nullptr;
+  std::size_t frame_bytes = 0;
+  HeaderError error = HeaderError::kOk;
+};
+inline FrameStatus next_frame(const unsigned char* data, std::size_t n, bool (*accepts)(std::uint16_t),
+                              Frame& f) {
+  if (n < sizeof(Header)) return FrameStatus::kNeedMore;
+  std::memcpy(&f.header, data, sizeof(Header));
+  f.error = check_header(f.header);
+  if (f.error == HeaderError::kOk && accepts != nullptr && !accepts(f.header.type)) f.error = HeaderError::kBadType;
+  if (f.error != HeaderError::kOk) return FrameStatus::kError;
+  if (n - sizeof(Header) < f.header.length) return FrameStatus::kNeedMore;
+  f.payload = data + sizeof(Header);
+  f.frame_bytes = sizeof(Header) + f.header.length;
+  return FrameStatus::kFrame;
+}
+
 }  // namespace agentcg::gpu::proto
