@@ -250,6 +250,10 @@ trace::Trace import_gpu_csv(const std::string& path, const ImportOptions& opt) {
                    {"pcie", opt.pcie}, {"interarrival_ns", opt.interarrival_ns},
                    {"max_iterations", opt.max_iterations}, {"iteration_ns", opt.iteration_ns},
                    {"max_jobs", opt.max_jobs}, {"default_memory_bytes", opt.default_memory_bytes}}}};
+  // An import without a job is an error, not an empty trace (the summary
+  // says why every line was refused or skipped).
+  if (rows == 0)
+    throw trace::TraceError(path, 0, "", "no job imported: " + import_summary(t).substr(0, import_summary(t).find('\n')));
   // One validation path: what `run` will parse, parsed here (throws
   // trace::TraceError naming the field).
   (void)parse_gpu_section(t);

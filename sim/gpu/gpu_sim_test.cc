@@ -336,6 +336,8 @@ TEST(GpuCsvImport, HugeTimesAreBadLinesNotOverflows) {
   }
   o.gpus = 0;
   EXPECT_THROW((void)import_gpu_csv(path, o), std::invalid_argument);
+  // Nothing importable: an error, not an empty trace.
+  EXPECT_THROW((void)import_gpu_csv(write_temp("none.csv", "num_gpu,duration\n2,10\n1,-1\n"), {}), trace::TraceError);
 }
 
 // The machine profile (config gpu.gpus / gpu.gpu_memory_mb) replaces the
