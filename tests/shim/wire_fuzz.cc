@@ -8,7 +8,8 @@
 // Built only with -DAGENTCG_FUZZ=ON and clang (tests/shim/CMakeLists.txt);
 // CTest gpud_wire_fuzz_smoke runs it for a few seconds on the golden
 // messages (tests/shim/golden) as the seed corpus. Longer:
-//   build/fuzz/tests/shim/gpud_wire_fuzz -max_total_time=600 tests/shim/golden
+//   mkdir -p /tmp/wire-corpus   # new inputs go to the first folder, never to golden/
+//   build/fuzz/tests/shim/gpud_wire_fuzz -max_total_time=600 /tmp/wire-corpus tests/shim/golden
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
