@@ -31,14 +31,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <vector>
 
-#include "live/gpud/bytes.h"
-#include "live/gpud/protocol.h"
+#include "core/gpu/protocol/bytes.h"
+#include "core/gpu/protocol/protocol.h"
 
 namespace agentcg::shim {
 
-namespace proto = agentcg::gpud::proto;
+namespace proto = agentcg::gpu::proto;
 
 std::uint64_t monotonic_ns() {
   timespec ts{};
@@ -85,7 +86,7 @@ std::uint64_t random_token() {
 
 }  // namespace
 
-std::optional<std::uint64_t> parse_bytes(const char* text) { return gpud::parse_bytes(text); }
+std::optional<std::uint64_t> parse_bytes(const char* text) { return gpu::parse_bytes(text); }
 
 ClientOptions options_from_env() {
   ClientOptions o;
@@ -122,8 +123,22 @@ ClientOptions options_from_env() {
       warn("ignoring AGENTCG_GPU_IDLE_RELEASE_MS='%s': expected 1..3600000%s", s);
     }
   }
+  if (const char* s = std::getenv("AGENTCG_GPU_ON_UNREACHABLE"); s && *s) {
+    if (std::strcmp(s, "open") == 0) {
+      o.fail_open = true;
+    } else if (std::strcmp(s, "closed") == 0) {
+      o.fail_open = false;
+    } else {
+      warn("ignoring AGENTCG_GPU_ON_UNREACHABLE='%s': expected closed or open (default closed)%s", s);
+    }
+  }
   o.name = program_invocation_short_name;
   return o;
+}
+
+std::optional<std::uint32_t> Client::placed_device() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return placed_device_;
 }
 
 Client::Client(const DriverTable& driver, ClientOptions options)
@@ -174,7 +189,7 @@ void Client::ensure_started() {
   // The first connection attempt decides whether work is scheduled; wait for
   // it (bounded: a local connect either succeeds or fails at once).
   cv_.wait_for(lk, std::chrono::seconds(5), [this] { return state_ != LockState::kConnecting; });
-  if (state_ == LockState::kConnecting) state_ = LockState::kUnscheduled;
+  if (state_ == LockState::kConnecting) state_ = unreachable_state();
 }
 
 bool Client::send_raw(const void* data, std::size_t n) {
@@ -224,7 +239,12 @@ bool Client::connect_and_register() {
     reg.memory_bytes = total_bytes_;
   }
   reg.memory_limit_bytes = opt_.memory_limit_bytes;
-  reg.device = opt_.device;
+  {
+    // Once placed, a re-registration (daemon restart) keeps the device: the
+    // process's contexts already live there.
+    std::lock_guard<std::mutex> lk(mu_);
+    reg.device = opt_.device ? *opt_.device : (placed_device_ ? *placed_device_ : proto::kAnyDevice);
+  }
   reg.core_limit_pct = opt_.core_limit_pct;
   std::strncpy(reg.name, opt_.name.c_str(), sizeof reg.name - 1);
   if (!send(static_cast<int>(proto::MsgType::kRegister), reg)) {
@@ -261,7 +281,7 @@ void Client::disconnect_locked(std::unique_lock<std::mutex>& lk) {
     int fd = fd_.exchange(-1);
     if (fd >= 0) close(fd);
   }
-  state_ = LockState::kUnscheduled;
+  state_ = unreachable_state();
   cv_.notify_all();
 }
 
@@ -276,10 +296,15 @@ void Client::run_link() {
         std::unique_lock<std::mutex> lk(mu_);
         if (!warned_absent_) {
           warned_absent_ = true;
-          warn("GPU scheduler at %s not reachable; running unscheduled until it returns%s",
-               opt_.socket_path.c_str());
+          if (opt_.fail_open) {
+            warn("GPU scheduler at %s not reachable; running unscheduled until it returns "
+                 "(AGENTCG_GPU_ON_UNREACHABLE=open)%s", opt_.socket_path.c_str());
+          } else {
+            warn("GPU scheduler at %s not reachable; GPU work waits until it returns "
+                 "(AGENTCG_GPU_ON_UNREACHABLE=closed; 'open' runs unscheduled)%s", opt_.socket_path.c_str());
+          }
         }
-        state_ = LockState::kUnscheduled;
+        state_ = unreachable_state();
         cv_.notify_all();
         lk.unlock();
         pollfd w{wake_pipe_[0], POLLIN, 0};
@@ -303,7 +328,8 @@ void Client::run_link() {
       proto::Header h{};
       unsigned char payload[proto::kMaxFixedMessage];
       bool ok = read_full(fd, &h, sizeof h) && proto::check_header(h) == proto::HeaderError::kOk &&
-                h.length <= sizeof payload && read_full(fd, payload, h.length);
+                proto::shim_accepts(h.type) && h.length <= sizeof payload &&
+                read_full(fd, payload, h.length);
       if (!ok) {
         std::unique_lock<std::mutex> lk(mu_);
         disconnect_locked(lk);
@@ -332,6 +358,7 @@ void Client::handle_message(std::uint16_t type, const unsigned char* payload) {
       std::memcpy(&m, payload, sizeof m);
       std::lock_guard<std::mutex> lk(mu_);
       capacity_bytes_ = m.capacity_bytes;
+      if (!opt_.device && !placed_device_) placed_device_ = m.device;
       return;
     }
     case proto::MsgType::kLockOk: {
@@ -382,7 +409,7 @@ void Client::handle_message(std::uint16_t type, const unsigned char* payload) {
     case proto::MsgType::kListReply:
     case proto::MsgType::kCtlSet:
     case proto::MsgType::kCtlAck:
-      return;  // not sent to clients; ignore
+      return;  // not sent to shims: rejected above by shim_accepts()
   }
 }
 
@@ -402,9 +429,9 @@ void Client::drain_and_release(std::uint64_t generation, bool from_drop) {
   state_ = LockState::kDraining;
   cv_.wait(lk, [this] { return inflight_ == 0 || state_ != LockState::kDraining; });
   if (state_ != LockState::kDraining) return;  // disconnected meanwhile
-  CUcontext ctx = ctx_;
+  const std::vector<CUcontext> ctxs = contexts_.empty() ? std::vector<CUcontext>{ctx_} : contexts_;
   lk.unlock();
-  sync_context(ctx);  // drain queued work before giving the GPU away
+  for (CUcontext ctx : ctxs) sync_context(ctx);  // drain every context's queued work before giving the GPU away
   lk.lock();
   if (state_ != LockState::kDraining) return;
   proto::LockReleasedMsg m{generation};
@@ -436,7 +463,13 @@ void Client::before_work() {
       cv_.wait(lk);
     }
     ++inflight_;
-    if (ctx != nullptr) ctx_ = ctx;
+    if (ctx != nullptr) {
+      ctx_ = ctx;
+      if (std::find(contexts_.begin(), contexts_.end(), ctx) == contexts_.end()) {
+        if (contexts_.size() >= kMaxContexts) contexts_.erase(contexts_.begin());
+        contexts_.push_back(ctx);
+      }
+    }
     last_work_ns_ = monotonic_ns();
   }
   if (any_untouched_.load(std::memory_order_relaxed)) {
@@ -571,6 +604,53 @@ std::optional<CUresult> Client::mem_free(CUdeviceptr dptr, CUstream stream, bool
   return r;
 }
 
+CUresult Client::vmm_create(CUmemGenericAllocationHandle* handle, std::size_t bytes, const CUmemAllocationProp* prop,
+                            unsigned long long flags) {
+  ensure_started();
+  if (driver_.cuMemCreate == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  if (handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::uint64_t limit;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    limit = effective_memory_limit();
+  }
+  {
+    std::lock_guard<std::mutex> lk(mem_mu_);
+    if (limit != 0 && total_bytes_ + bytes > limit) return CUDA_ERROR_OUT_OF_MEMORY;
+    total_bytes_ += bytes;  // reserve, confirmed or undone below
+  }
+  CUresult r = driver_.cuMemCreate(handle, bytes, prop, flags);
+  {
+    std::lock_guard<std::mutex> lk(mem_mu_);
+    if (r != CUDA_SUCCESS) {
+      total_bytes_ -= bytes;
+      return r;
+    }
+    vmm_[*handle] = bytes;
+  }
+  report_memory();
+  return r;
+}
+
+std::optional<CUresult> Client::vmm_release(CUmemGenericAllocationHandle handle) {
+  std::uint64_t bytes = 0;
+  {
+    std::lock_guard<std::mutex> lk(mem_mu_);
+    auto it = vmm_.find(handle);
+    if (it == vmm_.end()) return std::nullopt;
+    bytes = it->second;
+  }
+  if (driver_.cuMemRelease == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  CUresult r = driver_.cuMemRelease(handle);
+  if (r != CUDA_SUCCESS) return r;
+  {
+    std::lock_guard<std::mutex> lk(mem_mu_);
+    if (vmm_.erase(handle) != 0) total_bytes_ -= bytes;
+  }
+  report_memory();
+  return r;
+}
+
 CUresult Client::mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) {
   ensure_started();
   if (free_bytes == nullptr || total_bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -620,7 +700,7 @@ void Client::prefetch_touched() {
   }
   if (ctx == nullptr) return;
   (void)driver_.cuCtxSetCurrent(ctx);
-  CUdevice dev = static_cast<CUdevice>(opt_.device);
+  CUdevice dev = 0;
   if (driver_.cuCtxGetDevice != nullptr) (void)driver_.cuCtxGetDevice(&dev);
   CUmemLocation loc{};
   loc.type = CU_MEM_LOCATION_TYPE_DEVICE;

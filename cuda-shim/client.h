@@ -34,6 +34,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 #include <thread>
 
 #include "cuda-shim/driver_table.h"
@@ -44,10 +45,20 @@ struct ClientOptions {
   std::string socket_path = "/run/agentcg/gpud.sock";
   std::uint32_t core_limit_pct = 100;
   std::uint64_t memory_limit_bytes = 0;  // 0 = none
-  std::uint32_t device = 0;
+  // AGENTCG_GPU_DEVICE: the process's own choice of GPU (no remapping).
+  // Unset: the daemon places the process at registration and the shim shows
+  // it that GPU as its only device, ordinal 0 (as CUDA_VISIBLE_DEVICES
+  // would), before the first context exists (live placement).
+  std::optional<std::uint32_t> device;
   std::uint32_t idle_release_ms = 5000;  // nvshare: release after 5 s without work
   std::uint32_t reconnect_ms = 500;
   bool connect = true;                   // false: never talk to a daemon (tests)
+  // When the daemon is unreachable (not running, restarting, or it refused
+  // this client): false (default, "closed") = GPU work waits until it is
+  // back, so a client cannot escape its limits by making the daemon
+  // unreachable (multi-tenant hosts); true ("open") = run unscheduled.
+  // AGENTCG_GPU_ON_UNREACHABLE=closed|open.
+  bool fail_open = false;
   std::string name;
 };
 
@@ -56,13 +67,15 @@ struct ClientOptions {
 std::optional<std::uint64_t> parse_bytes(const char* text);
 
 // Reads AGENTCG_GPU_SOCKET, AGENTCG_GPU_CORE_LIMIT (1..100),
-// AGENTCG_GPU_MEMORY_LIMIT, AGENTCG_GPU_DEVICE, AGENTCG_GPU_IDLE_RELEASE_MS.
+// AGENTCG_GPU_MEMORY_LIMIT, AGENTCG_GPU_DEVICE, AGENTCG_GPU_IDLE_RELEASE_MS,
+// AGENTCG_GPU_ON_UNREACHABLE (closed | open).
 // A malformed value is ignored with one warning naming the variable.
 ClientOptions options_from_env();
 
 enum class LockState : int {
   kConnecting,   // first connection attempt in progress: work waits
-  kUnscheduled,  // no daemon: work runs freely
+  kUnscheduled,  // no daemon, fail-open: work runs freely
+  kBlocked,      // no daemon, fail-closed: work waits until it is back
   kIdle,         // registered, no grant, nothing requested
   kRequested,    // REQ_LOCK sent, waiting for LOCK_OK
   kHeld,         // grant held
@@ -92,6 +105,17 @@ class Client {
   // Frees a tracked pointer; nullopt when `dptr` is not ours (caller passes through).
   std::optional<CUresult> mem_free(CUdeviceptr dptr, CUstream stream_or_null, bool async);
   CUresult mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes);
+  // The virtual-memory API (PyTorch expandable segments, inference-server
+  // allocators): physical memory is counted on cuMemCreate (and refused
+  // beyond the memory limit, CUDA_ERROR_OUT_OF_MEMORY) and released on
+  // cuMemRelease; cuMemAddressReserve/cuMemMap need no hook (no memory of
+  // their own), and work on mapped ranges goes through the gated launch and
+  // copy hooks like any other. These pages cannot be made managed: they are
+  // reported to the daemon as memory like the rest.
+  CUresult vmm_create(CUmemGenericAllocationHandle* handle, std::size_t bytes, const CUmemAllocationProp* prop,
+                      unsigned long long flags);
+  // nullopt when `handle` is not ours (the caller passes through).
+  std::optional<CUresult> vmm_release(CUmemGenericAllocationHandle handle);
 
   // Introspection (tests, gpuctl-free debugging).
   std::uint64_t tracked_bytes() const;
@@ -102,11 +126,16 @@ class Client {
   std::uint64_t drops() const { return drops_.load(); }
   std::uint64_t capacity_bytes() const;
   std::uint64_t launch_ns_estimate() const;
+  // The GPU the daemon placed this process on, when the shim remaps device
+  // ordinals (AGENTCG_GPU_DEVICE unset and a daemon answered); nullopt = no
+  // remapping (the driver's ordinals pass through).
+  std::optional<std::uint32_t> placed_device() const;
 
  private:
   void run_link();
   bool connect_and_register();
   void disconnect_locked(std::unique_lock<std::mutex>& lk);
+  LockState unreachable_state() const { return opt_.fail_open ? LockState::kUnscheduled : LockState::kBlocked; }
   bool send_raw(const void* data, std::size_t n);
   template <typename T>
   bool send(int type, const T& payload);
@@ -134,7 +163,12 @@ class Client {
   std::uint32_t launches_since_sync_ = 0;
   std::uint32_t inflight_ = 0;
   std::uint64_t last_work_ns_ = 0;
-  CUcontext ctx_ = nullptr;            // last context seen in before_work (drain target)
+  CUcontext ctx_ = nullptr;            // last context seen in before_work (prefetch target)
+  // Every context the process did GPU work in (a process may use several,
+  // e.g. one per device or cuCtxCreate'd ones): all are drained on DROP.
+  // Bounded: a process with more than kMaxContexts forgets the oldest.
+  static constexpr std::size_t kMaxContexts = 64;
+  std::vector<CUcontext> contexts_;
   std::uint64_t capacity_bytes_ = 0;   // scheduled capacity from the daemon (0 = unknown)
   std::uint64_t daemon_memory_limit_ = 0;
   bool warned_absent_ = false;
@@ -154,6 +188,8 @@ class Client {
     bool touched;  // GPU work ran while it existed: worth prefetching on switch-in
   };
   std::map<CUdeviceptr, Alloc> allocs_;
+  std::map<CUmemGenericAllocationHandle, std::uint64_t> vmm_;  // under mem_mu_: handle -> bytes
+  std::optional<std::uint32_t> placed_device_;  // under mu_; fixed once set
   std::uint64_t total_bytes_ = 0;
   std::atomic<bool> any_untouched_{false};
 

@@ -34,7 +34,9 @@ namespace agentcg::shim {
   X(cuDeviceGetCount, false)          \
   X(cuDeviceGet, false)               \
   X(cuDeviceTotalMem_v2, false)       \
-  X(cuMemPrefetchAsync_v2, false)
+  X(cuMemPrefetchAsync_v2, false)     \
+  X(cuMemCreate, false)               \
+  X(cuMemRelease, false)
 
 struct DriverTable {
 #define AGENTCG_X(sym, required) decltype(&::sym) sym = nullptr;

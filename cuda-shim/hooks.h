@@ -25,6 +25,8 @@
   X(Custom, cuInit, "cuInit", 2000)                                                   \
   X(Custom, cuGetProcAddress, "cuGetProcAddress", 11030)                              \
   X(Custom, cuGetProcAddress_v2, "cuGetProcAddress", 12050)                           \
+  X(Custom, cuDeviceGetCount, "cuDeviceGetCount", 2000)                               \
+  X(Custom, cuDeviceGet, "cuDeviceGet", 2000)                                         \
   X(Custom, cuMemAlloc_v2, "cuMemAlloc", 3020)                                        \
   X(Custom, cuMemAllocPitch_v2, "cuMemAllocPitch", 3020)                              \
   X(Custom, cuMemAllocManaged, "cuMemAllocManaged", 6000)                             \
@@ -34,6 +36,8 @@
   X(Custom, cuMemFree_v2, "cuMemFree", 3020)                                          \
   XP(Custom, cuMemFreeAsync, "cuMemFreeAsync", 11020, cuMemFreeAsync_ptsz)            \
   X(Custom, cuMemGetInfo_v2, "cuMemGetInfo", 3020)                                    \
+  X(Custom, cuMemCreate, "cuMemCreate", 10020)                                        \
+  X(Custom, cuMemRelease, "cuMemRelease", 10020)                                      \
   XP(Launch, cuLaunchKernel, "cuLaunchKernel", 4000, cuLaunchKernel_ptsz)             \
   XP(Launch, cuLaunchKernelEx, "cuLaunchKernelEx", 11060, cuLaunchKernelEx_ptsz)      \
   XP(Launch, cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel", 9000,            \

@@ -195,6 +195,36 @@ struct Custom<kHook_cuInit, P> {
   }
 };
 
+// Live placement (client.h, placed_device()): the process sees the GPU the
+// daemon chose as its only device, ordinal 0, as under CUDA_VISIBLE_DEVICES.
+template <bool P>
+struct Custom<kHook_cuDeviceGetCount, P> {
+  static CUresult call(int* count) {
+    auto fn = reinterpret_cast<decltype(&::cuDeviceGetCount)>(lookup_real(kHook_cuDeviceGetCount, false));
+    if (fn == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = fn(count);
+    if (r == CUDA_SUCCESS && count != nullptr) {
+      if (Client* c = client(); c && c->placed_device()) *count = 1;
+    }
+    return r;
+  }
+};
+
+template <bool P>
+struct Custom<kHook_cuDeviceGet, P> {
+  static CUresult call(CUdevice* device, int ordinal) {
+    auto fn = reinterpret_cast<decltype(&::cuDeviceGet)>(lookup_real(kHook_cuDeviceGet, false));
+    if (fn == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+    if (Client* c = client()) {
+      if (auto placed = c->placed_device()) {
+        if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+        return fn(device, static_cast<int>(*placed));
+      }
+    }
+    return fn(device, ordinal);
+  }
+};
+
 template <bool P>
 struct Custom<kHook_cuGetProcAddress, P> {
   static CUresult call(const char* symbol, void** pfn, int ver, cuuint64_t flags) {
@@ -299,6 +329,27 @@ struct Custom<kHook_cuMemGetInfo_v2, P> {
     if (Client* c = client()) return c->mem_get_info(free_bytes, total_bytes);
     auto fn = reinterpret_cast<decltype(&::cuMemGetInfo_v2)>(lookup_real(kHook_cuMemGetInfo_v2, P));
     return fn ? fn(free_bytes, total_bytes) : CUDA_ERROR_NOT_INITIALIZED;
+  }
+};
+
+template <bool P>
+struct Custom<kHook_cuMemCreate, P> {
+  static CUresult call(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
+                       unsigned long long flags) {
+    if (Client* c = client()) return c->vmm_create(handle, size, prop, flags);
+    auto fn = reinterpret_cast<decltype(&::cuMemCreate)>(lookup_real(kHook_cuMemCreate, P));
+    return fn ? fn(handle, size, prop, flags) : CUDA_ERROR_NOT_INITIALIZED;
+  }
+};
+
+template <bool P>
+struct Custom<kHook_cuMemRelease, P> {
+  static CUresult call(CUmemGenericAllocationHandle handle) {
+    if (Client* c = client()) {
+      if (auto r = c->vmm_release(handle)) return *r;
+    }
+    auto fn = reinterpret_cast<decltype(&::cuMemRelease)>(lookup_real(kHook_cuMemRelease, P));
+    return fn ? fn(handle) : CUDA_ERROR_NOT_INITIALIZED;
   }
 };
 

@@ -14,7 +14,8 @@ void parse_gpu_section(const YAML::Node& n, const Reader& r, GpuConfig& g) {
               "time_quantum_ms,idle_release_ms,scheduler_on,switch_time_mode,switch_time_fixed_s,"
               "switch_time_multiplier,switch_time_min_s,switch_time_max_s,memory_reserve_mb,"
               "context_overhead_mb,swap_bandwidth_mb_per_s,prefetch_on_switch_in,max_wait_s,"
-              "compute_window_ms,carryover_pct,drop_tail_billing_pct,max_queued_work_ms");
+              "compute_window_ms,carryover_pct,drop_tail_billing_pct,max_queued_work_ms,placement,gpus,"
+              "gpu_memory_mb");
   const std::uint64_t day_ms = 86400000;
   if (n["time_quantum_ms"]) g.time_quantum_ms = r.u64(n, "gpu", "time_quantum_ms", 1, day_ms);
   if (n["idle_release_ms"]) g.idle_release_ms = r.u64(n, "gpu", "idle_release_ms", 1, day_ms);
@@ -43,6 +44,13 @@ void parse_gpu_section(const YAML::Node& n, const Reader& r, GpuConfig& g) {
   if (n["drop_tail_billing_pct"])
     g.drop_tail_billing_pct = r.u64(n, "gpu", "drop_tail_billing_pct", 0, 100);
   if (n["max_queued_work_ms"]) g.max_queued_work_ms = r.u64(n, "gpu", "max_queued_work_ms", 0, day_ms);
+  if (n["placement"]) {
+    g.placement = r.str(n, "gpu", "placement");
+    if (g.placement != "spread" && g.placement != "pack" && g.placement != "first-fit")
+      r.fail(n["placement"], "gpu.placement", "expected spread, pack or first-fit");
+  }
+  if (n["gpus"]) g.machine_gpus = static_cast<std::uint32_t>(r.u64(n, "gpu", "gpus", 1, 4096));
+  if (n["gpu_memory_mb"]) g.machine_gpu_memory_mb = r.u64(n, "gpu", "gpu_memory_mb", 1, 1ull << 30);
 }
 
 }  // namespace agentcg::config

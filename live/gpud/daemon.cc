@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -37,28 +38,6 @@ void log_line(const char* level, const std::string& msg) {
   std::fprintf(stderr, "agentcg-gpud: %s: %s\n", level, msg.c_str());
 }
 
-bool inbound_type(std::uint16_t t) {
-  switch (static_cast<proto::MsgType>(t)) {
-    case proto::MsgType::kRegister:
-    case proto::MsgType::kMemUpdate:
-    case proto::MsgType::kReqLock:
-    case proto::MsgType::kLockReleased:
-    case proto::MsgType::kPrefetched:
-    case proto::MsgType::kCtlList:
-    case proto::MsgType::kCtlSet:
-      return true;
-    case proto::MsgType::kRegistered:
-    case proto::MsgType::kLockOk:
-    case proto::MsgType::kDropLock:
-    case proto::MsgType::kWaitMem:
-    case proto::MsgType::kSetLimits:
-    case proto::MsgType::kListReply:
-    case proto::MsgType::kCtlAck:
-      return false;
-  }
-  return false;
-}
-
 void mkdir_p(const std::string& dir) {
   if (dir.empty()) return;
   std::string cur;
@@ -77,6 +56,9 @@ void mkdir_p(const std::string& dir) {
 
 Daemon::Daemon(DaemonOptions options) : opt_(std::move(options)) {
   if (opt_.quantum_ms) opt_.gpu.time_quantum_ms = *opt_.quantum_ms;
+  release_timeout_ms_ = opt_.release_timeout_ms
+                            ? *opt_.release_timeout_ms
+                            : std::max<std::uint64_t>(kMinReleaseTimeoutMs, 2 * opt_.gpu.time_quantum_ms);
   policy_ = gpu::make_gpu_policy(opt_.policy, opt_.gpu, opt_.gpus);
   if (opt_.quantum_ms) {
     // Also the memory-aware fixed quantum (policy.h: set_quantum).
@@ -89,6 +71,7 @@ Daemon::Daemon(DaemonOptions options) : opt_(std::move(options)) {
 
 Daemon::~Daemon() {
   for (auto& [fd, c] : conns_) close(fd);
+  if (spare_fd_ >= 0) close(spare_fd_);
   if (listen_fd_ >= 0) {
     close(listen_fd_);
     unlink(opt_.socket_path.c_str());
@@ -128,6 +111,16 @@ void Daemon::listen() {
     throw std::runtime_error("chmod " + opt_.socket_path + ": " + std::strerror(errno));
   }
   if (::listen(listen_fd_, 128) != 0) throw std::runtime_error(std::string("listen: ") + std::strerror(errno));
+  // The connection limit stays below the fd limit, so that the daemon's own
+  // fds (metrics, driver) never run out because of clients.
+  max_conns_ = opt_.max_connections;
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    const std::size_t cap = rl.rlim_cur > kReservedFds ? rl.rlim_cur - kReservedFds : 1;
+    max_conns_ = std::min(max_conns_, cap);
+  }
+  max_conns_ = std::max<std::size_t>(max_conns_, 1);
+  spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
 void Daemon::stop() {
@@ -146,18 +139,33 @@ template <typename T>
 void Daemon::send(Conn& c, proto::MsgType type, const T& payload) {
   unsigned char buf[sizeof(proto::Header) + sizeof(T)];
   const std::size_t n = proto::encode(type, payload, buf);
+  if (c.doomed != nullptr) return;
+  if (c.out.size() - c.out_off + n > opt_.max_output_bytes) {
+    // A client that does not read its replies is dropped, not buffered.
+    c.doomed = "does not read its replies (output buffer full)";
+    ++slow_clients_;
+    return;
+  }
   c.out.insert(c.out.end(), buf, buf + n);
   flush(c);
 }
 
 void Daemon::flush(Conn& c) {
-  while (!c.out.empty()) {
-    ssize_t r = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  while (c.out_off < c.out.size()) {
+    ssize_t r = ::send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (r < 0) {
       if (errno == EINTR) continue;
-      return;  // EAGAIN: POLLOUT later; an error shows up as POLLHUP/ERR on the next poll
+      break;  // EAGAIN: POLLOUT later; an error shows up as POLLHUP/ERR on the next poll
     }
-    c.out.erase(c.out.begin(), c.out.begin() + r);
+    c.out_off += static_cast<std::size_t>(r);
+  }
+  // Compact lazily: a front erase per partial send would be O(n) each time.
+  if (c.out_off == c.out.size()) {
+    c.out.clear();
+    c.out_off = 0;
+  } else if (c.out_off >= 65536 && c.out_off * 2 >= c.out.size()) {
+    c.out.erase(c.out.begin(), c.out.begin() + static_cast<std::ptrdiff_t>(c.out_off));
+    c.out_off = 0;
   }
 }
 
@@ -236,10 +244,54 @@ void Daemon::apply(const gpu::Decisions& d, std::uint64_t now) {
   }
 }
 
+// At the connection limit: evict the oldest connection that has not
+// registered (a client registers in its first message, so a legitimate one
+// is rarely the oldest); false when every connection is a registered client.
+bool Daemon::make_room_for_connection(std::uint64_t now) {
+  if (conns_.size() < max_conns_) return true;
+  int victim = -1;
+  std::uint64_t oldest = ~0ull;
+  for (const auto& [fd, c] : conns_) {
+    if (!c->registered && c->accepted_ns < oldest) {
+      oldest = c->accepted_ns;
+      victim = fd;
+    }
+  }
+  if (victim < 0) return false;
+  close_conn(victim, now, nullptr);
+  return true;
+}
+
 void Daemon::accept_clients(std::uint64_t now) {
-  for (;;) {
+  if (now < accept_paused_until_ns_) return;
+  for (int accepted = 0; accepted < 256; ++accepted) {  // bounded: serve the others too
     int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
+    if (fd < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EMFILE || errno == ENFILE) {
+        // Out of fds: the pending connection would make poll() report the
+        // listening socket readable forever (a busy loop). Accept it with
+        // the spare fd and close it, then stop accepting for 100 ms.
+        ++accept_errors_;
+        if (spare_fd_ >= 0) {
+          close(spare_fd_);
+          int tmp = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+          if (tmp >= 0) close(tmp);
+          spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        }
+        accept_paused_until_ns_ = now + 100000000ull;
+        log_line("warn", std::string("accept: ") + std::strerror(errno) + "; refusing connections for 100 ms");
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED) {
+        ++accept_errors_;
+        accept_paused_until_ns_ = now + 100000000ull;
+      }
+      return;
+    }
+    if (!make_room_for_connection(now)) {
+      ++refused_connections_;
+      close(fd);
+      continue;
+    }
     auto c = std::make_unique<Conn>();
     c->fd = fd;
     ucred cred{};
@@ -249,6 +301,7 @@ void Daemon::accept_clients(std::uint64_t now) {
       c->uid = cred.uid;
     }
     c->registered_ns = now;
+    c->accepted_ns = now;
     conns_[fd] = std::move(c);
   }
 }
@@ -277,7 +330,8 @@ void Daemon::close_conn(int fd, std::uint64_t now, const char* why) {
 void Daemon::read_conn(Conn& c, std::uint64_t now) {
   const int fd = c.fd;
   unsigned char buf[4096];
-  for (;;) {
+  // At most 64 KiB per wake-up: one flooding client cannot starve the others.
+  for (int reads = 0; reads < 16; ++reads) {
     ssize_t r = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
     if (r == 0) {
       close_conn(fd, now, nullptr);
@@ -293,24 +347,23 @@ void Daemon::read_conn(Conn& c, std::uint64_t now) {
     if (static_cast<std::size_t>(r) < sizeof buf) break;
   }
   std::size_t off = 0;
-  while (c.in.size() - off >= sizeof(proto::Header)) {
-    proto::Header h;
-    std::memcpy(&h, c.in.data() + off, sizeof h);
-    proto::HeaderError e = proto::check_header(h);
-    if (e == proto::HeaderError::kOk && !inbound_type(h.type)) e = proto::HeaderError::kBadType;
-    if (e != proto::HeaderError::kOk) {
+  for (;;) {
+    proto::Frame f;
+    const proto::FrameStatus st = proto::next_frame(c.in.data() + off, c.in.size() - off, proto::daemon_accepts, f);
+    if (st == proto::FrameStatus::kNeedMore) break;
+    if (st == proto::FrameStatus::kError) {
       ++protocol_errors_;
-      close_conn(fd, now, proto::header_error_name(e));
+      close_conn(fd, now, proto::header_error_name(f.error));
       return;
     }
-    if (c.in.size() - off < sizeof h + h.length) break;
-    if (!handle(c, h, c.in.data() + off + sizeof h, now)) {
+    if (!handle(c, f.header, f.payload, now)) {
       ++protocol_errors_;
       close_conn(fd, now, "message out of sequence");
       return;
     }
     if (conns_.find(fd) == conns_.end()) return;
-    off += sizeof h + h.length;
+    off += f.frame_bytes;
+    if (c.doomed != nullptr) break;  // closed at the next sweep
   }
   c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(off));
 }
@@ -321,11 +374,27 @@ bool Daemon::handle(Conn& c, const proto::Header& h, const unsigned char* p, std
       if (c.registered || c.is_ctl) return false;
       proto::RegisterMsg m;
       std::memcpy(&m, p, sizeof m);
-      if (m.core_limit_pct < 1 || m.core_limit_pct > 100 || m.device >= opt_.gpus.size()) return false;
+      if (m.core_limit_pct < 1 || m.core_limit_pct > 100) return false;
+      if (m.device != proto::kAnyDevice && m.device >= opt_.gpus.size()) return false;
+      if (opt_.max_clients_per_uid != 0 && c.uid != 0) {
+        std::uint32_t mine = 0;
+        for (const auto& [fd, o] : conns_) mine += o->registered && o->uid == c.uid;
+        if (mine >= opt_.max_clients_per_uid) {
+          ++uid_limit_refusals_;
+          c.doomed = "uid has too many clients registered (max_clients_per_uid)";
+          log_line("warn", "refused a registration of uid " + std::to_string(c.uid) + " (pid " +
+                               std::to_string(c.pid) + "): " + std::to_string(mine) + " clients registered, limit " +
+                               std::to_string(opt_.max_clients_per_uid));
+          return true;
+        }
+      }
       c.registered = true;
       c.id = next_id_++;
       c.name.assign(m.name, strnlen(m.name, sizeof m.name));
-      c.device = m.device;
+      // Live placement: a process that did not choose a GPU is placed now,
+      // before its first context exists (idle first, then the least memory
+      // in use, by the policy's rule); the shim remaps its ordinal 0.
+      c.device = m.device == proto::kAnyDevice ? policy_->choose_gpu(m.memory_bytes) : m.device;
       c.core_limit = m.core_limit_pct;
       c.memory_limit = m.memory_limit_bytes;
       c.registered_ns = now;
@@ -335,9 +404,9 @@ bool Daemon::handle(Conn& c, const proto::Header& h, const unsigned char* p, std
       gpu::ClientLimits lim;
       lim.compute_pct = m.core_limit_pct;
       lim.memory_bytes = m.memory_limit_bytes;
-      proto::RegisteredMsg r{c.id, opt_.gpus[m.device].memory_bytes, m.device, 0};
+      proto::RegisteredMsg r{c.id, opt_.gpus[c.device].memory_bytes, c.device, 0};
       send(c, proto::MsgType::kRegistered, r);
-      apply(policy_->register_client(now, c.id, m.device, lim), now);
+      apply(policy_->register_client(now, c.id, c.device, lim), now);
       if (m.memory_bytes != 0 && by_id(c.id) != nullptr) {
         c.memory_bytes = m.memory_bytes;
         apply(policy_->memory_update(now, c.id, m.memory_bytes), now);
@@ -468,12 +537,22 @@ void Daemon::send_list(Conn& c, std::uint64_t now) {
   update_snapshot(now);
   std::vector<proto::ClientInfo> list;
   {
+    // Per-uid visibility: a user sees only its own processes (pid, uid,
+    // program) unless it is root or the daemon's user.
+    const bool all = c.uid == 0 || c.uid == getuid();
     std::lock_guard<std::mutex> lk(metrics_mu_);
-    list = snap_.clients;
+    for (const auto& ci : snap_.clients)
+      if (all || ci.uid == c.uid) list.push_back(ci);
   }
   proto::Header h{proto::kMagic, proto::kProtocolVersion,
                   static_cast<std::uint16_t>(proto::MsgType::kListReply),
                   static_cast<std::uint32_t>(list.size() * sizeof(proto::ClientInfo))};
+  if (c.doomed != nullptr) return;
+  if (c.out.size() - c.out_off + sizeof h + h.length > opt_.max_output_bytes) {
+    c.doomed = "does not read its replies (output buffer full)";
+    ++slow_clients_;
+    return;
+  }
   const auto* hb = reinterpret_cast<const unsigned char*>(&h);
   c.out.insert(c.out.end(), hb, hb + sizeof h);
   const auto* lb = reinterpret_cast<const unsigned char*>(list.data());
@@ -530,6 +609,12 @@ void Daemon::update_snapshot(std::uint64_t now) {
   s.protocol_errors = protocol_errors_;
   s.registrations = registrations_;
   s.reclaimed = reclaimed_;
+  s.release_timeouts = release_timeouts_;
+  s.slow_clients = slow_clients_;
+  s.refused_connections = refused_connections_;
+  s.uid_limit_refusals = uid_limit_refusals_;
+  s.accept_errors = accept_errors_;
+  s.connections = conns_.size();
   std::lock_guard<std::mutex> lk(metrics_mu_);
   snap_ = std::move(s);
 }
@@ -543,8 +628,8 @@ std::string Daemon::render_metrics() const {
   head("agentcg_gpu_capacity_bytes", "gauge", "Scheduled memory capacity of each GPU.");
   for (std::size_t g = 0; g < opt_.gpus.size(); ++g)
     o << "agentcg_gpu_capacity_bytes{gpu=\"" << g << "\"} " << opt_.gpus[g].memory_bytes << '\n';
-  head("agentcg_gpu_clients_count", "gauge", "Registered clients.");
-  o << "agentcg_gpu_clients_count " << snap_.clients.size() << '\n';
+  head("agentcg_gpu_clients", "gauge", "Registered clients.");
+  o << "agentcg_gpu_clients " << snap_.clients.size() << '\n';
   auto labels = [&](const proto::ClientInfo& c) {
     std::ostringstream l;
     std::string name(c.name, strnlen(c.name, sizeof c.name));
@@ -565,9 +650,9 @@ std::string Daemon::render_metrics() const {
   head("agentcg_gpu_client_share_ratio", "gauge", "Achieved share: time holding the GPU over time registered.");
   for (const auto& c : snap_.clients)
     o << "agentcg_gpu_client_share_ratio{" << labels(c) << "} " << c.share_permille / 1000.0 << '\n';
-  head("agentcg_gpu_client_core_limit_percent", "gauge", "Compute limit of a client.");
+  head("agentcg_gpu_client_core_limit_ratio", "gauge", "Compute limit of a client (1 = none).");
   for (const auto& c : snap_.clients)
-    o << "agentcg_gpu_client_core_limit_percent{" << labels(c) << "} " << c.core_limit_pct << '\n';
+    o << "agentcg_gpu_client_core_limit_ratio{" << labels(c) << "} " << c.core_limit_pct / 100.0 << '\n';
   head("agentcg_gpu_client_run_seconds_total", "counter", "Time a client held the GPU.");
   for (const auto& c : snap_.clients)
     o << "agentcg_gpu_client_run_seconds_total{" << labels(c) << "} " << c.run_ns / 1e9 << '\n';
@@ -595,18 +680,50 @@ std::string Daemon::render_metrics() const {
   o << "agentcg_gpu_registrations_total " << snap_.registrations << '\n';
   head("agentcg_gpu_reclaimed_locks_total", "counter", "Grants reclaimed from clients that died holding them.");
   o << "agentcg_gpu_reclaimed_locks_total " << snap_.reclaimed << '\n';
+  head("agentcg_gpu_release_timeouts_total", "counter",
+       "Holders disconnected for not releasing within the release timeout after DROP_LOCK.");
+  o << "agentcg_gpu_release_timeouts_total " << snap_.release_timeouts << '\n';
+  head("agentcg_gpu_release_timeout_seconds", "gauge", "The hung-holder release timeout in force (0 = never).");
+  o << "agentcg_gpu_release_timeout_seconds " << release_timeout_ms_ / 1e3 << '\n';
+  head("agentcg_gpu_slow_clients_total", "counter", "Connections dropped for not reading their replies.");
+  o << "agentcg_gpu_slow_clients_total " << snap_.slow_clients << '\n';
+  head("agentcg_gpu_refused_connections_total", "counter", "Connections refused at the connection limit.");
+  o << "agentcg_gpu_refused_connections_total " << snap_.refused_connections << '\n';
+  head("agentcg_gpu_uid_limit_refusals_total", "counter", "Registrations refused by the per-uid client limit.");
+  o << "agentcg_gpu_uid_limit_refusals_total " << snap_.uid_limit_refusals << '\n';
+  head("agentcg_gpu_accept_errors_total", "counter", "accept() failures (EMFILE/ENFILE included).");
+  o << "agentcg_gpu_accept_errors_total " << snap_.accept_errors << '\n';
+  head("agentcg_gpu_connections", "gauge", "Open connections (clients, gpuctl, unregistered).");
+  o << "agentcg_gpu_connections " << snap_.connections << '\n';
   return o.str();
 }
 
 void Daemon::check_release_timeouts(std::uint64_t now) {
-  if (opt_.release_timeout_ms == 0) return;
+  if (release_timeout_ms_ == 0) return;
   std::vector<int> late;
   for (const auto& [fd, c] : conns_) {
-    if (c->holding && c->dropped && now - c->drop_sent_ns >= opt_.release_timeout_ms * 1000000ull) {
+    if (c->holding && c->dropped && now - c->drop_sent_ns >= release_timeout_ms_ * 1000000ull) {
       late.push_back(fd);
     }
   }
-  for (int fd : late) close_conn(fd, now, "did not release after DROP_LOCK");
+  for (int fd : late) {
+    ++release_timeouts_;
+    const std::string why = "did not release within " + std::to_string(release_timeout_ms_) +
+                            " ms of DROP_LOCK (hung or stopped holder); lock taken back";
+    close_conn(fd, now, why.c_str());
+  }
+}
+
+void Daemon::sweep(std::uint64_t now) {
+  std::vector<std::pair<int, const char*>> gone;
+  for (const auto& [fd, c] : conns_) {
+    if (c->doomed != nullptr) {
+      gone.emplace_back(fd, c->doomed);
+    } else if (!c->registered && !c->is_ctl && now - c->accepted_ns >= opt_.handshake_timeout_ms * 1000000ull) {
+      gone.emplace_back(fd, nullptr);  // connected and said nothing
+    }
+  }
+  for (const auto& [fd, why] : gone) close_conn(fd, now, why);
 }
 
 void Daemon::run() {
@@ -619,18 +736,22 @@ void Daemon::run() {
       apply(policy_->tick(now), now);
     }
     check_release_timeouts(now);
+    sweep(now);
     if (now - last_snapshot >= 100000000ull) {
       update_snapshot(now);
       last_snapshot = now;
     }
     std::vector<pollfd> fds;
     fds.push_back({wake_pipe_[0], POLLIN, 0});
-    fds.push_back({listen_fd_, POLLIN, 0});
+    // While accept is paused (out of fds), do not poll the listening socket:
+    // its pending connection would wake poll() at once, forever.
+    fds.push_back({now < accept_paused_until_ns_ ? -1 : listen_fd_, POLLIN, 0});
     for (const auto& [fd, c] : conns_) {
-      fds.push_back({fd, static_cast<short>(POLLIN | (c->out.empty() ? 0 : POLLOUT)), 0});
+      fds.push_back({fd, static_cast<short>(POLLIN | (c->out_off < c->out.size() ? POLLOUT : 0)), 0});
     }
     std::uint64_t wait_ns = 100000000ull;  // refresh the metrics snapshot at least every 100 ms
     if (next_tick_ns_) wait_ns = std::min(wait_ns, *next_tick_ns_ > now ? *next_tick_ns_ - now : 0);
+    if (now < accept_paused_until_ns_) wait_ns = std::min(wait_ns, accept_paused_until_ns_ - now);
     timespec ts{static_cast<time_t>(wait_ns / 1000000000ull), static_cast<long>(wait_ns % 1000000000ull)};
     int n = ppoll(fds.data(), fds.size(), &ts, nullptr);
     if (n < 0) {

@@ -11,6 +11,19 @@
  * sends a malformed message (bad magic/version/type/length, or a second
  * Register) is disconnected (counted as a release by the policy) and the
  * others are served on; no decision is ever applied to a closed connection.
+ *
+ * Hostile clients (any local user with access to the socket): memory per
+ * connection is bounded (unread replies beyond max_output_bytes drop the
+ * connection; input is at most one header plus its fixed-size payload
+ * beyond what was handled); connections are bounded by max_connections
+ * (the oldest connection that has not registered is evicted first) and
+ * out-of-fds (EMFILE) is answered by accepting with a spare fd and closing,
+ * then pausing accept for 100 ms (no busy loop); a holder that ignores
+ * DROP_LOCK (hung, SIGSTOPped) is disconnected after the release timeout
+ * (default derived from the quantum; metric and log line); a uid sees only
+ * its own clients in `list` unless it is root or the daemon's user, and may
+ * register at most max_clients_per_uid clients (so it cannot take every
+ * place in the lock queue).
  * Callers: live/gpud/main.cc; the tests in tests/shim drive it as a process.
  */
 #pragma once
@@ -27,9 +40,11 @@
 
 #include "agentcg/gpu/policy.h"
 #include "core/config/gpu_config.h"
-#include "live/gpud/protocol.h"
+#include "core/gpu/protocol/protocol.h"
 
 namespace agentcg::gpud {
+
+namespace proto = gpu::proto;
 
 struct DaemonOptions {
   std::string socket_path = "/run/agentcg/gpud.sock";
@@ -39,9 +54,24 @@ struct DaemonOptions {
   std::optional<std::uint64_t> quantum_ms;  // --quantum-ms overrides gpu.time_quantum_ms
   std::string metrics_address = "127.0.0.1";
   std::uint32_t metrics_port = 0;        // 0 = no metrics endpoint
-  std::uint64_t release_timeout_ms = 0;  // disconnect a client that ignores DROP this long (0 = never)
+  // Disconnect a holder that has not released this long after DROP_LOCK
+  // (hung or SIGSTOPped). none = derived from the quantum:
+  // max(kMinReleaseTimeoutMs, 2 x time quantum), so a draining client gets
+  // twice as long to drain as it had to run; 0 = never (explicitly).
+  std::optional<std::uint64_t> release_timeout_ms;
+  // Hostile-client bounds (issue: one client must not exhaust the daemon).
+  std::size_t max_connections = 1024;       // also clipped to RLIMIT_NOFILE - kReservedFds
+  std::size_t max_output_bytes = 256 << 10; // unread replies per connection before it is dropped
+  std::uint32_t max_clients_per_uid = 64;   // registered clients per uid (0 = no limit); root exempt
+  std::uint64_t handshake_timeout_ms = 5000;  // a connection that neither registers nor asks is closed
   bool verbose = false;
 };
+
+// A legitimate drain after DROP_LOCK can take seconds (nvshare's window
+// lets up to 2048 launches queue): the derived default is
+// max(kMinReleaseTimeoutMs, 2 x quantum).
+inline constexpr std::uint64_t kMinReleaseTimeoutMs = 10000;
+inline constexpr std::size_t kReservedFds = 32;  // stdio, metrics thread, driver, the spare fd
 
 class Daemon {
  public:
@@ -58,6 +88,9 @@ class Daemon {
 
   // Prometheus text exposition of the current snapshot.
   std::string render_metrics() const;
+  // The hung-holder timeout in force (0 = never) and the connection limit.
+  std::uint64_t release_timeout_ms() const { return release_timeout_ms_; }
+  std::size_t max_connections() const { return max_conns_; }
 
  private:
   struct Conn {
@@ -71,6 +104,9 @@ class Daemon {
     std::uint32_t device = 0;
     std::vector<unsigned char> in;
     std::vector<unsigned char> out;
+    std::size_t out_off = 0;        // bytes of `out` already sent (compacted lazily)
+    const char* doomed = nullptr;   // set: close at the next sweep, with this reason
+    std::uint64_t accepted_ns = 0;
     // Bookkeeping for listing and metrics.
     std::uint64_t memory_bytes = 0;
     std::uint64_t memory_limit = 0;
@@ -105,6 +141,8 @@ class Daemon {
   Conn* by_id(gpu::ClientId id);
   void update_snapshot(std::uint64_t now);
   void check_release_timeouts(std::uint64_t now);
+  void sweep(std::uint64_t now);  // closes doomed and handshake-timed-out connections
+  bool make_room_for_connection(std::uint64_t now);
 
   DaemonOptions opt_;
   std::unique_ptr<gpu::GpuPolicy> policy_;
@@ -115,6 +153,10 @@ class Daemon {
   gpu::ClientId next_id_ = 1;
   std::optional<std::uint64_t> next_tick_ns_;
   std::uint64_t last_holder_set_ = 0;  // hash of holders, to count switches
+  std::uint64_t release_timeout_ms_ = 0;
+  std::size_t max_conns_ = 0;
+  int spare_fd_ = -1;                   // closed to accept-and-close when out of fds (EMFILE)
+  std::uint64_t accept_paused_until_ns_ = 0;
 
   // Counters and the metrics snapshot (metrics_mu_: the HTTP thread reads).
   mutable std::mutex metrics_mu_;
@@ -128,9 +170,16 @@ class Daemon {
     std::uint64_t protocol_errors = 0;
     std::uint64_t registrations = 0;
     std::uint64_t reclaimed = 0;
+    std::uint64_t release_timeouts = 0;
+    std::uint64_t slow_clients = 0;
+    std::uint64_t refused_connections = 0;
+    std::uint64_t uid_limit_refusals = 0;
+    std::uint64_t accept_errors = 0;
+    std::uint64_t connections = 0;
   } snap_;
   std::uint64_t switches_ = 0, grants_ = 0, drops_ = 0, prefetched_ = 0, protocol_errors_ = 0,
-                registrations_ = 0, reclaimed_ = 0;
+                registrations_ = 0, reclaimed_ = 0, release_timeouts_ = 0, slow_clients_ = 0,
+                refused_connections_ = 0, uid_limit_refusals_ = 0, accept_errors_ = 0;
 };
 
 // Capacities of the machine's GPUs from the driver (dlopen libcuda.so.1,

@@ -7,7 +7,9 @@
  *   agentcg-gpuctl [--socket PATH] set-mode on|off
  *   agentcg-gpuctl [--socket PATH] set-core-limit CLIENT PCT
  *   agentcg-gpuctl [--socket PATH] set-memory-limit CLIENT SIZE
- * Exit status: 0 ok, 1 the daemon refused or is unreachable, 2 bad usage.
+ *   agentcg-gpuctl --help
+ * Exit status: 0 ok (and --help), 1 the daemon refused or is unreachable,
+ * 2 bad usage.
  */
 #include <errno.h>
 #include <sys/socket.h>
@@ -20,10 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "live/gpud/bytes.h"
-#include "live/gpud/protocol.h"
+#include "core/gpu/protocol/bytes.h"
+#include "core/gpu/protocol/protocol.h"
 
-namespace proto = agentcg::gpud::proto;
+namespace proto = agentcg::gpu::proto;
 
 namespace {
 
@@ -80,6 +82,10 @@ int main(int argc, char** argv) {
     i += 2;
   }
   if (i >= argc) usage("no command");
+  if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
   const std::string cmd = argv[i++];
   const int rest = argc - i;
 
@@ -109,7 +115,7 @@ int main(int argc, char** argv) {
       if (rest != 2) usage("set-memory-limit needs CLIENT SIZE");
       m.knob = static_cast<std::uint32_t>(proto::CtlKnob::kMemoryLimit);
       m.client_id = number("client", argv[i], 1, UINT64_MAX);
-      auto b = agentcg::gpud::parse_bytes(argv[i + 1]);
+      auto b = agentcg::gpu::parse_bytes(argv[i + 1]);
       if (!b) usage(std::string("memory limit '") + argv[i + 1] + "': expected a size such as 4G");
       m.value = *b;
     } else {
@@ -132,7 +138,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   proto::Header h{};
-  if (!read_full(fd, &h, sizeof h) || proto::check_header(h) != proto::HeaderError::kOk) {
+  if (!read_full(fd, &h, sizeof h) || proto::check_header(h) != proto::HeaderError::kOk ||
+      !proto::ctl_accepts(h.type)) {
     std::fprintf(stderr, "agentcg-gpuctl: bad or no reply from %s\n", sock.c_str());
     return 1;
   }

@@ -10,6 +10,9 @@
 #include <signal.h>
 
 #include <httplib.h>
+#ifdef AGENTCG_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #include <cstdio>
 #include <cstdlib>
@@ -18,7 +21,7 @@
 #include <thread>
 
 #include "core/config/config.h"
-#include "live/gpud/bytes.h"
+#include "core/gpu/protocol/bytes.h"
 #include "live/gpud/daemon.h"
 
 namespace {
@@ -42,7 +45,11 @@ const char* kUsage =
     "  --swap-bandwidth BYTES/S effective switch bandwidth for the auto quantum (default 3G)\n"
     "  --metrics-port PORT      Prometheus endpoint on 127.0.0.1 (default 9401, 0 = off)\n"
     "  --metrics-address ADDR   address of the endpoint (default 127.0.0.1)\n"
-    "  --release-timeout-ms MS  disconnect a client that ignores DROP_LOCK this long (0 = never)\n"
+    "  --release-timeout-ms MS  disconnect a holder that ignores DROP_LOCK this long; default\n"
+    "                           max(10000, 2 x quantum) ms (hung or SIGSTOPped holders); 0 = never\n"
+    "  --max-connections N      connection limit (default 1024, at most RLIMIT_NOFILE - 32)\n"
+    "  --handshake-timeout-ms MS close a connection that sends no complete first message (5000)\n"
+    "  --max-clients-per-uid N  registered clients per uid, root exempt (default 64, 0 = no limit)\n"
     "  --verbose                log every grant and drop\n";
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -109,12 +116,15 @@ int main(int argc, char** argv) {
     else if (a == "--compute-window-ms") window_ms = parse_u64(a, value(), 10, 86400000);
     else if (a == "--swap-bandwidth") {
       const char* v = value();
-      auto b = agentcg::gpud::parse_bytes(v);
+      auto b = agentcg::gpu::parse_bytes(v);
       if (!b || *b == 0) usage_error(a + " '" + v + "': expected bytes per second such as 3G");
       swap_bps = *b;
     } else if (a == "--metrics-port") opt.metrics_port = static_cast<std::uint32_t>(parse_u64(a, value(), 0, 65535));
     else if (a == "--metrics-address") opt.metrics_address = value();
     else if (a == "--release-timeout-ms") opt.release_timeout_ms = parse_u64(a, value(), 0, 86400000);
+    else if (a == "--handshake-timeout-ms") opt.handshake_timeout_ms = parse_u64(a, value(), 1, 3600000);
+    else if (a == "--max-connections") opt.max_connections = parse_u64(a, value(), 1, 1000000);
+    else if (a == "--max-clients-per-uid") opt.max_clients_per_uid = static_cast<std::uint32_t>(parse_u64(a, value(), 0, 1000000));
     else if (a == "--verbose") opt.verbose = true;
     else if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
@@ -142,7 +152,7 @@ int main(int argc, char** argv) {
     while (pos <= gpu_memory.size()) {
       std::size_t comma = gpu_memory.find(',', pos);
       std::string item = gpu_memory.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-      auto b = agentcg::gpud::parse_bytes(item.c_str());
+      auto b = agentcg::gpu::parse_bytes(item.c_str());
       if (!b || *b == 0) usage_error("--gpu-memory '" + item + "': expected a size such as 16G");
       sizes.push_back(*b);
       if (comma == std::string::npos) break;
@@ -203,8 +213,15 @@ int main(int argc, char** argv) {
     }
     http_thread = std::thread([&] { http.listen_after_bind(); });
   }
-  std::fprintf(stderr, "agentcg-gpud: policy %s, %zu GPU(s), socket %s\n", opt.policy.c_str(), opt.gpus.size(),
-               opt.socket_path.c_str());
+  std::fprintf(stderr,
+               "agentcg-gpud: policy %s, %zu GPU(s), socket %s, release timeout %llu ms%s, max %zu connections\n",
+               opt.policy.c_str(), opt.gpus.size(), opt.socket_path.c_str(),
+               static_cast<unsigned long long>(daemon->release_timeout_ms()),
+               opt.release_timeout_ms ? "" : " (from the quantum)", daemon->max_connections());
+#ifdef AGENTCG_HAVE_SYSTEMD
+  // Type=notify: ready once the socket listens and metrics are bound.
+  (void)sd_notify(0, "READY=1");
+#endif
   int rc = 0;
   try {
     daemon->run();
@@ -212,6 +229,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "agentcg-gpud: %s\n", e.what());
     rc = 1;
   }
+#ifdef AGENTCG_HAVE_SYSTEMD
+  (void)sd_notify(0, "STOPPING=1");
+#endif
   if (http_thread.joinable()) {
     http.stop();
     http_thread.join();

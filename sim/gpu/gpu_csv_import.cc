@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // CSV job traces -> trace "gpu" section (see gpu_csv_import.h).
 //
-// Mapping: one row = one job on one GPU (num_gpu > 1 is kept as a one-GPU
-// job and counted in generator.multi_gpu_rows: the model has no gang
-// scheduling). duration (s) is the job's GPU time alone; iterations = the
+// Mapping: one row = one job on one GPU. A row asking for more than one GPU
+// (num_gpu > 1) is refused, never squeezed onto one: the model has no gang
+// scheduling, so such a row is skipped and counted (refused_multi_gpu, with
+// the GPUs it asked for) or, with --strict, an error naming the line; a job
+// whose memory plus one context cannot fit one GPU is refused the same way
+// (refused_over_capacity). Times are bounded (duration and submit_time at
+// most kMaxSeconds, so that ns fit in 64 bits; a 1.8e19 s duration used to
+// overflow llround). The trace written is checked with parse_gpu_section(),
+// the validator `run` uses. duration (s) is the job's GPU time alone; iterations = the
 // iterations column, else duration / iteration_ns, capped at
 // max_iterations; kernel_ns = duration / iterations. submit_time (s) is the
 // arrival, else row x interarrival_ns. `interval` is not used (counted).
@@ -12,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -75,6 +82,16 @@ bool parse_number(const std::string& s, double& v) {
   return used == s.size() && std::isfinite(v);
 }
 
+// Times in the trace are u64 ns; 1e9 s (31 years) keeps every product and
+// sum far from 2^64 ns (1.8e10 s).
+constexpr double kMaxSeconds = 1e9;
+
+std::string gib(std::uint64_t b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(b) / (1ull << 30));
+  return buf;
+}
+
 }  // namespace
 
 std::uint64_t model_memory_bytes(const std::string& model_name) {
@@ -83,7 +100,7 @@ std::uint64_t model_memory_bytes(const std::string& model_name) {
   for (const auto& e : kModels) {
     if (m == e.name) {
       const double bytes = e.params_m * 1e6 * 16 + e.activations_gib * (1ull << 30);
-      return static_cast<std::uint64_t>(std::llround(bytes));
+      return static_cast<std::uint64_t>(bytes);  // < 2^40: exact enough, no llround overflow
     }
   }
   return 0;
@@ -101,16 +118,23 @@ trace::Trace import_gpu_csv(const std::string& path, const ImportOptions& opt) {
     throw trace::TraceError(path, 1, "duration",
                             "header has no 'duration' column (expected columns job_id,num_gpu,"
                             "submit_time,iterations,model_name,duration,interval; duration required)");
+  if (opt.gpus < 1 || opt.gpus > 4096)
+    throw std::invalid_argument("gpus: expected 1..4096, got " + std::to_string(opt.gpus));
+  if (!(opt.gpu_memory_gb > 0) || opt.gpu_memory_gb > 1 << 20)
+    throw std::invalid_argument("gpu memory: expected 0 < GiB <= 1048576, got " + std::to_string(opt.gpu_memory_gb));
   auto pcie = pcie_preset(opt.pcie);
   if (!pcie) throw std::invalid_argument("pcie: expected gen3, gen4 or gen5, got '" + opt.pcie + "'");
   GpuWorkload w;
   for (std::uint32_t g = 0; g < std::max<std::uint32_t>(1, opt.gpus); ++g) {
     GpuSpec s;
-    s.memory_bytes = static_cast<std::uint64_t>(std::llround(opt.gpu_memory_gb * (1ull << 30)));
+    s.memory_bytes = static_cast<std::uint64_t>(opt.gpu_memory_gb * (1ull << 30));  // bounded above
     s.pcie = *pcie;
     w.gpus.push_back(s);
   }
   std::uint64_t lineno = 1, rows = 0, skipped = 0, multi = 0, unknown_model = 0, interval_rows = 0;
+  std::uint64_t refused_multi = 0, refused_multi_gpus = 0, refused_capacity = 0, gpus_asked = 0;
+  const std::uint64_t gpu_bytes = w.gpus.front().memory_bytes;
+  const std::uint64_t ctx = w.gpus.front().context_overhead_bytes;
   nlohmann::json examples = nlohmann::json::array();
   std::map<std::string, int> ids;
   auto bad = [&](const std::string& column, const std::string& why) {
@@ -133,8 +157,8 @@ trace::Trace import_gpu_csv(const std::string& path, const ImportOptions& opt) {
       return it == col.end() ? nullptr : &f[it->second];
     };
     double duration = 0;
-    if (!parse_number(*field("duration"), duration) || duration <= 0) {
-      bad("duration", "expected a positive number of seconds, got '" + *field("duration") + "'");
+    if (!parse_number(*field("duration"), duration) || duration <= 0 || duration > kMaxSeconds) {
+      bad("duration", "expected a positive number of seconds up to 1e9, got '" + *field("duration") + "'");
       continue;
     }
     GpuJob j;
@@ -146,21 +170,33 @@ trace::Trace import_gpu_csv(const std::string& path, const ImportOptions& opt) {
     if (ids[j.id]++) j.id += "#" + std::to_string(ids[j.id]);
     double submit = 0;
     if (const auto* s = field("submit_time")) {
-      if (!parse_number(*s, submit) || submit < 0) {
-        bad("submit_time", "expected a non-negative number of seconds, got '" + *s + "'");
+      if (!parse_number(*s, submit) || submit < 0 || submit > kMaxSeconds) {
+        bad("submit_time", "expected a non-negative number of seconds up to 1e9, got '" + *s + "'");
         continue;
       }
-      j.arrival_ns = static_cast<std::uint64_t>(std::llround(submit * 1e9));
+      j.arrival_ns = static_cast<std::uint64_t>(submit * 1e9);  // <= 1e18: fits u64
     } else {
       j.arrival_ns = rows * opt.interarrival_ns;
     }
+    std::uint64_t asked = 1;
     if (const auto* g = field("num_gpu")) {
       double n = 0;
-      if (!parse_number(*g, n) || n < 1 || n != std::floor(n)) {
-        bad("num_gpu", "expected a positive integer, got '" + *g + "'");
+      if (!parse_number(*g, n) || n < 1 || n > 65536 || n != std::floor(n)) {
+        bad("num_gpu", "expected an integer 1..65536, got '" + *g + "'");
         continue;
       }
-      if (n > 1) ++multi;
+      asked = static_cast<std::uint64_t>(n);
+    }
+    gpus_asked += asked;
+    if (asked > 1) {
+      ++multi;
+      if (opt.strict)
+        throw trace::TraceError(path, static_cast<std::uint32_t>(lineno), "num_gpu",
+                                "job asks for " + std::to_string(asked) +
+                                    " GPUs; multi-GPU (gang) jobs are not modelled (one job = one GPU)");
+      ++refused_multi;
+      refused_multi_gpus += asked;
+      continue;
     }
     const double dur_ns = duration * 1e9;
     double iters = std::max(1.0, std::floor(dur_ns / static_cast<double>(opt.iteration_ns)));
@@ -172,11 +208,19 @@ trace::Trace import_gpu_csv(const std::string& path, const ImportOptions& opt) {
     }
     iters = std::min(iters, static_cast<double>(std::max<std::uint64_t>(1, opt.max_iterations)));
     j.iterations = static_cast<std::uint64_t>(iters);
-    j.kernel_ns = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(dur_ns / iters)));
+    j.kernel_ns = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(dur_ns / iters + 0.5));  // <= 1e18
     j.memory_bytes = opt.default_memory_bytes;
     if (const auto* m = field("model_name")) {
       const std::uint64_t b = model_memory_bytes(*m);
       if (b) j.memory_bytes = b; else ++unknown_model;
+    }
+    if (j.memory_bytes + ctx > gpu_bytes) {
+      if (opt.strict)
+        throw trace::TraceError(path, static_cast<std::uint32_t>(lineno), "model_name",
+                                "job needs " + gib(j.memory_bytes) + " + a " + gib(ctx) + " context, more than a " +
+                                    gib(gpu_bytes) + " GPU");
+      ++refused_capacity;
+      continue;
     }
     if (field("interval")) ++interval_rows;
     j.pointer = "/gpu/jobs/" + std::to_string(w.jobs.size());
@@ -195,6 +239,10 @@ trace::Trace import_gpu_csv(const std::string& path, const ImportOptions& opt) {
                  {"skipped", skipped},
                  {"skipped_examples", examples},
                  {"multi_gpu_rows", multi},
+                 {"gpus_asked", gpus_asked},
+                 {"refused_multi_gpu", refused_multi},
+                 {"refused_multi_gpu_gpus", refused_multi_gpus},
+                 {"refused_over_capacity", refused_capacity},
                  {"unknown_model_rows", unknown_model},
                  {"interval_ignored_rows", interval_rows},
                  {"options",
@@ -202,7 +250,35 @@ trace::Trace import_gpu_csv(const std::string& path, const ImportOptions& opt) {
                    {"pcie", opt.pcie}, {"interarrival_ns", opt.interarrival_ns},
                    {"max_iterations", opt.max_iterations}, {"iteration_ns", opt.iteration_ns},
                    {"max_jobs", opt.max_jobs}, {"default_memory_bytes", opt.default_memory_bytes}}}};
+  // An import without a job is an error, not an empty trace (the summary
+  // says why every line was refused or skipped).
+  if (rows == 0)
+    throw trace::TraceError(path, 0, "", "no job imported: " + import_summary(t).substr(0, import_summary(t).find('\n')));
+  // One validation path: what `run` will parse, parsed here (throws
+  // trace::TraceError naming the field).
+  (void)parse_gpu_section(t);
   return t;
+}
+
+std::string import_summary(const trace::Trace& t) {
+  const auto& g = t.generator;
+  const auto& o = g.at("options");
+  std::ostringstream s;
+  s << "gpu-csv: " << g.at("rows").get<std::uint64_t>() << " jobs on " << o.at("gpus").get<std::uint32_t>()
+    << " GPU(s) of " << o.at("gpu_memory_gb").get<double>() << " GiB (" << g.at("gpus_asked").get<std::uint64_t>()
+    << " GPUs asked in all)";
+  s << "; skipped " << g.at("skipped").get<std::uint64_t>() << " malformed line(s)";
+  if (auto n = g.at("refused_multi_gpu").get<std::uint64_t>())
+    s << "; refused " << n << " multi-GPU job(s) asking " << g.at("refused_multi_gpu_gpus").get<std::uint64_t>()
+      << " GPUs (gangs are not modelled)";
+  if (auto n = g.at("refused_over_capacity").get<std::uint64_t>())
+    s << "; refused " << n << " job(s) larger than one GPU";
+  if (auto n = g.at("unknown_model_rows").get<std::uint64_t>())
+    s << "; " << n << " job(s) with an unknown model got the default memory";
+  if (!g.contains("rows") || g.at("rows").get<std::uint64_t>() == 0) s << "; no job imported";
+  s << "\n";
+  for (const auto& e : g.at("skipped_examples")) s << "  " << e.get<std::string>() << "\n";
+  return s.str();
 }
 
 }  // namespace agentcg::sim::gpu

@@ -33,6 +33,10 @@ struct ImportOptions {
 // header without `duration`, or (strict) a malformed line.
 trace::Trace import_gpu_csv(const std::string& path, const ImportOptions& options);
 
+// One paragraph for stderr: jobs, GPUs, GPUs asked, what was skipped or
+// refused and why (from the trace's generator provenance).
+std::string import_summary(const trace::Trace& imported);
+
 // Training-memory footprint of a model name (lower case, as in the traces),
 // or 0 when unknown. See the table in gpu_csv_import.cc for sources.
 std::uint64_t model_memory_bytes(const std::string& model_name);

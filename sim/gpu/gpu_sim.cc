@@ -119,10 +119,23 @@ class GpuSim final : public GpuSimulation, public EventHandler {
          const config::GpuConfig& cfg)
       : sim_(sim), cfg_(cfg), policy_name_(policy) {
     GpuWorkload w = parse_gpu_section(trace);
+    // Machine profile (config gpu.gpus / gpu.gpu_memory_mb): the trace's
+    // first GPU, replicated; a job pinned beyond it is an error.
+    if (cfg.machine_gpus) {
+      GpuSpec proto = w.gpus.empty() ? GpuSpec{} : w.gpus.front();
+      w.gpus.assign(cfg.machine_gpus, proto);
+      for (const auto& j : w.jobs)
+        if (j.gpu && *j.gpu >= cfg.machine_gpus)
+          throw std::invalid_argument("gpu job at " + j.pointer + " is pinned to GPU " + std::to_string(*j.gpu) +
+                                      " but the machine profile has " + std::to_string(cfg.machine_gpus) +
+                                      " GPU(s) (config gpu.gpus)");
+    }
+    if (cfg.machine_gpu_memory_mb)
+      for (auto& g : w.gpus) g.memory_bytes = cfg.machine_gpu_memory_mb << 20;
     std::vector<agentcg::gpu::GpuCapacity> caps;
     for (const auto& g : w.gpus) {
       gpus_.push_back(Gpu{g});
-      caps.push_back({g.memory_bytes, g.pcie.swap_bytes_per_s()});
+      caps.push_back({g.memory_bytes, g.pcie.swap_bytes_per_s(), g.context_overhead_bytes});
     }
     try {
       policy_ = agentcg::gpu::make_gpu_policy(policy, cfg, caps);
@@ -279,7 +292,8 @@ class GpuSim final : public GpuSimulation, public EventHandler {
   void arrive(std::size_t i, std::uint64_t now) {
     Job& j = jobs_[i];
     j.state = JobState::kActive;
-    if (j.spec.gpu) place(i, *j.spec.gpu);
+    // The context is created at the first grant (place() in apply()), as
+    // the policy's admission assumes.
     std::optional<agentcg::gpu::GpuIndex> hint;
     if (j.spec.gpu) hint = *j.spec.gpu;
     // Limit changes before arrival take effect at registration.

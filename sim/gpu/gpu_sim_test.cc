@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 
 #include "sim/gpu/gpu_csv_import.h"
 #include "sim/gpu/gpu_generate.h"
@@ -150,6 +151,23 @@ TEST(GpuSim, ComputeLimitTwoClients) {
   }
 }
 
+// Caps are caps: limits summing above 100 % share the GPU max-min fairly
+// under the caps (25 gets its 25, the rest split 75 evenly), never less
+// than a client's cap when the others can take the rest.
+TEST(GpuSim, CapsOverOneHundredPercentAreMaxMinFair) {
+  auto t = generate_gpu_trace("gpu-quota", 1, {{"limits", "25,50,75"}});
+  for (const char* p : {"compute-limit", "memory-aware+compute-limit"}) {
+    const json r = run_gpu(t, p, {}, 100 * kS);
+    std::printf("%s limits 25/50/75: achieved %.4f / %.4f / %.4f\n", p,
+                r["clients"]["j1"]["achieved_share"].get<double>(),
+                r["clients"]["j2"]["achieved_share"].get<double>(),
+                r["clients"]["j3"]["achieved_share"].get<double>());
+    EXPECT_NEAR(r["clients"]["j1"]["achieved_share"].get<double>(), 0.25, 0.01) << p;
+    EXPECT_NEAR(r["clients"]["j2"]["achieved_share"].get<double>(), 0.375, 0.01) << p;
+    EXPECT_NEAR(r["clients"]["j3"]["achieved_share"].get<double>(), 0.375, 0.01) << p;
+  }
+}
+
 TEST(GpuSim, RaisedLimitTakesEffectWithinAWindowWithoutReset) {
   auto t = generate_gpu_trace("gpu-quota", 1, {{"limits", "25"}});
   t.extra["gpu"]["jobs"][0]["limit_changes"] = json::array({{{"at_ns", 55 * kS}, {"limit_pct", 75}}});
@@ -264,6 +282,93 @@ TEST(GpuCsvImport, MalformedLinesSkippedOrStrict) {
   }
   EXPECT_THROW((void)import_gpu_csv(write_temp("nodur.csv", "job_id,num_gpu\n1,1\n"), {}), trace::TraceError);
   EXPECT_THROW((void)import_gpu_csv(::testing::TempDir() + "does-not-exist.csv", {}), trace::TraceError);
+}
+
+// Multi-GPU jobs are refused (gangs are not modelled), never squeezed onto
+// one GPU; a job larger than one GPU is refused; both counted and said on
+// the summary; --strict names the line and the column.
+TEST(GpuCsvImport, GangsAndOversizedJobsAreRefusedNeverSqueezed) {
+  const std::string path = write_temp(
+      "gangs.csv",
+      "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+      "1,1,0,10,resnet50,100,0\n"
+      "2,4,5,10,resnet50,100,0\n"
+      "3,1,6,10,bert-large,100,0\n");
+  ImportOptions o;
+  o.gpus = 4;
+  o.gpu_memory_gb = 8;
+  auto t = import_gpu_csv(path, o);
+  EXPECT_EQ(t.generator["rows"].get<int>(), 1);
+  EXPECT_EQ(t.generator["gpus_asked"].get<int>(), 6);
+  EXPECT_EQ(t.generator["refused_multi_gpu"].get<int>(), 1);
+  EXPECT_EQ(t.generator["refused_multi_gpu_gpus"].get<int>(), 4);
+  EXPECT_EQ(t.generator["refused_over_capacity"].get<int>(), 1);
+  EXPECT_EQ(parse_gpu_section(t).gpus.size(), 4u);
+  const std::string sum = import_summary(t);
+  EXPECT_NE(sum.find("1 jobs on 4 GPU(s) of 8 GiB (6 GPUs asked"), std::string::npos) << sum;
+  EXPECT_NE(sum.find("refused 1 multi-GPU job(s) asking 4 GPUs"), std::string::npos) << sum;
+  EXPECT_NE(sum.find("refused 1 job(s) larger than one GPU"), std::string::npos) << sum;
+  o.strict = true;
+  try {
+    (void)import_gpu_csv(path, o);
+    ADD_FAILURE() << "strict import accepted a 4-GPU job";
+  } catch (const trace::TraceError& e) {
+    EXPECT_EQ(e.line(), 3u);
+    EXPECT_EQ(e.pointer(), "num_gpu");
+  }
+}
+
+// A 1.8e19 s duration overflowed llround; now it is a bad line (skipped, or
+// an error naming it under --strict), as is an absurd submit time.
+TEST(GpuCsvImport, HugeTimesAreBadLinesNotOverflows) {
+  const std::string path = write_temp("huge.csv", "submit_time,duration\n0,1.8e19\n1e300,5\n2,10\n");
+  auto t = import_gpu_csv(path, {});
+  EXPECT_EQ(t.generator["rows"].get<int>(), 1);
+  EXPECT_EQ(t.generator["skipped"].get<int>(), 2);
+  ImportOptions o;
+  o.strict = true;
+  try {
+    (void)import_gpu_csv(path, o);
+    ADD_FAILURE() << "strict import accepted a 1.8e19 s duration";
+  } catch (const trace::TraceError& e) {
+    EXPECT_EQ(e.line(), 2u);
+    EXPECT_EQ(e.pointer(), "duration");
+  }
+  o.gpus = 0;
+  EXPECT_THROW((void)import_gpu_csv(path, o), std::invalid_argument);
+  // Nothing importable: an error, not an empty trace.
+  EXPECT_THROW((void)import_gpu_csv(write_temp("none.csv", "num_gpu,duration\n2,10\n1,-1\n"), {}), trace::TraceError);
+}
+
+// The machine profile (config gpu.gpus / gpu.gpu_memory_mb) replaces the
+// trace's GPUs: four 12 GiB jobs on 2 x 16 GiB use both GPUs.
+TEST(GpuSim, MachineProfileOverridesTheTracesGpus) {
+  std::vector<GpuJob> jobs;
+  for (int i = 0; i < 4; ++i) jobs.push_back(job("j" + std::to_string(i), 12ull << 30, 20));
+  config::GpuConfig cfg;
+  cfg.machine_gpus = 2;
+  cfg.machine_gpu_memory_mb = 16384;
+  const json r = run_gpu(with_jobs(jobs, 4), "memory-aware", cfg);
+  ASSERT_EQ(r["gpus"].size(), 2u);
+  EXPECT_EQ(r["gpus"][1]["memory_bytes"].get<std::uint64_t>(), 16ull << 30);
+  std::set<int> used;
+  for (const auto& [id, j] : r["jobs"].items()) used.insert(j["gpu"].get<int>());
+  EXPECT_EQ(used, (std::set<int>{0, 1}));
+  // A job pinned to GPU 3 of a 4-GPU trace does not exist on a 2-GPU profile.
+  GpuWorkload w;
+  w.gpus.assign(4, GpuSpec{16ull << 30});
+  w.jobs = jobs;
+  w.jobs[0].gpu = 3;
+  w.jobs[0].pointer = "/gpu/jobs/0";
+  trace::Trace t;
+  t.extra["gpu"] = gpu_section_to_json(w);
+  Simulator sim;
+  try {
+    (void)make_gpu_simulation(sim, t, "nvshare", cfg, 1);
+    ADD_FAILURE() << "a job pinned beyond the machine profile was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("machine profile has 2 GPU(s)"), std::string::npos) << e.what();
+  }
 }
 
 TEST(GpuCsvImport, TiresiasSample) {

@@ -27,6 +27,7 @@ using cli::UsageError;
 constexpr const char* kImportUsage =
     "usage: trace import --from FORMAT INPUT -o OUT [--strict] [--name NAME] [--cgroup PATH]\n"
     "                    [--cpus N] [--unsampled-as-run] [--only-cgroup PATH]\n"
+    "                    [--gpus N] [--gpu-mem-gb GIB]   (gpu-csv: the machine, default 1 x 16 GiB)\n"
     "  FORMAT: agentcgroup-ebpf (ebpf_trace.jsonl), agentcgroup-task (folder with resources.json\n"
     "          and tool_calls.json), ftrace (trace-cmd report / tracefs text), perf (perf script),\n"
     "          agentcg-record (folder written by agentcg-record), gpu-csv (GPU job CSV).\n"
@@ -96,13 +97,42 @@ int guarded(const char* usage, std::ostream& err, F&& body) {
   }
 }
 
-Result import_with(const std::string& format, const std::string& input, const Options& o) {
+// gpu-csv's machine: --gpus N (1..4096), --gpu-mem-gb GiB (> 0).
+struct GpuMachine {
+  std::uint32_t gpus = 1;
+  double memory_gb = 16;
+};
+
+GpuMachine gpu_machine(const Args& a) {
+  GpuMachine m;
+  const std::uint64_t n = a.get_u64("gpus", 1);
+  if (n < 1 || n > 4096) throw UsageError("option --gpus: expected 1..4096");
+  m.gpus = static_cast<std::uint32_t>(n);
+  if (auto v = a.get("gpu-mem-gb")) {
+    std::size_t used = 0;
+    double x = 0;
+    try {
+      x = std::stod(*v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != v->size() || !(x > 0) || x > 1048576)
+      throw UsageError("option --gpu-mem-gb: expected GiB per GPU such as 16 or 80, got '" + *v + "'");
+    m.memory_gb = x;
+  }
+  return m;
+}
+
+Result import_with(const std::string& format, const std::string& input, const Options& o,
+                   const GpuMachine& machine = {}) {
   if (format == "gpu-csv") {
 #if __has_include("sim/gpu/gpu_csv_import.h")
-    // The GPU model's importer (GPU options keep its defaults); it reports
-    // malformed lines in its own provenance.
+    // The GPU model's importer; it reports malformed and refused lines in
+    // its own provenance (import_summary()).
     sim::gpu::ImportOptions g;
     g.strict = o.strict;
+    g.gpus = machine.gpus;
+    g.gpu_memory_gb = machine.memory_gb;
     Result r;
     r.trace = sim::gpu::import_gpu_csv(input, g);
     if (!o.name.empty()) r.trace.name = o.name;
@@ -120,17 +150,27 @@ Result import_with(const std::string& format, const std::string& input, const Op
 
 int import_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   return guarded(kImportUsage, err, [&]() {
-    Args a(args, {"from", "out", "name", "cgroup", "cpus", "only-cgroup"}, {"strict", "unsampled-as-run"});
+    Args a(args, {"from", "out", "name", "cgroup", "cpus", "only-cgroup", "gpus", "gpu-mem-gb"},
+           {"strict", "unsampled-as-run"});
     if (a.positional().size() != 1)
       throw UsageError("expected exactly one INPUT, got " + std::to_string(a.positional().size()));
     const std::string format = a.require("from");
     const std::string out_path = a.require("out");
-    Result r = import_with(format, a.positional()[0], import_options(a));
-    // gpu-csv keeps its own counts in the trace's generator provenance.
+    if (format != "gpu-csv" && (a.get("gpus") || a.get("gpu-mem-gb")))
+      throw UsageError("options --gpus and --gpu-mem-gb apply to --from gpu-csv only");
+    Result r = import_with(format, a.positional()[0], import_options(a), gpu_machine(a));
+#if __has_include("sim/gpu/gpu_csv_import.h")
+    if (format == "gpu-csv") err << sim::gpu::import_summary(r.trace);
+#endif
     if (format != "gpu-csv") err << r.report.summary();
     trace::validate(r.trace);
     write(r.trace, out_path, out);
-    if (out_path != "-") err << "wrote " << out_path << " (" << r.trace.processes.size() << " processes)\n";
+    if (out_path != "-") {
+      if (format == "gpu-csv")
+        err << "wrote " << out_path << " (" << r.trace.extra["gpu"]["jobs"].size() << " GPU jobs)\n";
+      else
+        err << "wrote " << out_path << " (" << r.trace.processes.size() << " processes)\n";
+    }
     return 0;
   });
 }

@@ -258,6 +258,7 @@ std::uint64_t enqueue(std::uint64_t work_ns, bool kernel, std::uint64_t prefetch
   if (l.slot < 0) return now_ns();
   Proc& p = s->procs[l.slot];
   p.device = static_cast<std::uint32_t>(dev);
+  if (kernel) p.launch_devices |= 1u << dev;
   std::uint64_t cost = 0;
   if (prefetch_bytes != 0) {
     const std::uint64_t b = make_resident(s, p, dev, prefetch_bytes);
@@ -302,6 +303,7 @@ CUresult alloc(CUdeviceptr* dptr, std::size_t bytes, bool managed) {
     ShmLock g(s);
     if (l.slot < 0) return CUDA_ERROR_OUT_OF_MEMORY;
     Proc& p = s->procs[l.slot];
+    p.alloc_devices |= 1u << dev;
     if (managed) {
       p.managed_bytes += bytes;
     } else {

@@ -34,11 +34,11 @@ int main(int argc, char** argv) {
   for (const auto& p : s->procs) {
     if (p.pid == 0) continue;
     std::printf("%s{\"pid\":%d,\"busy_ns\":%llu,\"kernels\":%llu,\"paged_in\":%llu,\"prefetched\":%llu,"
-                "\"managed\":%llu,\"device\":%llu}",
+                "\"managed\":%llu,\"device\":%llu,\"alloc_devices\":%u,\"launch_devices\":%u}",
                 first ? "" : ",", p.pid, static_cast<unsigned long long>(p.busy_ns),
                 static_cast<unsigned long long>(p.kernels), static_cast<unsigned long long>(p.paged_in_bytes),
                 static_cast<unsigned long long>(p.prefetched_bytes), static_cast<unsigned long long>(p.managed_bytes),
-                static_cast<unsigned long long>(p.device_bytes));
+                static_cast<unsigned long long>(p.device_bytes), p.alloc_devices, p.launch_devices);
     first = false;
   }
   std::printf("],\"dropped\":%u,\"segments\":[", s->segments_dropped);

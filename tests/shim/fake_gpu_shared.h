@@ -37,6 +37,8 @@ struct Proc {
   std::uint64_t kernels;
   std::uint64_t paged_in_bytes;  // demand-paged (faulted) bytes
   std::uint64_t prefetched_bytes;
+  std::uint32_t alloc_devices;   // bit d: allocated on device d
+  std::uint32_t launch_devices;  // bit d: launched work on device d
 };
 
 // A maximal run of one process's work on one GPU's timeline.

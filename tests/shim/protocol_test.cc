@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "live/gpud/bytes.h"
-#include "live/gpud/protocol.h"
+#include "core/gpu/protocol/bytes.h"
+#include "core/gpu/protocol/protocol.h"
 
-namespace proto = agentcg::gpud::proto;
+namespace proto = agentcg::gpu::proto;
 
 namespace {
 
@@ -132,7 +132,7 @@ TEST(gpud_protocol, TypeNamesAndSizesComeFromTheOneList) {
 }
 
 TEST(gpud_bytes, ParsesSizes) {
-  using agentcg::gpud::parse_bytes;
+  using agentcg::gpu::parse_bytes;
   EXPECT_EQ(parse_bytes("4096"), 4096u);
   EXPECT_EQ(parse_bytes("4G"), 4ull << 30);
   EXPECT_EQ(parse_bytes("4GiB"), 4ull << 30);

@@ -42,6 +42,8 @@ struct Api {
   decltype(&::cuMemGetInfo_v2) info = nullptr;
   decltype(&::cuMemcpyHtoD_v2) htod = nullptr;
   decltype(&::cuLaunchKernel) launch = nullptr;
+  decltype(&::cuDeviceGetCount) dev_count = nullptr;
+  decltype(&::cuDeviceGet) dev_get = nullptr;
 };
 
 Api direct_api() {
@@ -55,6 +57,8 @@ Api direct_api() {
   a.info = &::cuMemGetInfo_v2;
   a.htod = &::cuMemcpyHtoD_v2;
   a.launch = &::cuLaunchKernel;
+  a.dev_count = &::cuDeviceGetCount;
+  a.dev_get = &::cuDeviceGet;
   return a;
 }
 
@@ -85,6 +89,8 @@ bool load_api(const std::string& how, Api& a, bool ptds) {
     a.info = reinterpret_cast<decltype(a.info)>(dlsym(h, "cuMemGetInfo_v2"));
     a.htod = reinterpret_cast<decltype(a.htod)>(dlsym(h, ptds ? "cuMemcpyHtoD_v2_ptds" : "cuMemcpyHtoD_v2"));
     a.launch = reinterpret_cast<decltype(a.launch)>(dlsym(h, ptds ? "cuLaunchKernel_ptsz" : "cuLaunchKernel"));
+    a.dev_count = reinterpret_cast<decltype(a.dev_count)>(dlsym(h, "cuDeviceGetCount"));
+    a.dev_get = reinterpret_cast<decltype(a.dev_get)>(dlsym(h, "cuDeviceGet"));
   } else if (how == "procaddr") {
     // The runtime's way: get cuGetProcAddress_v2 with dlsym, everything else through it.
     auto gpa = reinterpret_cast<decltype(&::cuGetProcAddress_v2)>(dlsym(h, "cuGetProcAddress_v2"));
@@ -98,12 +104,15 @@ bool load_api(const std::string& how, Api& a, bool ptds) {
               resolve_proc(gpa, "cuMemAlloc", a.alloc, false) && resolve_proc(gpa, "cuMemFree", a.free, false) &&
               resolve_proc(gpa, "cuMemGetInfo", a.info, false) &&
               resolve_proc(gpa, "cuMemcpyHtoD", a.htod, ptds) &&
+              resolve_proc(gpa, "cuDeviceGetCount", a.dev_count, false) &&
+              resolve_proc(gpa, "cuDeviceGet", a.dev_get, false) &&
               resolve_proc(gpa, "cuLaunchKernel", a.launch, ptds);
     if (!ok) return false;
   } else {
     return false;
   }
-  return a.init && a.retain && a.set_current && a.sync && a.alloc && a.free && a.info && a.htod && a.launch;
+  return a.init && a.retain && a.set_current && a.sync && a.alloc && a.free && a.info && a.htod && a.launch &&
+         a.dev_count && a.dev_get;
 }
 
 [[noreturn]] void die(const char* what, int r) {
@@ -152,8 +161,14 @@ int main(int argc, char** argv) {
   }
   int r;
   if ((r = api.init(0)) != CUDA_SUCCESS) die("cuInit", r);
+  // As real programs do: count the devices, take ordinal --device (the shim
+  // may remap it: live placement), make its primary context current.
+  int ndev = 0;
+  if ((r = api.dev_count(&ndev)) != CUDA_SUCCESS) die("cuDeviceGetCount", r);
+  CUdevice dev = 0;
+  if ((r = api.dev_get(&dev, device)) != CUDA_SUCCESS) die("cuDeviceGet", r);
   CUcontext ctx = nullptr;
-  if ((r = api.retain(&ctx, device)) != CUDA_SUCCESS) die("cuDevicePrimaryCtxRetain", r);
+  if ((r = api.retain(&ctx, dev)) != CUDA_SUCCESS) die("cuDevicePrimaryCtxRetain", r);
   if ((r = api.set_current(ctx)) != CUDA_SUCCESS) die("cuCtxSetCurrent", r);
   CUdeviceptr buf = 0;
   if (alloc_bytes != 0) {
@@ -194,8 +209,9 @@ int main(int argc, char** argv) {
   if ((r = api.sync()) != CUDA_SUCCESS) die("cuCtxSynchronize", r);
   const std::uint64_t end = now_ns();
   if (buf != 0 && (r = api.free(buf)) != CUDA_SUCCESS) die("cuMemFree", r);
-  std::printf("{\"pid\":%d,\"start_ns\":%llu,\"end_ns\":%llu,\"kernels\":%llu,\"busy_ns\":%llu,\"alloc\":%llu}\n",
-              getpid(), static_cast<unsigned long long>(start), static_cast<unsigned long long>(end),
+  std::printf("{\"pid\":%d,\"devices\":%d,\"device\":%d,\"start_ns\":%llu,\"end_ns\":%llu,\"kernels\":%llu,"
+              "\"busy_ns\":%llu,\"alloc\":%llu}\n",
+              getpid(), ndev, static_cast<int>(dev), static_cast<unsigned long long>(start), static_cast<unsigned long long>(end),
               static_cast<unsigned long long>(kernels), static_cast<unsigned long long>(kernels * kernel_ns),
               static_cast<unsigned long long>(alloc_bytes));
   return 0;

@@ -37,8 +37,18 @@
 // kDrop(A,1). release(A,1) at 30.2 s -> kGrant(B,0,2). A requests again ->
 // queued behind B (round robin).
 //
+// Admission (when GpuCapacity::context_overhead_bytes is set, i.e. the
+// caller models context creation): a client's context is created on its GPU
+// at its first grant; a first grant is given only if the GPU's contexts, this one included,
+// fit its memory (less the reserve), so context memory is never
+// overcommitted: the client waits instead (every policy; kWaitForMemory).
+//
 // Limitations: a client lives on one GPU (a CUDA context cannot move);
-// placement happens at its first lock request. Memory is what clients report
+// placement happens at its first lock request, by config placement:
+// spread (idle GPU first, then the least memory in use), pack (the GPU
+// with the most memory in use that it fits on) or first-fit (the lowest
+// GPU that is idle or that it fits on); memory fit counts under
+// memory-aware only. Memory is what clients report
 // (the seed's conservative "logical allocation" rule, seed 002 section 10.4).
 #pragma once
 
@@ -60,6 +70,12 @@ using GpuIndex = std::uint32_t;
 struct GpuCapacity {
   std::uint64_t memory_bytes = 0;      // device memory
   std::uint64_t swap_bytes_per_s = 0;  // effective PCIe bandwidth of a switch (auto quantum)
+  // Memory one CUDA context takes on this GPU. Non-zero: the caller models
+  // context creation at a client's first grant and the policy admits
+  // contexts (the simulator, with its model's figure). 0: contexts exist
+  // before clients ask (the live daemon): no context admission, and the
+  // config's context_overhead_mb is used for memory-aware's safe limit.
+  std::uint64_t context_overhead_bytes = 0;
 };
 
 struct ClientLimits {
@@ -134,6 +150,10 @@ class GpuPolicy {
     std::uint32_t compute_pct = 100;
   };
   virtual std::vector<ClientView> clients() const = 0;  // ordered by client id
+  // The GPU a new client with `bytes` allocated would be placed on now
+  // (the placement rule below), for a daemon that must fix a process's
+  // device before its first CUDA context exists (live placement).
+  virtual GpuIndex choose_gpu(std::uint64_t bytes) const = 0;
 };
 
 // kind: "none" (nvshare with the scheduler off), "nvshare", "memory-aware",

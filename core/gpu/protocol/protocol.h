@@ -23,43 +23,57 @@
  * Unlike nvshare (one 537-byte packed struct without a version), the header
  * is versioned and each type has its own payload.
  *
+ * It lives below both ends (core/gpu/protocol/, header-only, no I/O): the
+ * shim and the daemon include it, neither includes the other. Each type's
+ * direction is declared once, in the X-macro below; the daemon's and the
+ * shim's acceptance checks (accepted_by()) are derived from it.
+ *
  * Callers: cuda-shim/client.cc (shim side), live/gpud/daemon.cc and
- * live/gpud/gpuctl.cc, tests/shim/protocol_test.cc.
+ * live/gpud/gpuctl.cc, tests/shim/protocol_test.cc, the wire fuzzer.
  */
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 
-namespace agentcg::gpud::proto {
+namespace agentcg::gpu::proto {
 
 inline constexpr std::uint32_t kMagic = 0x47434741u;  // "AGCG" in little-endian memory
 inline constexpr std::uint16_t kProtocolVersion = 1;
 inline constexpr std::uint32_t kMaxListEntries = 1024;
 inline constexpr std::size_t kNameLen = 32;
 
+// Who sends a message (its receiver accepts nothing else).
+enum class Direction : std::uint8_t {
+  kToDaemon = 1,  // shim -> daemon
+  kToShim = 2,    // daemon -> shim
+  kCtlToDaemon = 3,
+  kToCtl = 4,     // daemon -> gpuctl
+};
+
 // One X-macro list of message types with explicit numbers (STYLE.md).
-// X(Name, number, payload struct, direction)
-#define AGENTCG_GPU_MSG_TYPES(X)                                                  \
-  X(Register, 1, RegisterMsg, "shim->daemon: hello, limits, current memory")    \
-  X(Registered, 2, RegisteredMsg, "daemon->shim: client id, scheduled capacity") \
-  X(MemUpdate, 3, MemUpdateMsg, "shim->daemon: total managed bytes now")        \
-  X(ReqLock, 4, ReqLockMsg, "shim->daemon: wants the GPU")                      \
-  X(LockOk, 5, LockOkMsg, "daemon->shim: grant with generation")                \
-  X(DropLock, 6, DropLockMsg, "daemon->shim: drain and release")                \
-  X(LockReleased, 7, LockReleasedMsg, "shim->daemon: released generation")      \
-  X(WaitMem, 8, WaitMemMsg, "daemon->shim: queued until memory fits")           \
-  X(Prefetched, 9, PrefetchedMsg, "shim->daemon: bytes prefetched on grant")    \
-  X(SetLimits, 10, SetLimitsMsg, "daemon->shim: limits changed at run time")    \
-  X(CtlList, 20, CtlListMsg, "ctl->daemon: list clients")                       \
-  X(ListReply, 21, ClientInfo, "daemon->ctl: N x ClientInfo (variable)")        \
-  X(CtlSet, 22, CtlSetMsg, "ctl->daemon: set a knob")                           \
-  X(CtlAck, 23, CtlAckMsg, "daemon->ctl: result of CtlSet")
+// X(Name, number, payload struct, direction, doc)
+#define AGENTCG_GPU_MSG_TYPES(X)                                                              \
+  X(Register, 1, RegisterMsg, kToDaemon, "hello, limits, current memory")                     \
+  X(Registered, 2, RegisteredMsg, kToShim, "client id, scheduled capacity, assigned device")  \
+  X(MemUpdate, 3, MemUpdateMsg, kToDaemon, "total managed bytes now")                         \
+  X(ReqLock, 4, ReqLockMsg, kToDaemon, "wants the GPU")                                       \
+  X(LockOk, 5, LockOkMsg, kToShim, "grant with generation")                                   \
+  X(DropLock, 6, DropLockMsg, kToShim, "drain and release")                                   \
+  X(LockReleased, 7, LockReleasedMsg, kToDaemon, "released generation")                       \
+  X(WaitMem, 8, WaitMemMsg, kToShim, "queued until memory fits")                              \
+  X(Prefetched, 9, PrefetchedMsg, kToDaemon, "bytes prefetched on grant")                     \
+  X(SetLimits, 10, SetLimitsMsg, kToShim, "limits changed at run time")                       \
+  X(CtlList, 20, CtlListMsg, kCtlToDaemon, "list clients")                                    \
+  X(ListReply, 21, ClientInfo, kToCtl, "N x ClientInfo (variable)")                           \
+  X(CtlSet, 22, CtlSetMsg, kCtlToDaemon, "set a knob")                                        \
+  X(CtlAck, 23, CtlAckMsg, kToCtl, "result of CtlSet")
 
 enum class MsgType : std::uint16_t {
-#define AGENTCG_X(name, num, payload, doc) k##name = num,
+#define AGENTCG_X(name, num, payload, dir, doc) k##name = num,
   AGENTCG_GPU_MSG_TYPES(AGENTCG_X)
 #undef AGENTCG_X
 };
@@ -71,11 +85,16 @@ struct Header {
   std::uint32_t length;  // payload bytes after the header
 };
 
+// RegisterMsg::device when the process did not choose a GPU: the daemon
+// places it (RegisteredMsg::device says where) and the shim shows the
+// process that GPU as its only device, ordinal 0 (as CUDA_VISIBLE_DEVICES).
+inline constexpr std::uint32_t kAnyDevice = 0xffffffffu;
+
 struct RegisterMsg {
   std::uint64_t session_token;     // random per process; kept across re-registration
   std::uint64_t memory_bytes;      // managed bytes already allocated
   std::uint64_t memory_limit_bytes;  // 0 = none (AGENTCG_GPU_MEMORY_LIMIT)
-  std::uint32_t device;            // CUDA ordinal the client uses
+  std::uint32_t device;            // CUDA ordinal the client uses, or kAnyDevice
   std::uint32_t core_limit_pct;    // 1..100 (AGENTCG_GPU_CORE_LIMIT), 100 = none
   char name[kNameLen];             // program name, NUL-padded
 };
@@ -208,7 +227,7 @@ static_assert(sizeof(PrefetchedMsg) == 8 && sizeof(CtlListMsg) == 8);
 static_assert(sizeof(SetLimitsMsg) == 16);
 static_assert(sizeof(ClientInfo) == 96 && offsetof(ClientInfo, name) == 64);
 static_assert(sizeof(CtlSetMsg) == 24 && sizeof(CtlAckMsg) == 72);
-#define AGENTCG_X(name, num, payload, doc)                                       \
+#define AGENTCG_X(name, num, payload, dir, doc)                                       \
   static_assert(std::is_trivially_copyable_v<payload> && alignof(payload) <= 8, \
                 #payload " must be a plain fixed layout");
 AGENTCG_GPU_MSG_TYPES(AGENTCG_X)
@@ -217,7 +236,7 @@ AGENTCG_GPU_MSG_TYPES(AGENTCG_X)
 // Fixed payload size of a type, 0 for an unknown type. ListReply: the entry size.
 inline std::size_t payload_size(std::uint16_t type) {
   switch (type) {
-#define AGENTCG_X(name, num, payload, doc) \
+#define AGENTCG_X(name, num, payload, dir, doc) \
   case num:                                \
     return sizeof(payload);
     AGENTCG_GPU_MSG_TYPES(AGENTCG_X)
@@ -228,7 +247,7 @@ inline std::size_t payload_size(std::uint16_t type) {
 
 inline const char* type_name(std::uint16_t type) {
   switch (type) {
-#define AGENTCG_X(name, num, payload, doc) \
+#define AGENTCG_X(name, num, payload, dir, doc) \
   case num:                                \
     return #name;
     AGENTCG_GPU_MSG_TYPES(AGENTCG_X)
@@ -236,6 +255,28 @@ inline const char* type_name(std::uint16_t type) {
   }
   return "unknown";
 }
+
+// The direction of a type; nullopt for an unknown type.
+inline std::optional<Direction> direction_of(std::uint16_t type) {
+  switch (type) {
+#define AGENTCG_X(name, num, payload, dir, doc) \
+  case num:                                     \
+    return Direction::dir;
+    AGENTCG_GPU_MSG_TYPES(AGENTCG_X)
+#undef AGENTCG_X
+  }
+  return std::nullopt;
+}
+
+// Whether the daemon accepts `type` from a peer (a shim or gpuctl).
+inline bool daemon_accepts(std::uint16_t type) {
+  const auto d = direction_of(type);
+  return d && (*d == Direction::kToDaemon || *d == Direction::kCtlToDaemon);
+}
+// Whether a shim accepts `type` from the daemon.
+inline bool shim_accepts(std::uint16_t type) { return direction_of(type) == Direction::kToShim; }
+// Whether gpuctl accepts `type` from the daemon.
+inline bool ctl_accepts(std::uint16_t type) { return direction_of(type) == Direction::kToCtl; }
 
 // Why a header is rejected; kOk when it is acceptable.
 enum class HeaderError { kOk, kBadMagic, kBadVersion, kBadType, kBadLength };
@@ -277,4 +318,32 @@ inline std::size_t encode(MsgType type, const T& payload, unsigned char* out) {
 
 inline constexpr std::size_t kMaxFixedMessage = sizeof(Header) + 96;
 
-}  // namespace agentcg::gpud::proto
+// The one frame decoder of a receiving end: the next frame at the start of
+// `data` (n bytes). kNeedMore: not a whole frame yet (a header that is
+// already known to be bad is reported at once, so a 2^32-1 length is never
+// waited for); kFrame: `header`, `payload` (header.length bytes) and
+// `frame_bytes` are set; kError: `error` says why (kBadType also for a type
+// that `accepts` refuses, e.g. a daemon->shim type sent to the daemon).
+// Pure (no I/O, no allocation): the daemon's read loop and the wire fuzzer
+// (tests/shim/wire_fuzz.cc) call it.
+enum class FrameStatus { kNeedMore, kFrame, kError };
+struct Frame {
+  Header header{};
+  const unsigned char* payload = nullptr;
+  std::size_t frame_bytes = 0;
+  HeaderError error = HeaderError::kOk;
+};
+inline FrameStatus next_frame(const unsigned char* data, std::size_t n, bool (*accepts)(std::uint16_t),
+                              Frame& f) {
+  if (n < sizeof(Header)) return FrameStatus::kNeedMore;
+  std::memcpy(&f.header, data, sizeof(Header));
+  f.error = check_header(f.header);
+  if (f.error == HeaderError::kOk && accepts != nullptr && !accepts(f.header.type)) f.error = HeaderError::kBadType;
+  if (f.error != HeaderError::kOk) return FrameStatus::kError;
+  if (n - sizeof(Header) < f.header.length) return FrameStatus::kNeedMore;
+  f.payload = data + sizeof(Header);
+  f.frame_bytes = sizeof(Header) + f.header.length;
+  return FrameStatus::kFrame;
+}
+
+}  // namespace agentcg::gpu::proto

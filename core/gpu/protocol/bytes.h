@@ -2,7 +2,8 @@
 /*
  * Parses a byte size as written by users: "4096", "512K", "4G", "4GiB",
  * "16GB" (binary multiples: K = 1024). Integers only; nullopt for anything
- * else or on overflow. Shared by the shim (AGENTCG_GPU_MEMORY_LIMIT), the
+ * else or on overflow. Lives beside the wire protocol (below shim and
+ * daemon). Shared by the shim (AGENTCG_GPU_MEMORY_LIMIT), the
  * daemon (--gpu-memory) and gpuctl (memory-limit).
  */
 #pragma once
@@ -10,7 +11,7 @@
 #include <cstdint>
 #include <optional>
 
-namespace agentcg::gpud {
+namespace agentcg::gpu {
 
 inline std::optional<std::uint64_t> parse_bytes(const char* text) {
   if (text == nullptr || *text < '0' || *text > '9') return std::nullopt;
@@ -38,4 +39,4 @@ inline std::optional<std::uint64_t> parse_bytes(const char* text) {
   return v << shift;
 }
 
-}  // namespace agentcg::gpud
+}  // namespace agentcg::gpu
