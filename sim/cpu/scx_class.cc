@@ -263,9 +263,12 @@ class ScxClass final : public SchedClass {
         const std::uint64_t periods = gr.bw.nr_periods;
         // unused local runtime goes back (burst may carry it); a debt stays
         if (gr.local > 0) agentcg_bw_return(&gr.bw, &gr.local);
-        const bool was = agentcg_bw_refill(&gr.bw, ctx_->now().ns());
+        const std::uint64_t now = ctx_->now().ns();
+        const bool was = agentcg_bw_refill(&gr.bw, now);
         for (std::uint64_t i = periods; i < gr.bw.nr_periods; i++) ctx_->note_period(arg);
-        if (was || gr.throttled) unthrottle(arg);
+        // a debt larger than the new quota keeps the level throttled (BPF too)
+        const bool still = gr.local <= 0 && !agentcg_bw_acquire(&gr.bw, &gr.local, AGENTCG_BW_DEFAULT_SLICE_NS, now);
+        if ((was || gr.throttled) && !still) unthrottle(arg);
         gr.bw_timer = ctx_->arm_timer(ctx_->now() + Time::from_ns(gr.bw.period_ns),
                                       cookie(kTimerBandwidth, arg));
         return;
