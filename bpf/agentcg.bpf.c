@@ -800,6 +800,7 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 		sync_weight(cs, tn);
 	qshare = refresh_qshare(t->cgid);
 	agentcg_cgrp_charge(&cs->cg, qshare, ran);
+	agentcg_eevdf_advance(&glob, ran);
 	if (st) {
 		st->eff_weight = cs->cg.eff_weight;
 		st->mem_penalty = cs->cg.mem_penalty;

@@ -171,6 +171,7 @@ class ScxClass final : public SchedClass {
     Group& gr = groups_[tc.cg];
     if (agentcg_fork_tick(&gr.cg, now, &t_)) sync_weight(tc.cg);
     agentcg_cgrp_charge(&gr.cg, qshare_of(tc.cg), ran);
+    agentcg_eevdf_advance(&g_, ran);
     agentcg_task_charge(&tc.t, ran);
     tc.t.boosted = 0;
     for (CgroupId a = tc.cg;; a = groups_[a].parent) {
