@@ -77,6 +77,8 @@ nlohmann::json run(const trace::Trace& trace, const RunOptions& options) {
   ScheduleLog log;
   const bool want_log = !options.perfetto_path.empty();
   CpuModel cpu(sim, trace, *cls, options.config.machine, options.seed, want_log ? &log : nullptr);
+  const StrategyTable strategies(options.strategies);
+  if (!strategies.empty()) cpu.set_strategies(&strategies);
   std::unique_ptr<gpu::GpuSimulation> gpu_sim;
 #ifdef AGENTCG_HAVE_GPU_SIM
   if (gpu::trace_has_gpu(trace)) {

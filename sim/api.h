@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config/config.h"
+#include "core/config/strategy_file.h"
 #include "sim/trace/trace.h"
 
 namespace agentcg::sim {
@@ -22,6 +23,9 @@ struct RunOptions {
   std::uint64_t seed = 1;
   // Optional: write a Chrome/Perfetto trace-event JSON of the schedule here.
   std::string perfetto_path;
+  // Seed 001 strategies (--strategies FILE): applied by flatcg/agentcg
+  // through core's agentcg/strategy.h, as live; empty = none.
+  std::vector<strategy::Strategy> strategies;
 };
 
 // The CPU policies the simulator knows, in display order.

@@ -5,8 +5,11 @@
 // deterministic, and an unwritable path throws instead of crashing.
 #include <algorithm>
 #include <filesystem>
+#include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <vector>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -39,6 +42,59 @@ std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() /
           (name + "." + std::to_string(::testing::UnitTest::GetInstance()->random_seed())))
       .string();
+}
+
+// The systrace text against the ftrace format Perfetto's importer parses:
+// "# tracer: nop", then "COMM-PID [CPU] FLAGS SECONDS.MICROS: sched_switch:
+// prev_comm= prev_pid= prev_prio= prev_state= ==> next_comm= next_pid=
+// next_prio=", in time order; on each CPU the next task of one switch is the
+// previous task of the next switch (the track is consistent).
+TEST(PerfettoTest, SystraceTextHasConsistentSchedSwitches) {
+  const std::string path = temp_path("agentcg-systrace") + ".txt";
+  write_perfetto(sample_log(), path);  // the .txt suffix selects the text format
+  const std::string text = read_all(path);
+  std::filesystem::remove(path);
+  ASSERT_EQ(text.rfind("# tracer: nop\n", 0), 0u) << text;
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  double last_ts = -1;
+  std::map<unsigned, std::string> current;  // cpu -> pid running after the last switch
+  std::vector<std::string> next_comms;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    char prev_comm[32], next_comm[32], state[8];
+    int pid = 0, prev_pid = 0, next_pid = 0, prev_prio = 0, next_prio = 0;
+    unsigned cpu = 0;
+    unsigned long long sec = 0, usec = 0;
+    char task[64], flags[8];
+    ASSERT_EQ(std::sscanf(line.c_str(), " %63[^ ] [%u] %7s %llu.%llu: sched_switch: prev_comm=%31s prev_pid=%d "
+                          "prev_prio=%d prev_state=%7s ==> next_comm=%31s next_pid=%d next_prio=%d",
+                          task, &cpu, flags, &sec, &usec, prev_comm, &prev_pid, &prev_prio, state, next_comm,
+                          &next_pid, &next_prio), 12) << line;
+    const std::string t(task);
+    ASSERT_EQ(t.substr(0, t.rfind('-')), std::string(prev_comm)) << line;
+    pid = std::stoi(t.substr(t.rfind('-') + 1));
+    EXPECT_EQ(pid, prev_pid) << line;
+    const double ts = static_cast<double>(sec) + static_cast<double>(usec) / 1e6;
+    EXPECT_GE(ts, last_ts) << "not in time order: " << line;
+    last_ts = ts;
+    if (current.count(cpu)) {
+      EXPECT_EQ(current[cpu], std::to_string(prev_pid)) << line;
+    }
+    current[cpu] = std::to_string(next_pid);
+    EXPECT_TRUE(std::string(state) == "R" || std::string(state) == "S") << line;
+    if (next_pid == 0) {
+      EXPECT_EQ(std::string(next_comm), "swapper/" + std::to_string(cpu)) << line;
+    }
+    next_comms.push_back(next_comm);
+    ++n;
+  }
+  // CPU 0: idle -> make, make blocks, idle -> cc1 (comm sanitised, 15 bytes), cc1 blocks; CPU 1: idle -> cc1
+  EXPECT_EQ(n, 5) << text;
+  EXPECT_NE(std::find(next_comms.begin(), next_comms.end(), "make"), next_comms.end());
+  EXPECT_NE(std::find(next_comms.begin(), next_comms.end(), "cc1\"x"), next_comms.end());
+  EXPECT_EQ(text.find("sched_waking"), std::string::npos);  // not in the log: not invented
 }
 
 TEST(PerfettoTest, WritesValidTraceEventJson) {

@@ -37,6 +37,12 @@ struct ScheduleLog {
 
 // Writes a Chrome/Perfetto trace-event JSON file (CPU tracks, task slices,
 // counters). Throws std::runtime_error if the file cannot be written.
+// A path ending in .txt or .systrace gets write_systrace's text instead.
 void write_perfetto(const ScheduleLog& log, const std::string& path);
+
+// ftrace/systrace text: "# tracer: nop" and one sched_switch line per change
+// of task on a CPU (Perfetto reads it as a kernel capture). No sched_waking:
+// the log does not record when a task became runnable.
+void write_systrace(const ScheduleLog& log, const std::string& path);
 
 }  // namespace agentcg::sim

@@ -116,14 +116,16 @@ void parse_daemon(const YAML::Node& n, const Reader& r, DaemonConfig& d) {
   if (n["metrics_address"]) d.metrics_address = r.str(n, "daemon", "metrics_address");
   if (n["mode"]) {
     d.mode = r.str(n, "daemon", "mode");
-    if (d.mode != "agentcg" && d.mode != "flatcg")
-      r.fail(n["mode"], "daemon.mode", "expected agentcg or flatcg");
+    if (d.mode == "monitor") d.mode = "none";  // seed 001's monitor-only mode
+    if (d.mode != "agentcg" && d.mode != "flatcg" && d.mode != "scx" && d.mode != "none")
+      r.fail(n["mode"], "daemon.mode", "expected agentcg, flatcg, scx, none or monitor");
   }
   if (n["reattach_on_eject"]) d.reattach_on_eject = r.boolean(n, "daemon", "reattach_on_eject");
 }
 
 void parse_monitor(const YAML::Node& n, const Reader& r, MonitorConfig& m) {
-  r.only_keys(n, "monitor", "cgroup_root,poll_interval_ms");
+  r.only_keys(n, "monitor", "cgroup_root,poll_interval_ms,sched_monitor");
+  if (n["sched_monitor"]) m.sched_monitor = r.boolean(n, "monitor", "sched_monitor");
   if (n["cgroup_root"]) {
     m.cgroup_root = r.str(n, "monitor", "cgroup_root");
     if (m.cgroup_root.empty() || m.cgroup_root[0] != '/')
@@ -131,6 +133,52 @@ void parse_monitor(const YAML::Node& n, const Reader& r, MonitorConfig& m) {
   }
   if (n["poll_interval_ms"])
     m.poll_interval_ms = static_cast<std::uint32_t>(r.u64(n, "monitor", "poll_interval_ms", 1, 60000));
+}
+
+// Takes the supervision keys out of a copy of the `scheduler:` section, so
+// parse_scheduler_section() sees only tunables.
+void parse_supervisor(YAML::Node& n, const Reader& r, SupervisorConfig& s) {
+  if (n["scheduler_name"]) {
+    s.scheduler_name = r.str(n, "scheduler", "scheduler_name");
+    // A bare file name: the allow-list is the directory, so no '/' or '..'.
+    if (s.scheduler_name.empty() || s.scheduler_name.find('/') != std::string::npos ||
+        s.scheduler_name == "." || s.scheduler_name == "..")
+      r.fail(n["scheduler_name"], "scheduler.scheduler_name",
+             "expected a file name inside scheduler.scx_dir (no '/'), e.g. scx_bpfland");
+    n.remove("scheduler_name");
+  }
+  if (n["scx_dir"]) {
+    s.scx_dir = r.str(n, "scheduler", "scx_dir");
+    if (s.scx_dir.empty() || s.scx_dir[0] != '/')
+      r.fail(n["scx_dir"], "scheduler.scx_dir", "expected an absolute path");
+    n.remove("scx_dir");
+  }
+  if (n["max_time_watchdog"]) {
+    s.max_time_watchdog = r.boolean(n, "scheduler", "max_time_watchdog");
+    n.remove("max_time_watchdog");
+  }
+  if (n["max_time_sec"]) {
+    s.max_time_sec = static_cast<std::uint32_t>(r.u64(n, "scheduler", "max_time_sec", 1, 3600));
+    n.remove("max_time_sec");
+  }
+}
+
+void parse_api(const YAML::Node& n, const Reader& r, ApiConfig& a) {
+  r.only_keys(n, "api", "listen,token_file,state_file");
+  if (n["listen"]) {
+    a.listen = r.str(n, "api", "listen");
+    const bool unix_sock = a.listen.rfind("unix:/", 0) == 0;
+    const bool local_tcp = a.listen.rfind("127.0.0.1:", 0) == 0 || a.listen.rfind("[::1]:", 0) == 0;
+    if (!a.listen.empty() && !unix_sock && !local_tcp)
+      r.fail(n["listen"], "api.listen",
+             "expected unix:/absolute/path or 127.0.0.1:PORT (the API is local only)");
+  }
+  for (auto* key : {"token_file", "state_file"}) {
+    if (!n[key]) continue;
+    std::string v = r.str(n, "api", key);
+    if (v.empty() || v[0] != '/') r.fail(n[key], std::string("api.") + key, "expected an absolute path");
+    (std::string(key) == "token_file" ? a.token_file : a.state_file) = v;
+  }
 }
 
 void parse_machine(const YAML::Node& n, const Reader& r, MachineConfig& m) {
@@ -168,13 +216,23 @@ Config load_string(const std::string& yaml, const std::string& source) {
   Config c;
   const Reader r{source};
   if (root.IsNull()) return c;  // an empty file means all defaults
-  r.only_keys(root, "(top level)", "daemon,scheduler,monitor,gpu,machine,cfs");
+  r.only_keys(root, "(top level)", "daemon,scheduler,monitor,gpu,machine,cfs,api");
   if (root["daemon"]) parse_daemon(root["daemon"], r, c.daemon);
-  if (root["scheduler"]) parse_scheduler_section(root["scheduler"], r, c.scheduler);
+  if (root["scheduler"]) {
+    // The supervision keys are taken out of the loaded tree itself (not a
+    // YAML::Clone, which loses the line marks of the other keys' errors).
+    YAML::Node sched = root["scheduler"];
+    if (sched.IsMap()) parse_supervisor(sched, r, c.supervisor);
+    parse_scheduler_section(sched, r, c.scheduler);
+  }
+  if (root["api"]) parse_api(root["api"], r, c.api);
   if (root["monitor"]) parse_monitor(root["monitor"], r, c.monitor);
   if (root["gpu"]) parse_gpu_section(root["gpu"], r, c.gpu);
   if (root["machine"]) parse_machine(root["machine"], r, c.machine);
   if (root["cfs"]) parse_cfs(root["cfs"], r, c.cfs);
+  if (c.daemon.mode == "scx" && c.supervisor.scheduler_name.empty())
+    r.fail(root["daemon"]["mode"], "scheduler.scheduler_name",
+           "required when daemon.mode is scx (a binary in scheduler.scx_dir)");
   return c;
 }
 

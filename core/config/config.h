@@ -28,13 +28,41 @@ struct DaemonConfig {
   std::string log_level = "info";     // debug, info, warn, error
   std::uint32_t metrics_port = 9090;  // 0 = no metrics endpoint
   std::string metrics_address = "127.0.0.1";
-  std::string mode = "agentcg";       // agentcg or flatcg
+  // agentcg, flatcg, scx (a named sched_ext binary, see SupervisorConfig),
+  // or none (alias monitor: no scheduler, the kernel's own; the monitor runs
+  // in every mode). "monitor" is stored as "none".
+  std::string mode = "agentcg";
   bool reattach_on_eject = false;
+};
+
+// Scheduler supervision (seed 001's scheduler.scheduler_name and
+// scheduler.max_time_watchdog; read from the `scheduler:` section beside
+// the tunables): mode scx runs `scx_dir/<scheduler_name>`, only from that
+// allow-listed directory. max_time_watchdog: the supervised scheduler must
+// be attached (sched_ext state "enabled") within max_time_sec of its start
+// and stay attached; otherwise the daemon stops it and starts it again
+// with back-off (the kernel's default scheduler runs meanwhile).
+struct SupervisorConfig {
+  std::string scheduler_name;                 // required for mode scx
+  std::string scx_dir = "/usr/lib/agentcg/scx";
+  bool max_time_watchdog = true;
+  std::uint32_t max_time_sec = 10;
+};
+
+// The local strategies API of agentcgroupd (live/strategy/): `listen` is
+// "unix:/path" or "127.0.0.1:PORT" (empty = off); bearer tokens, one a
+// line, from token_file (must be mode 0600, owned by the daemon's user);
+// strategies persisted in state_file.
+struct ApiConfig {
+  std::string listen;
+  std::string token_file = "/etc/agentcg/api-tokens";
+  std::string state_file = "/var/lib/agentcg/strategies.json";
 };
 
 struct MonitorConfig {
   std::string cgroup_root = "/sys/fs/cgroup";
   std::uint32_t poll_interval_ms = 10;
+  bool sched_monitor = true;  // the scheduler-tracepoint monitor (live/monitor/)
 };
 
 // Costs of the modelled CPU (simulator only; calibrated by `agentcg fidelity`).
@@ -61,6 +89,8 @@ struct CfsConfig {
 struct Config {
   DaemonConfig daemon;
   agentcg_tunables scheduler;  // defaults from agentcg_tunables_default()
+  SupervisorConfig supervisor;  // scheduler.scheduler_name etc. (not tunables)
+  ApiConfig api;
   MonitorConfig monitor;
   GpuConfig gpu;
   MachineConfig machine;

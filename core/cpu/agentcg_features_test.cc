@@ -120,16 +120,25 @@ TEST(ForkStorm, ThresholdWithinWindowDetectsAndRecoversAfterAQuietWindow) {
   EXPECT_EQ(agentcg_eff_weight(&cg, &t), 100u);
 }
 
-TEST(ForkStorm, BurstStraddlingAWindowEdgeIsStillAStorm) {
-  // 20 forks at the end of one bucket and 20 at the start of the next:
-  // 40 within 100 ms. A tumbling counter (the seed) would see 20 + 20.
+TEST(ForkStorm, ThirtyThreeForksAcrossABucketEdgeAreAStormWhereverTheyFall) {
+  // 33 forks within 96 ms, placed at every offset around the 1 s edge of
+  // the old tumbling buckets (e.g. 20 before it, 13 after): always a storm.
+  // 32 forks in the same spots: never one. The seed's counter and the old
+  // two-bucket estimate (13 + 20 x 0.9 = 31) both missed the 20/13 split.
   const agentcg_tunables t = defaults();
-  agentcg_cgrp cg = group(100);
-  agentcg_global g{};
-  agentcg_on_runnable(&cg, &g, 0, &t);
-  for (int i = 0; i < 20; i++) agentcg_on_fork(&cg, 950 * kMs + i * kMs, &t);
-  for (int i = 0; i < 20; i++) agentcg_on_fork(&cg, 1000 * kMs + i * kMs, &t);
-  EXPECT_EQ(cg.storm, 1u);
+  for (u64 lead = 0; lead <= 33; lead++) {
+    for (const u32 n : {32u, 33u}) {
+      agentcg_cgrp cg = group(100);
+      agentcg_global g{};
+      agentcg_on_runnable(&cg, &g, 0, &t);
+      const u64 first = kSec - lead * 3 * kMs;  // `lead` forks fall before the edge
+      u32 storms = 0;
+      for (u32 i = 0; i < n; i++)
+        storms += (agentcg_on_fork(&cg, first + i * 3 * kMs, &t) & AGENTCG_EV(fork_storms)) != 0;
+      EXPECT_EQ(cg.storm, n == 33 ? 1u : 0u) << n << " forks, " << lead << " before the edge";
+      EXPECT_EQ(storms, n == 33 ? 1u : 0u);
+    }
+  }
 }
 
 TEST(ForkStorm, SteadyRateBelowThresholdNeverStorms) {
@@ -137,12 +146,27 @@ TEST(ForkStorm, SteadyRateBelowThresholdNeverStorms) {
   agentcg_cgrp cg = group(100);
   agentcg_global g{};
   agentcg_on_runnable(&cg, &g, 0, &t);
-  // 30 forks/s for 10 s, evenly spread.
-  for (u64 i = 0; i < 300; i++) agentcg_on_fork(&cg, i * (kSec / 30), &t);
+  // 32 forks/s for 10 s, evenly spread: at most 32 in any 1 s window.
+  for (u64 i = 0; i < 320; i++) agentcg_on_fork(&cg, i * (kSec / 32), &t);
   EXPECT_EQ(cg.storm, 0u);
+  // one more fork squeezed in: 33 within a second
+  agentcg_on_fork(&cg, 319 * (kSec / 32) + kMs, &t);
+  EXPECT_EQ(cg.storm, 1u);
 }
 
-TEST(ForkStorm, StormingGroupGetsNoStartupBoost) {
+TEST(ForkStorm, ThresholdAboveTheRingComparesTheRate) {
+  agentcg_tunables t = defaults();
+  t.fork_storm_threshold = 200;
+  agentcg_cgrp cg = group(100);
+  agentcg_global g{};
+  agentcg_on_runnable(&cg, &g, 0, &t);
+  for (u64 i = 0; i < 400; i++) agentcg_on_fork(&cg, i * (kSec / 150), &t);  // 150/s
+  EXPECT_EQ(cg.storm, 0u);
+  for (u64 i = 0; i < 100; i++) agentcg_on_fork(&cg, 3 * kSec + i * (kSec / 300), &t);  // 300/s
+  EXPECT_EQ(cg.storm, 1u);
+}
+
+TEST(ForkStorm, StormingGroupGetsNoCredit) {
   const agentcg_tunables t = defaults();
   agentcg_cgrp cg = group(100);
   agentcg_global g{};
@@ -150,56 +174,84 @@ TEST(ForkStorm, StormingGroupGetsNoStartupBoost) {
   EXPECT_TRUE(agentcg_boosted(&cg, kMs, &t));
   for (int i = 0; i < 40; i++) agentcg_on_fork(&cg, kMs + i * 100000, &t);
   EXPECT_EQ(cg.storm, 1u);
-  EXPECT_FALSE(agentcg_boosted(&cg, 6 * kMs, &t)) << "a storm cancels an active boost";
+  EXPECT_FALSE(agentcg_boosted(&cg, 6 * kMs, &t)) << "a storm cancels the epoch's credit";
   agentcg_on_quiescent(&cg, 10 * kMs);
-  // New step during the storm (idle 300 ms, last storm fork at ~5 ms, still in window):
+  // activation after 300 ms quiet during the storm (last storm fork ~5 ms ago + window)
   const u32 ev = agentcg_on_runnable(&cg, &g, 310 * kMs, &t);
-  EXPECT_TRUE(ev & AGENTCG_EV(new_steps));
   EXPECT_TRUE(ev & AGENTCG_EV(boosts_denied));
   EXPECT_FALSE(agentcg_boosted(&cg, 311 * kMs, &t));
 }
 
-// ---- auto_boost ----
+// ---- the new-step detector ----
 
-TEST(StartupBoost, NewGroupIsOrderedEarlierOnlyWithinItsWindow) {
+TEST(StepDetector, AForkSoonAfterAQuietSpellIsAStepWakingWithoutForkingIsNot) {
   const agentcg_tunables t = defaults();
+  agentcg_global g{};
+  agentcg_cgrp cg = group(100);
+  // the agent arrives: its own start (a fork into an unseen group) is no step
+  EXPECT_EQ(agentcg_on_fork(&cg, 0, &t) & AGENTCG_EV(new_steps), 0u);
+  agentcg_on_runnable(&cg, &g, 0, &t);
+  agentcg_on_quiescent(&cg, kMs);
+  // thinks 3 s, wakes, forks bash: a step (once)
+  agentcg_on_runnable(&cg, &g, 3 * kSec, &t);
+  EXPECT_TRUE(agentcg_on_fork(&cg, 3 * kSec, &t) & AGENTCG_EV(new_steps));
+  EXPECT_EQ(agentcg_on_fork(&cg, 3 * kSec + 5 * kMs, &t) & AGENTCG_EV(new_steps), 0u) << "bash's children";
+  // a test child idles 400 ms on I/O and wakes: no fork, no step; its next
+  // fork 2 s later is outside the window of that activation
+  agentcg_on_quiescent(&cg, 4 * kSec);
+  agentcg_on_runnable(&cg, &g, 4 * kSec + 400 * kMs, &t);
+  EXPECT_EQ(agentcg_on_fork(&cg, 6 * kSec + 400 * kMs, &t) & AGENTCG_EV(new_steps), 0u);
+  // a fork after a short idle (20 ms: a wait for I/O, not for an LLM) is no step
+  agentcg_on_quiescent(&cg, 7 * kSec);
+  agentcg_on_runnable(&cg, &g, 7 * kSec + 20 * kMs, &t);
+  EXPECT_EQ(agentcg_on_fork(&cg, 7 * kSec + 21 * kMs, &t) & AGENTCG_EV(new_steps), 0u);
+  // the agent's next step: quiet 2 s, then a fork 30 ms after waking
+  agentcg_on_quiescent(&cg, 8 * kSec);
+  agentcg_on_runnable(&cg, &g, 10 * kSec, &t);
+  EXPECT_TRUE(agentcg_on_fork(&cg, 10 * kSec + 30 * kMs, &t) & AGENTCG_EV(new_steps));
+}
+
+// ---- auto_boost: least attained service per epoch ----
+
+TEST(Las, CreditIsCappedAtOneRequestAndShrinksWithAttainedService) {
+  const agentcg_tunables t = defaults();  // 20 ms quantum, 4 ms base slice
   agentcg_global g{};
   g.cvtime_now = 500 * kMs;
   agentcg_cgrp cg = group(100);
   const u64 t0 = 7 * kSec;
-  const u32 ev = agentcg_on_runnable(&cg, &g, t0, &t);
-  EXPECT_EQ(ev, AGENTCG_EV(new_steps) | AGENTCG_EV(boosts_granted));
-  EXPECT_EQ(cg.cvtime, g.cvtime_now);
-  EXPECT_EQ(agentcg_eff_vtime(&cg, t0, &t), cg.cvtime - 20 * kMs);
+  EXPECT_EQ(agentcg_on_runnable(&cg, &g, t0, &t), AGENTCG_EV(boosts_granted));
+  cg.qshare = AGENTCG_ONE / 16;  // a sixteenth of the machine: 1 ms of service = 16 ms of vtime
+  // the caller places the group at V - lag (eevdf.h); with the largest
+  // positive lag (one base slice) nothing counts as attained yet
+  EXPECT_EQ(cg.las_cv0, g.cvtime_now - 4 * kMs);
+  cg.cvtime = g.cvtime_now - 4 * kMs;
+  const u64 c0 = cg.cvtime;
+  const u64 per_ms = kMs * AGENTCG_ONE / cg.qshare;
+  // quantum 320 ms of vtime, capped at 2 ms of vtime (boosted_slice_ms)
+  EXPECT_EQ(c0 - agentcg_eff_vtime(&cg, t0, &t), 2 * kMs);
   EXPECT_EQ(agentcg_slice_ns(&cg, t0, &t), 2 * kMs);
-  EXPECT_EQ(agentcg_eff_vtime(&cg, t0 + 100 * kMs - 1, &t), cg.cvtime - 20 * kMs);
-  EXPECT_EQ(agentcg_eff_vtime(&cg, t0 + 100 * kMs, &t), cg.cvtime) << "boost ends with its window";
-  EXPECT_EQ(agentcg_slice_ns(&cg, t0 + 100 * kMs, &t), 4 * kMs);
-  EXPECT_EQ(cg.cvtime, g.cvtime_now) << "the credit never changes cvtime itself";
+  cg.cvtime = c0 + 19 * per_ms;  // 19 ms attained: 1 ms of the quantum (16 ms of vtime) left: capped
+  EXPECT_EQ(cg.cvtime - agentcg_eff_vtime(&cg, t0 + kSec, &t), 2 * kMs);
+  cg.cvtime = c0 + 20 * per_ms - kMs;  // 1 ms of vtime left
+  EXPECT_EQ(cg.cvtime - agentcg_eff_vtime(&cg, t0 + kSec, &t), kMs);
+  cg.cvtime = c0 + 20 * per_ms;  // the quantum is used up: plain EEVDF order
+  EXPECT_EQ(agentcg_eff_vtime(&cg, t0 + kSec, &t), cg.cvtime);
+  EXPECT_EQ(agentcg_slice_ns(&cg, t0 + kSec, &t), 4 * kMs);
+  // an epoch that attained nothing lapses after 5 s
+  cg.cvtime = c0;
+  EXPECT_EQ(agentcg_eff_vtime(&cg, t0 + 5 * kSec, &t), cg.cvtime);
 }
 
-TEST(StartupBoost, ShortIdleIsNotANewStepLongIdleIs) {
-  const agentcg_tunables t = defaults();
-  agentcg_global g{};
-  agentcg_cgrp cg = group(100);
-  agentcg_on_runnable(&cg, &g, 0, &t);
-  agentcg_on_quiescent(&cg, 50 * kMs);
-  EXPECT_EQ(agentcg_on_runnable(&cg, &g, 250 * kMs, &t), 0u) << "idle 200 ms = 2 windows, not more";
-  agentcg_on_quiescent(&cg, 300 * kMs);
-  EXPECT_TRUE(agentcg_on_runnable(&cg, &g, 501 * kMs, &t) & AGENTCG_EV(new_steps));
-}
-
-TEST(StartupBoost, RetriggeringGroupIsBoundedByItsBudget) {
+TEST(Las, RetriggeringGroupIsBoundedByItsBudget) {
   // A group that idles just over 2 windows and wakes again, for 20 s: the
-  // total credit it receives is at most one full credit plus the refill
-  // rate (one credit per 10 windows = 20 ms/s) times the elapsed time.
+  // total quantum it is granted is at most one full quantum plus the refill
+  // rate (one quantum per 10 windows = 20 ms/s) times the elapsed time.
   const agentcg_tunables t = defaults();
   agentcg_global g{};
   agentcg_cgrp cg = group(100);
   u64 credit = 0, grants = 0, now = 0;
   for (int i = 0; i < 100; i++) {
     const u32 ev = agentcg_on_runnable(&cg, &g, now, &t);
-    ASSERT_TRUE(ev & AGENTCG_EV(new_steps));
     if (ev & AGENTCG_EV(boosts_granted)) {
       credit += cg.boost_credit_ns;
       grants++;
@@ -210,16 +262,16 @@ TEST(StartupBoost, RetriggeringGroupIsBoundedByItsBudget) {
   }
   const u64 bound = 20 * kMs + now * 20 * kMs / kSec;
   EXPECT_LE(credit, bound);
-  EXPECT_GT(credit, bound / 2) << "the budget refills, the boost is not a one-off";
+  EXPECT_GT(credit, bound / 2) << "the budget refills, the epoch is not a one-off";
   EXPECT_EQ(grants, 100u);
-  EXPECT_LT(credit / grants, 20 * kMs) << "re-triggers get partial credit";
+  EXPECT_LT(credit / grants, 20 * kMs) << "re-triggers get partial quanta";
 }
 
-TEST(StartupBoost, OffMeansNoCreditButStepsAreStillCounted) {
+TEST(Las, OffMeansNoCredit) {
   const agentcg_tunables t = only(0);
   agentcg_global g{};
   agentcg_cgrp cg = group(100);
-  EXPECT_EQ(agentcg_on_runnable(&cg, &g, 0, &t), AGENTCG_EV(new_steps));
+  EXPECT_EQ(agentcg_on_runnable(&cg, &g, 0, &t), 0u);
   EXPECT_FALSE(agentcg_has_boost(&cg, 0, &t));
   EXPECT_EQ(agentcg_eff_vtime(&cg, 0, &t), cg.cvtime);
   EXPECT_EQ(agentcg_slice_ns(&cg, 0, &t), 4 * kMs);
@@ -295,9 +347,9 @@ TEST(Preempt, NoPreemptionWithoutBoostOrWhenAheadOrBetweenBoosted) {
   agentcg_cgrp a = group(100), b = group(100);
   agentcg_task vt;
   agentcg_task_init(&vt, 100);
-  // a unboosted (boost window passed)
+  // a unboosted (its epoch lapsed)
   agentcg_on_runnable(&a, &g, 0, &t);
-  EXPECT_EQ(agentcg_should_preempt(&a, &b, &vt, kSec, &t).verdict, AGENTCG_PREEMPT_NO);
+  EXPECT_EQ(agentcg_should_preempt(&a, &b, &vt, 6 * kSec, &t).verdict, AGENTCG_PREEMPT_NO);
   // a boosted but far ahead in vtime (it overran its share)
   agentcg_cgrp c = group(100);
   agentcg_on_runnable(&c, &g, 2 * kSec, &t);

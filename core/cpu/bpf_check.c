@@ -83,6 +83,9 @@ u32 check_fork(struct agentcg_cgrp *root, struct agentcg_cgrp *cg, struct agentc
 	struct agentcg_tunables t = agentcg_tunables_default();
 	u32 ev = agentcg_on_fork(cg, now, &t);
 
+	agentcg_task_joined(cg);
+	if (ev & AGENTCG_EV(new_steps))
+		agentcg_task_left(cg);
 	if (agentcg_fork_tick(cg, now, &t) || (ev & AGENTCG_EV(fork_storms)))
 		agentcg_sync_weight(cg, root, g, &t);
 	agentcg_cgrp_init(root, 100);

@@ -19,9 +19,12 @@
 #include <signal.h>
 #include <sys/inotify.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,6 +45,7 @@
 #include "bpf/agentcg_intf.h"
 #include "core/config/config.h"
 #include "live/agentcgroupd/daemon_logic.h"
+#include "live/agentcgroupd/extensions.h"
 #include "agentcg.skel.h"
 
 namespace {
@@ -85,13 +89,13 @@ int libbpf_log(enum libbpf_print_level level, const char* fmt, va_list ap) {
 struct Options {
   std::string config_path = "/etc/agentcg/config.yaml";
   bool config_given = false;
-  std::string mode_override;  // fifo, flatcg, agentcg
+  std::string mode_override;  // fifo, flatcg, agentcg, scx, none
   bool check_only = false;
 };
 
 void usage() {
   std::fprintf(stderr,
-               "usage: agentcgroupd [--config FILE] [--mode agentcg|flatcg|fifo] [--check-config]\n"
+               "usage: agentcgroupd [--config FILE] [--mode agentcg|flatcg|fifo|scx|none|monitor] [--check-config]\n"
                "  --config FILE    YAML config (default /etc/agentcg/config.yaml; built-in\n"
                "                   defaults when the default file does not exist)\n"
                "  --mode MODE      override daemon.mode (fifo: trivial baseline scheduler)\n"
@@ -129,6 +133,8 @@ class Daemon {
   std::string metrics_text_;  // guarded by metrics_mu_ (read by the HTTP thread)
   httplib::Server http_;
   std::thread http_thread_;
+  // Seed 001: monitor, strategies API, scx supervision, k8s (extensions.h).
+  live::Extensions ext_;
 };
 
 std::string Daemon::mode_name() const {
@@ -136,6 +142,10 @@ std::string Daemon::mode_name() const {
 }
 
 bool Daemon::attach() {
+  if (mode_name() == "none" || mode_name() == "scx") {
+    cgroups_.clear();
+    return ext_.attach_external(cfg_, mode_name());  // no agentcg scheduler
+  }
   skel_ = agentcg_bpf__open();
   if (!skel_) {
     LOGE("opening the BPF skeleton failed: %s", std::strerror(errno));
@@ -196,6 +206,27 @@ bool Daemon::attach() {
        t.features, ncpu);
   cgroups_.clear();
   return true;
+}
+
+// systemd readiness (Type=notify): one datagram "READY=1" to
+// $NOTIFY_SOCKET, the protocol of sd_notify(3), written out so the daemon
+// needs no libsystemd. No-op without the variable (started by hand, in the
+// VM tests); '@' names an abstract socket.
+void notify_systemd(const char* state) {
+  const char* path = std::getenv("NOTIFY_SOCKET");
+  if (!path || !*path) return;
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  const std::size_t len = std::strlen(path);
+  if (len >= sizeof(sa.sun_path)) return;
+  std::memcpy(sa.sun_path, path, len);
+  if (sa.sun_path[0] == '@') sa.sun_path[0] = '\0';
+  const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  const socklen_t sl = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + len);
+  if (::sendto(fd, state, std::strlen(state), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&sa), sl) < 0)
+    LOGW("sd_notify %s: %s", state, std::strerror(errno));
+  ::close(fd);
 }
 
 // With AGENTCG_PROG_STATS set (and kernel.bpf_stats_enabled=1), prints each
@@ -324,7 +355,7 @@ void Daemon::refresh_metrics(bool force) {
                                         sizeof(c.stat), 0) == 0;
     s.cgroups.push_back(c);
   }
-  std::string text = live::render_metrics(s);
+  std::string text = live::render_metrics(s) + ext_.metrics_text(now);
   std::lock_guard<std::mutex> lock(metrics_mu_);
   metrics_text_ = std::move(text);
 }
@@ -389,6 +420,7 @@ int Daemon::run() {
     LOGE("signalfd: %s", std::strerror(errno));
     return 3;
   }
+  ext_.start(cfg_, opt_.mode_override, opt_.config_path);
   if (!attach()) return 3;
   inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (inotify_fd_ < 0) LOGW("inotify unavailable (%s): relying on the periodic rescan", std::strerror(errno));
@@ -408,11 +440,13 @@ int Daemon::run() {
       detach();
       return 3;
     }
+    ext_.add_routes(http_);
     http_thread_ = std::thread([this] { http_.listen_after_bind(); });
     LOGI("metrics on http://%s:%u/metrics", cfg_.daemon.metrics_address.c_str(), cfg_.daemon.metrics_port);
   }
   std::printf("agentcgroupd: ready\n");
   std::fflush(stdout);
+  notify_systemd("READY=1");
 
   int rc = 0;
   for (;;) {
@@ -442,6 +476,7 @@ int Daemon::run() {
       }
       rescan();
     }
+    ext_.tick(now_ns(), skel_ ? skel_->obj : nullptr);
     if (check_ejected()) {
       detach();
       if (!cfg_.daemon.reattach_on_eject) {
@@ -461,6 +496,7 @@ int Daemon::run() {
     refresh_metrics(false);
   }
   detach();
+  ext_.stop();
   refresh_metrics(true);
   if (http_thread_.joinable()) {
     http_.stop();
@@ -481,8 +517,10 @@ int main(int argc, char** argv) {
       opt.config_given = true;
     } else if (a == "--mode" && i + 1 < argc) {
       opt.mode_override = argv[++i];
-      if (opt.mode_override != "fifo" && opt.mode_override != "flatcg" && opt.mode_override != "agentcg") {
-        std::fprintf(stderr, "agentcgroupd: --mode: expected agentcg, flatcg or fifo, got '%s'\n",
+      if (opt.mode_override == "monitor") opt.mode_override = "none";
+      if (opt.mode_override != "fifo" && opt.mode_override != "flatcg" && opt.mode_override != "agentcg" &&
+          opt.mode_override != "scx" && opt.mode_override != "none") {
+        std::fprintf(stderr, "agentcgroupd: --mode: expected agentcg, flatcg, fifo, scx, none or monitor, got '%s'\n",
                      opt.mode_override.c_str());
         return 2;
       }

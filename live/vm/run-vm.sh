@@ -42,7 +42,7 @@ extras=(-- "$src/live/agentcgroupd/config.yaml=/etc/agentcg/config.yaml")
 for t in "$src"/traces/*.json; do [ -e "$t" ] && extras+=("$t=/traces/$(basename "$t")"); done
 for pair in ${AGENTCG_VM_FILES:-}; do extras+=("$pair"); done
 bins=()
-for b in live/player/agentcg-player live/recorder/agentcg-record sim/agentcg-sim; do
+for b in live/player/agentcg-player live/recorder/agentcg-record sim/agentcg-sim live/monitor/agentcg-monitor; do
   [ -x "$build/$b" ] && bins+=("$build/$b")
 done
 "$here/mkinitramfs.sh" "$wd/initrd.cpio.gz" "$daemon" "$work" "${bins[@]}" "${extras[@]}" ||

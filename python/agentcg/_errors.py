@@ -10,6 +10,9 @@ by the CLI, which turns them into one error line and exit status 1.
 """
 from __future__ import annotations
 
+import difflib
+from typing import Sequence
+
 from . import _core
 
 TraceError = _core.TraceError
@@ -20,4 +23,16 @@ class AgentcgError(ValueError):
     """Bad input detected by the Python layer (what, where, what was expected)."""
 
 
-__all__ = ["AgentcgError", "ConfigError", "TraceError"]
+class UnknownNameError(AgentcgError):
+    """A name (policy, config key, generator kind) that does not exist; the
+    message lists the close matches. The CLI exits 2 (usage) on it."""
+
+
+def unknown_name(what: str, name: str, choices: Sequence[str]) -> UnknownNameError:
+    """"unknown policy 'agentgc' (did you mean agentcg?); expected one of ..."."""
+    close = difflib.get_close_matches(str(name), list(choices), n=3, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+    return UnknownNameError(f"unknown {what} '{name}'{hint}; expected one of: {', '.join(choices)}")
+
+
+__all__ = ["AgentcgError", "ConfigError", "TraceError", "UnknownNameError", "unknown_name"]

@@ -24,7 +24,7 @@ import tempfile
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _core
-from ._errors import AgentcgError
+from ._errors import AgentcgError, unknown_name
 from .traces import TraceLike, as_trace
 
 if TYPE_CHECKING:  # pandas/numpy are imported lazily: sweep workers stay light.
@@ -170,10 +170,11 @@ class Result(Mapping[str, Any]):
     """One simulation's results.json, with tables for analysis and plots."""
 
     def __init__(self, text: str, schedule_path: Optional[str] = None,
-                 label: Optional[str] = None) -> None:
+                 label: Optional[str] = None, schedule_text: Optional[str] = None) -> None:
         self.text = text
         self.data: Dict[str, Any] = json.loads(text)
         self._schedule_path = schedule_path
+        self._schedule_text = schedule_text  # run(schedule=True): held in memory, no file left behind
         self._schedule: Optional[Any] = None
         self.label = label or self.default_label()
 
@@ -209,6 +210,13 @@ class Result(Mapping[str, Any]):
         if r.data.get("format") != "agentcg-results":
             raise AgentcgError(f"{p}: not a results.json (expected \"format\": \"agentcg-results\")")
         sched = os.path.join(os.path.dirname(p), "schedule.perfetto.json")
+        if not os.path.exists(sched):  # `run --perfetto DIR/anything.json` beside results.json
+            import glob
+
+            found = [f for f in sorted(glob.glob(os.path.join(os.path.dirname(p), "*.json")))
+                     if os.path.basename(f) != "results.json" and not os.path.basename(f).startswith("seed-")
+                     and _looks_like_trace_events(f)]
+            sched = found[0] if len(found) == 1 else sched
         if os.path.exists(sched):
             r._schedule_path = sched
         return r
@@ -253,8 +261,11 @@ class Result(Mapping[str, Any]):
             if key in d:
                 out[key] = d[key]
         for lat in ("wakeup_latency_ns", "tool_call_latency_ns"):
+            none = isinstance(d.get(lat), dict) and not d[lat].get("count")
             for k in ("p50", "p99", "p999", "max", "mean", "count"):
                 v = d.get(lat, {}).get(k) if isinstance(d.get(lat), dict) else None
+                if none and k != "count":
+                    v = float("nan")  # no samples: missing, not 0
                 if v is not None:
                     base = lat.replace("_latency_ns", "")  # wakeup_p99_ns, tool_call_count
                     out[f"{base}_{k}_ns" if k != "count" else f"{base}_count"] = v
@@ -343,16 +354,44 @@ class Result(Mapping[str, Any]):
         --perfetto; raises AgentcgError otherwise.
         """
         if self._schedule is None:
-            if not self._schedule_path:
+            if self._schedule_text is not None:
+                self._schedule = _slices(_events_from_text(self._schedule_text, "<schedule>"))
+            elif self._schedule_path:
+                self._schedule = read_perfetto_slices(self._schedule_path)
+            else:
                 raise AgentcgError("no schedule recorded: run with schedule=True (CLI: --perfetto FILE)")
-            self._schedule = read_perfetto_slices(self._schedule_path)
         return self._schedule
+
+    @property
+    def has_schedule(self) -> bool:
+        return self._schedule_text is not None or bool(self._schedule_path)
+
+    def schedule_text(self) -> Optional[str]:
+        """The recorded schedule trace's text (None when none was recorded)."""
+        if self._schedule_text is not None:
+            return self._schedule_text
+        if self._schedule_path and os.path.exists(self._schedule_path):
+            with open(self._schedule_path, encoding="utf-8") as f:
+                return f.read()
+        return None
 
     def schedule_counters(self) -> "pandas.DataFrame":
         """Counter samples (track, ts_ns, value) from the Perfetto trace."""
+        if self._schedule_text is not None:
+            return _counters(_events_from_text(self._schedule_text, "<schedule>"))
         if not self._schedule_path:
             raise AgentcgError("no schedule recorded: run with schedule=True (CLI: --perfetto FILE)")
         return read_perfetto_counters(self._schedule_path)
+
+
+def _looks_like_trace_events(path: str) -> bool:
+    """A Chrome/Perfetto trace-event file (its first bytes open "traceEvents")."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = f.read(200)
+    except OSError:
+        return False
+    return '"traceEvents"' in head or head.lstrip().startswith('[{"')
 
 
 def _us_to_ns(v: Any) -> int:
@@ -363,9 +402,17 @@ def _us_to_ns(v: Any) -> int:
 def _perfetto_events(path: str) -> List[Dict[str, Any]]:
     try:
         with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
+            text = f.read()
     except OSError as e:
         raise AgentcgError(f"{path}: cannot read Perfetto trace: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise AgentcgError(f"{path}: byte {e.start}: not UTF-8 text (a trace-event JSON file expected)") from None
+    return _events_from_text(text, path)
+
+
+def _events_from_text(text: str, path: str) -> List[Dict[str, Any]]:
+    try:
+        doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise AgentcgError(f"{path}:{e.lineno}: not a trace-event JSON file: {e.msg}") from None
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc
@@ -376,10 +423,14 @@ def _perfetto_events(path: str) -> List[Dict[str, Any]]:
 
 def read_perfetto_slices(path: str) -> "pandas.DataFrame":
     """The "X" events of a schedule trace as a DataFrame sorted by (cpu, start)."""
+    return _slices(_perfetto_events(path))
+
+
+def _slices(events: List[Dict[str, Any]]) -> "pandas.DataFrame":
     import pandas as pd
 
     rows = []
-    for e in _perfetto_events(path):
+    for e in events:
         if e.get("ph") != "X":
             continue
         start = _us_to_ns(e.get("ts", 0))
@@ -392,17 +443,21 @@ def read_perfetto_slices(path: str) -> "pandas.DataFrame":
 
 
 def read_perfetto_counters(path: str) -> "pandas.DataFrame":
+    return _counters(_perfetto_events(path))
+
+
+def _counters(events: List[Dict[str, Any]]) -> "pandas.DataFrame":
     import pandas as pd
 
     rows = [{"track": str(e.get("name", "")), "ts_ns": _us_to_ns(e.get("ts", 0)),
              "value": float((e.get("args") or {}).get("value", 0.0))}
-            for e in _perfetto_events(path) if e.get("ph") == "C"]
+            for e in events if e.get("ph") == "C"]
     return pd.DataFrame(rows, columns=["track", "ts_ns", "value"])
 
 
 # --- run / compare -------------------------------------------------------------
 
-def run(trace: TraceLike, policy: str = "cfs", gpu_policy: str = "none", config: ConfigLike = None,
+def run(trace: TraceLike, policy: str = "eevdf", gpu_policy: str = "none", config: ConfigLike = None,
         seed: int = 1, overrides: Optional[Mapping[str, Any]] = None,
         perfetto: Optional[Union[str, "os.PathLike[str]"]] = None, schedule: bool = False,
         label: Optional[str] = None) -> Result:
@@ -412,14 +467,106 @@ def run(trace: TraceLike, policy: str = "cfs", gpu_policy: str = "none", config:
     schedule: record the schedule (to a temporary file if no perfetto path)
     so that Result.schedule() and the timeline plot work.
     """
+    check_seed(seed)
+    check_policy(policy, gpu_policy)
+    if overrides:
+        check_config_keys(overrides, "overrides")
+    if isinstance(config, Mapping):
+        check_config_keys(config, "config")
     t = as_trace(trace)
+    if gpu_policy != "none" and not _core.trace_has_gpu(t):
+        raise AgentcgError(f"gpu_policy '{gpu_policy}': the trace {t.name} has no GPU jobs (no 'gpu' section); "
+                           "use gpu_policy='none' or a GPU trace (trace generate gpu-oversub ...)")
     cpath, ctext, csource = config_yaml(config, overrides)
     ppath = os.fspath(perfetto) if perfetto is not None else ""
     if schedule and not ppath:
+        # Read back into memory at once and removed: nothing is left in /tmp.
         fd, ppath = tempfile.mkstemp(prefix="agentcg-schedule-", suffix=".json")
         os.close(fd)
+        try:
+            text = _core.run(t, policy, gpu_policy, int(seed), cpath, ctext, csource, ppath)
+            with open(ppath, encoding="utf-8") as f:
+                sched = f.read()
+        finally:
+            os.unlink(ppath)
+        return Result(text, None, label, schedule_text=sched)
     text = _core.run(t, policy, gpu_policy, int(seed), cpath, ctext, csource, ppath)
     return Result(text, ppath or None, label)
+
+
+SEED_MAX = 2**64 - 1
+
+
+def check_seed(seed: Any, flag: str = "seed") -> int:
+    """A run seed is an integer 0..2**64-1 (the simulator's u64)."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        try:
+            ok = isinstance(seed, str) and str(int(seed)) == seed.strip()
+        except ValueError:
+            ok = False
+        if not ok:
+            raise AgentcgError(f"{flag} {seed!r}: expected an integer from 0 to 2**64-1")
+        seed = int(seed)
+    if not 0 <= seed <= SEED_MAX:
+        raise AgentcgError(f"{flag} {seed}: expected an integer from 0 to 2**64-1")
+    return int(seed)
+
+
+def check_policy(policy: str, gpu_policy: str = "none") -> None:
+    """Unknown policy names fail before anything runs, with did-you-mean."""
+    if policy not in _core.cpu_policies():
+        raise unknown_name("CPU policy", policy, list(_core.cpu_policies()))
+    if gpu_policy not in _core.gpu_policies():
+        raise unknown_name("GPU policy", gpu_policy, list(_core.gpu_policies()))
+
+
+_OTHER_SECTIONS = ("daemon", "monitor")  # valid in the YAML file, unused by the simulator
+
+
+def check_config_keys(config: Mapping[str, Any], where: str) -> None:
+    """Every dotted or nested key must exist in the defaults: a typo names
+    the key and the close matches (the YAML loader would only see
+    '<config dict>:LINE')."""
+    defaults = default_config()
+    nested = _nest(config)
+    sections = sorted(set(defaults) | set(_OTHER_SECTIONS))
+    for sec, body in nested.items():
+        if sec not in sections:
+            raise unknown_name(f"config section in {where}", sec, sections)
+        if sec not in defaults or not isinstance(body, Mapping):
+            continue
+        _check_under(body, defaults[sec], f"{sec}.", where)
+
+
+def _check_under(body: Mapping[str, Any], ref: Any, prefix: str, where: str) -> None:
+    if not isinstance(ref, Mapping):
+        return
+    for k, v in body.items():
+        if k not in ref:
+            raise unknown_name(f"config key in {where}", prefix + k, [prefix + x for x in sorted(ref)])
+        if isinstance(v, Mapping):
+            _check_under(v, ref[k], f"{prefix}{k}.", where)
+
+
+def demand_shares(trace: TraceLike, seed: int = 1, config: ConfigLike = None) -> Dict[str, float]:
+    """What each cgroup would use of the trace's machine if it never had to
+    wait: its CPU time in a run on a machine with many CPUs (cfs, 64x the
+    CPUs, at most 1024), as a share of the trace's machine over that run.
+    Used for the demand-capped entitlement of the fairness index (table.py):
+    an approximation, since a workload that paces itself on its own progress
+    may ask for more when it runs faster."""
+    t = as_trace(trace)
+    cpus = min(1024, max(1, int(t.cpus)) * 64)
+    over = {"machine.cpus": cpus}
+    r = json.loads(_core.run(t, "cfs", "none", int(seed), *_cfg_args(config, over), ""))
+    dur = float(r.get("duration_ns") or 0) * max(1, int(t.cpus))
+    if dur <= 0:
+        return {}
+    return {p: float(c.get("cpu_time_ns") or 0) / dur for p, c in (r.get("cgroups") or {}).items()}
+
+
+def _cfg_args(config: ConfigLike, over: Mapping[str, Any]) -> Tuple[str, str, str]:
+    return config_yaml(config, over)
 
 
 class Comparison(Mapping[str, Result]):
@@ -463,11 +610,12 @@ class Comparison(Mapping[str, Result]):
             sub = os.path.join(d, _safe(k))
             os.makedirs(sub, exist_ok=True)
             r.save(os.path.join(sub, "results.json"))
-            if r.schedule_path and os.path.exists(r.schedule_path):
-                dst = os.path.join(sub, "schedule.perfetto.json")
-                if os.path.abspath(dst) != os.path.abspath(r.schedule_path):
-                    with open(r.schedule_path, "rb") as src, open(dst, "wb") as out:
-                        out.write(src.read())
+            dst = os.path.join(sub, "schedule.perfetto.json")
+            if not (r.schedule_path and os.path.abspath(dst) == os.path.abspath(r.schedule_path)):
+                text = r.schedule_text()
+                if text is not None:
+                    with open(dst, "w", encoding="utf-8", newline="") as out:
+                        out.write(text)
         self.table().to_csv(os.path.join(d, "summary.csv"))
 
 
@@ -475,7 +623,7 @@ def _safe(label: str) -> str:
     return label.replace("/", "+").replace(os.sep, "+")
 
 
-def compare(trace: TraceLike, policies: Sequence[str] = ("cfs", "flatcg", "agentcg"),
+def compare(trace: TraceLike, policies: Sequence[str] = ("eevdf", "flatcg", "agentcg"),
             gpu_policies: Optional[Sequence[str]] = None, config: ConfigLike = None, seed: int = 1,
             overrides: Optional[Mapping[str, Any]] = None, schedule: bool = False,
             progress: bool = False) -> Comparison:

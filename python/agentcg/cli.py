@@ -53,100 +53,87 @@ def _split(s: str) -> List[str]:
     return [x for x in s.split(",") if x]
 
 
-# --- printing (mirrors sim/cli/main.cc) ----------------------------------------
+# --- printing (one table: agentcg.table) --------------------------------------
 
-def print_summary(r: Dict[str, Any]) -> None:
-    w = r.get("wakeup_latency_ns", {})
-    t = r.get("tool_call_latency_ns", {})
-    print(f"trace {r.get('trace')}  policy {r.get('policy')}  cpus {r.get('cpus')}  "
-          f"simulated {_ms(r.get('duration_ns'))} ms")
-    print(f"  wakeup latency p50 {_ms(w.get('p50'))} ms  p99 {_ms(w.get('p99'))} ms  max "
-          f"{_ms(w.get('max'))} ms;  tool-call p50 {_ms(t.get('p50'))} ms  p99 {_ms(t.get('p99'))} ms")
-    print(f"  context switches {r.get('context_switches')}  utilisation {_pct(r.get('cpu_utilization'))}"
-          f"  Jain {_num(r.get('jain_fairness'))}")
-    print(f"  {'cgroup':<28}{'share':>8}{'entitled':>10}{'wake p50':>11}{'wake p99':>11}"
-          f"{'tool p99':>11}{'throttled':>12}")
-    for path, c in sorted(r.get("cgroups", {}).items()):
-        if path != "/" and c.get("tasks", 1) == 0 and c.get("cpu_time_ns", 0) == 0:
-            continue
-        print(f"  {path:<28}{_pct(c.get('cpu_share')):>8}{_pct(c.get('entitled_share')):>10}"
-              f"{_ms(c.get('wakeup_latency_ns', {}).get('p50')):>11}"
-              f"{_ms(c.get('wakeup_latency_ns', {}).get('p99')):>11}"
-              f"{_ms(c.get('tool_call_latency_ns', {}).get('p99')):>11}{_ms(c.get('throttled_ns')):>12}")
-    g = r.get("gpu")
-    if isinstance(g, dict):
-        print(f"  gpu ({r.get('gpu_policy')}): makespan {_ms(g.get('makespan_ns', 0))} ms  switches "
-              f"{g.get('switches', 0)}  migrated {g.get('bytes_migrated', 0)} B")
+def print_summary(r: Dict[str, Any], per_cgroup: bool = False) -> None:
+    from . import table
+
+    label = str(r.get("policy")) + ("" if r.get("gpu_policy") in (None, "none") else f"/{r.get('gpu_policy')}")
+    print(f"trace {r.get('trace')}  policy {label}  cpus {r.get('cpus')}  seed {r.get('seed')}  "
+          f"simulated {float(r.get('duration_ns') or 0) / 1e9:g} s")
+    print(table.render_text(table.build_rows({label: [r]}, per_cgroup=per_cgroup), [label]), end="")
 
 
-def print_compare(name: str, cpus: Any, seed: int, labels: Sequence[str],
-                  results: Sequence[Dict[str, Any]]) -> None:
-    print(f"trace {name} ({cpus} CPUs, seed {seed})")
-    width = max(12, max(len(lbl) for lbl in labels) + 2)
+def print_compare(name: str, cpus: Any, seeds: Sequence[int], runs: Dict[str, List[Dict[str, Any]]],
+                  per_cgroup: bool = False, demand: Optional[Dict[str, float]] = None) -> None:
+    from . import table
 
-    def row(title: str, cell: Any) -> None:
-        print(f"{title:<44}" + "".join(f"{cell(r):>{width}}" for r in results))
+    seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {_seed_range(seeds)}"
+    labels = list(runs)
+    print(table.render_text(table.build_rows(runs, per_cgroup=per_cgroup, demand=demand), labels,
+                            title=f"trace {name} ({cpus} CPUs, {seed_text}; baseline "
+                                  f"{table.baseline_of(labels)})"), end="")
 
-    print(f"{'metric':<44}" + "".join(f"{lbl:>{width}}" for lbl in labels))
-    row("wakeup p50 (ms)", lambda r: _ms(r["wakeup_latency_ns"]["p50"]))
-    row("wakeup p99 (ms)", lambda r: _ms(r["wakeup_latency_ns"]["p99"]))
-    row("tool-call p50 (ms)", lambda r: _ms(r["tool_call_latency_ns"]["p50"]))
-    row("tool-call p99 (ms)", lambda r: _ms(r["tool_call_latency_ns"]["p99"]))
-    row("context switches", lambda r: str(r["context_switches"]))
-    row("Jain fairness", lambda r: f"{float(r['jain_fairness']):.3f}")
-    first = results[0]
-    for path, c in sorted(first.get("cgroups", {}).items()):
-        if path == "/" or c.get("tasks", 1) == 0:
-            continue
-        row(f"{path} share / entitled",
-            lambda r, p=path: _pct(r["cgroups"][p]["cpu_share"]) + "/" +
-            _pct(r["cgroups"][p]["entitled_share"])[:-1])
-        row(f"{path} wakeup p99 (ms)", lambda r, p=path: _ms(r["cgroups"][p]["wakeup_latency_ns"]["p99"]))
-        if c.get("tool_call_latency_ns", {}).get("count", 0) != 0:
-            row(f"{path} tool-call p50 (ms)",
-                lambda r, p=path: _ms(r["cgroups"][p]["tool_call_latency_ns"]["p50"]))
-            row(f"{path} tool-call p99 (ms)",
-                lambda r, p=path: _ms(r["cgroups"][p]["tool_call_latency_ns"]["p99"]))
-        if c.get("nr_periods", 0) != 0:
-            row(f"{path} throttled (ms)", lambda r, p=path: _ms(r["cgroups"][p]["throttled_ns"]))
-    if all(isinstance(r.get("gpu"), dict) for r in results):
-        row("gpu makespan (ms)", lambda r: _ms(r["gpu"].get("makespan_ns", 0)))
-        row("gpu busy fraction", lambda r: f"{float(r['gpu'].get('busy_fraction', 0)):.3f}")
-        row("gpu switches", lambda r: str(r["gpu"].get("switches", 0)))
-        row("gpu migrated (GiB)", lambda r: f"{int(r['gpu'].get('bytes_migrated', 0)) / 2**30:.2f}")
-        jobs = sorted(first["gpu"].get("jobs", {}))
-        for j in jobs:
-            row(f"gpu job {j} JCT (ms)", lambda r, j=j: _ms(r["gpu"].get("jobs", {}).get(j, {}).get("jct_ns", 0)))
-        clients = sorted(first["gpu"].get("clients", {}))
-        for c in clients:
-            if first["gpu"]["clients"][c].get("limit_pct") is not None:
-                row(f"gpu client {c} share / limit",
-                    lambda r, c=c: f"{float(r['gpu']['clients'].get(c, {}).get('achieved_share', 0)) * 100:.1f}/"
-                    f"{r['gpu']['clients'].get(c, {}).get('limit_pct')}")
+
+def _seed_range(seeds: Sequence[int]) -> str:
+    s = list(seeds)
+    if s == list(range(s[0], s[0] + len(s))) and len(s) > 2:
+        return f"{s[0]}-{s[-1]}"
+    return ",".join(str(x) for x in s)
 
 
 # --- commands -------------------------------------------------------------------
 
+CPU_POLICY_HELP = ("eevdf (the kernel's default since 6.6: the baseline), cfs (pre-6.6 reference), "
+                   "fifo, flatcg, agentcg")
+GPU_POLICY_HELP = "none, nvshare, memory-aware, compute-limit, memory-aware+compute-limit"
+
+
+def _seed_arg(text: str) -> int:
+    """argparse type for --seed: 0..2**64-1 (the simulator's u64)."""
+    from .api import SEED_MAX
+
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer (expected 0 to 2**64-1)") from None
+    if not 0 <= v <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"{text} is out of range (expected an integer from 0 to 2**64-1)")
+    return v
+
+
 def _add_run_options(p: argparse.ArgumentParser, compare: bool) -> None:
     p.add_argument("trace", metavar="TRACE", help="trace file (JSON format v1, see traces/README.md)")
     if compare:
-        p.add_argument("--policies", default="cfs,flatcg,agentcg",
-                       help="comma-separated CPU policies (default: cfs,flatcg,agentcg)")
-        p.add_argument("--gpu-policy", default=None, help="one GPU policy for every run (default none)")
+        p.add_argument("--policies", default="eevdf,flatcg,agentcg",
+                       help="comma-separated CPU policies (default: eevdf,flatcg,agentcg; eevdf is the "
+                            "baseline of the verdicts, cfs the pre-6.6 reference). Policies: " + CPU_POLICY_HELP)
+        p.add_argument("--gpu-policy", default=None, help="one GPU policy for every run (default none): "
+                       + GPU_POLICY_HELP)
         p.add_argument("--gpu-policies", default=None,
                        help="comma-separated GPU policies to compare (with one CPU policy)")
+        p.add_argument("--seeds", default=None, metavar="LIST",
+                       help="repeat every policy over these seeds, e.g. 1-5 or 1,2,3: the table shows the "
+                            "median [95 %% bootstrap interval] and a verdict against eevdf")
+        p.add_argument("--per-cgroup", action="store_true",
+                       help=f"every cgroup's rows (by default shown up to {4} leaf cgroups; above that only "
+                            "aggregate rows: p50/p99 over the cgroups and the worst one)")
     else:
-        p.add_argument("--policy", required=True, help="CPU policy: cfs, fifo, flatcg, agentcg")
+        p.add_argument("--policy", default="eevdf", help="CPU policy (default eevdf): " + CPU_POLICY_HELP)
         p.add_argument("--gpu-policy", default="none",
-                       help="GPU policy: none, nvshare, memory-aware, compute-limit, "
-                            "memory-aware+compute-limit")
+                       help="GPU policy (default none; traces with GPU jobs only): " + GPU_POLICY_HELP)
         p.add_argument("--perfetto", metavar="FILE", default=None,
-                       help="also write the schedule as Chrome/Perfetto trace-event JSON")
+                       help="also write the schedule: Chrome/Perfetto trace-event JSON (`plot DIR` reads it "
+                            "beside DIR/results.json), or ftrace/systrace text with sched_switch lines when FILE "
+                            "ends in .txt or .systrace (Perfetto opens it as a kernel capture)")
+        p.add_argument("--per-cgroup", action="store_true", help="every cgroup's rows in the summary")
     p.add_argument("--config", metavar="FILE", default=None, help="YAML config (see core/config)")
     p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                    help="override one config key, e.g. scheduler.fork_storm_threshold=16 (repeatable)")
-    p.add_argument("--seed", type=int, default=1, help="run seed (default 1)")
+    p.add_argument("--seed", type=_seed_arg, default=None, help="run seed, 0 to 2**64-1 (default 1)")
     p.add_argument("--out", metavar="DIR", required=True, help="output directory")
+    p.add_argument("--json", action="store_true",
+                   help="print the results as JSON on stdout instead of the table (files are written as usual)")
     p.add_argument("--quiet", action="store_true", help="no summary, no progress bars")
 
 
@@ -163,26 +150,80 @@ def _parse_value(v: str) -> Any:
 
 
 def _overrides(items: Sequence[str]) -> Dict[str, Any]:
+    from ._errors import UnknownNameError
+    from .api import check_config_keys
+
     out: Dict[str, Any] = {}
     for it in items:
         if "=" not in it:
             raise UsageError(f"--set {it}: expected KEY=VALUE, e.g. scheduler.fork_storm_threshold=16")
         k, v = it.split("=", 1)
+        k = k.strip()
+        try:
+            check_config_keys({k: 0}, "--set")
+        except UnknownNameError as e:
+            raise UsageError(f"--set {it}: {e}") from None
+        out[k] = _parse_value(v.strip())
+    return out
+
+
+def _key_values(items: Sequence[str], flag: str) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for it in items:
+        if "=" not in it:
+            raise UsageError(f"{flag} {it}: expected KEY=VALUE, e.g. cpus=4")
+        k, v = it.split("=", 1)
         out[k.strip()] = _parse_value(v.strip())
     return out
+
+
+def _check_policies(names: Sequence[str], gpu: bool, flag: str) -> None:
+    from . import _core
+    from ._errors import unknown_name
+
+    known = list(_core.gpu_policies() if gpu else _core.cpu_policies())
+    for n in names:
+        if n not in known:
+            raise UsageError(f"{flag}: {unknown_name('GPU policy' if gpu else 'CPU policy', n, known)}")
+
+
+def _check_trace_path(path: str, flag: str = "TRACE") -> None:
+    from ._errors import AgentcgError
+
+    if not os.path.exists(path):
+        import difflib
+
+        d = os.path.dirname(path) or "."
+        near = difflib.get_close_matches(os.path.basename(path), os.listdir(d), n=2) if os.path.isdir(d) else []
+        hint = f" (did you mean {' or '.join(os.path.join(os.path.dirname(path), x) for x in near)}?)" if near else ""
+        raise AgentcgError(f"{flag} {path}: no such file{hint}")
+    if os.path.isdir(path):
+        raise AgentcgError(f"{flag} {path}: is a directory, expected a trace file (JSON)")
 
 
 def cmd_run(a: argparse.Namespace) -> int:
     from . import api
 
+    _check_policies([a.policy], False, "--policy")
+    _check_policies([a.gpu_policy], True, "--gpu-policy")
+    over = _overrides(a.set) or None
+    _check_trace_path(a.trace)
+    from . import _core
+    from .traces import load_trace
+
+    trace = load_trace(a.trace)
+    if a.gpu_policy != "none" and not _core.trace_has_gpu(trace):
+        raise UsageError(f"--gpu-policy {a.gpu_policy}: {a.trace} has no GPU jobs (no 'gpu' section); leave the "
+                         "flag out or use a GPU trace (trace generate gpu-oversub ...)")
     os.makedirs(a.out, exist_ok=True)  # --perfetto may point inside it
-    r = api.run(a.trace, a.policy, a.gpu_policy, a.config, a.seed, _overrides(a.set) or None,
+    r = api.run(trace, a.policy, a.gpu_policy, a.config, 1 if a.seed is None else a.seed, over,
                 perfetto=a.perfetto)
     out = os.path.join(a.out, "results.json")
-    os.makedirs(a.out, exist_ok=True)
     _atomic_write(out, r.text)
-    if not a.quiet:
-        print_summary(r.data)
+    if a.json:
+        sys.stdout.write(r.text if r.text.endswith("\n") else r.text + "\n")
+    elif not a.quiet:
+        print_summary(r.data, per_cgroup=a.per_cgroup)
         print(f"wrote {out}")
     return EXIT_OK
 
@@ -195,51 +236,81 @@ def _atomic_write(path: str, text: str) -> None:
 
 
 def cmd_compare(a: argparse.Namespace) -> int:
-    from . import api, progress
+    from . import _core, api, progress, table
     from .traces import load_trace
 
     policies = _split(a.policies)
     if not policies:
-        raise UsageError("--policies: expected a comma-separated list")
+        raise UsageError("--policies: expected a comma-separated list, e.g. eevdf,flatcg,agentcg")
+    _check_policies(policies, False, "--policies")
     if a.gpu_policies and a.gpu_policy:
         raise UsageError("give --gpu-policy or --gpu-policies, not both")
     gpols = _split(a.gpu_policies) if a.gpu_policies else [a.gpu_policy or "none"]
+    _check_policies(gpols, True, "--gpu-policies" if a.gpu_policies else "--gpu-policy")
+    if a.seeds is not None and a.seed is not None:
+        raise UsageError("give --seed N or --seeds LIST, not both")
+    seeds = _seeds(a.seeds, "--seeds") if a.seeds is not None else [1 if a.seed is None else a.seed]
+    over = _overrides(a.set) or None
+    _check_trace_path(a.trace)
     trace = load_trace(a.trace)
-    labels, results = [], []
+    if any(g != "none" for g in gpols) and not _core.trace_has_gpu(trace):
+        raise UsageError(f"--gpu-polic{'ies' if a.gpu_policies else 'y'}: {a.trace} has no GPU jobs "
+                         "(no 'gpu' section); leave it out or use a GPU trace")
     pairs = [(c, g) for c in policies for g in gpols]
-    for c, g in progress.bar(pairs, desc="compare", unit="run"):
+    runs: Dict[str, List[Dict[str, Any]]] = {}
+    work = [(seed, c, g) for seed in seeds for c, g in pairs]
+    for seed, c, g in progress.bar(work, desc="compare", unit="run"):
         label = c if len(gpols) == 1 else (g if len(policies) == 1 else f"{c}/{g}")
-        r = api.run(trace, c, g, a.config, a.seed, _overrides(a.set) or None, label=label)
+        r = api.run(trace, c, g, a.config, seed, over, label=label)
         sub = os.path.join(a.out, label.replace("/", "+"))
         os.makedirs(sub, exist_ok=True)
-        _atomic_write(os.path.join(sub, "results.json"), r.text)
-        labels.append(label)
-        results.append(r.data)
+        if seed == seeds[0]:
+            _atomic_write(os.path.join(sub, "results.json"), r.text)
+        if len(seeds) > 1:  # every repetition is kept
+            _atomic_write(os.path.join(sub, f"seed-{seed}.results.json"), r.text)
+        runs.setdefault(label, []).append(r.data)
+    demand = api.demand_shares(trace, seeds[0], a.config) if trace.nr_processes else None
+    labels = list(runs)
+    rows = table.build_rows(runs, per_cgroup=a.per_cgroup, demand=demand)
+    doc = {"format": "agentcg-compare", "version": 1, "trace": trace.name, "cpus": trace.cpus,
+           "seeds": seeds, "baseline": table.baseline_of(labels), "policies": labels,
+           "rows": table.rows_json(rows, labels)}
+    _atomic_write(os.path.join(a.out, "compare.json"), table.dumps(doc))
     if a.plots:
         from . import plots
 
         cmp = api.Comparison({lbl: api.Result.load(os.path.join(a.out, lbl.replace("/", "+")))
                               for lbl in labels})
         plots.plot_comparison(cmp, os.path.join(a.out, "plots"))
-    if not a.quiet:
-        print_compare(trace.name, trace.cpus, a.seed, labels, results)
-        print(f"wrote {a.out}/<policy>/results.json")
+    if a.json:
+        sys.stdout.write(table.dumps(doc))
+    elif not a.quiet:
+        print_compare(trace.name, trace.cpus, seeds, runs, per_cgroup=a.per_cgroup, demand=demand)
+        print(f"wrote {a.out}/<policy>/results.json" + (" (and seed-N.results.json per seed)" if len(seeds) > 1
+                                                          else "") + f" and {a.out}/compare.json")
     return EXIT_OK
 
 
-def _seeds(text: str) -> List[int]:
+def _seeds(text: str, flag: str = "--seeds") -> List[int]:
     out: List[int] = []
     for part in _split(text):
         try:
-            if "-" in part:
+            if "-" in part.lstrip("-"):
                 lo, hi = part.split("-", 1)
-                out.extend(range(int(lo), int(hi) + 1))
+                a, b = int(lo), int(hi)
+                if b < a or b - a > 10_000:
+                    raise ValueError
+                out.extend(range(a, b + 1))
             else:
                 out.append(int(part))
         except ValueError:
-            raise UsageError(f"--seeds {text}: expected e.g. 1,2,3 or 1-5") from None
+            raise UsageError(f"{flag} {text}: expected seeds from 0 to 2**64-1 such as 1,2,3 or 1-5") from None
     if not out:
-        raise UsageError("--seeds: no seeds")
+        raise UsageError(f"{flag}: no seeds (expected e.g. 1-5)")
+    if any(not 0 <= x < 2**64 for x in out):
+        raise UsageError(f"{flag} {text}: seeds are integers from 0 to 2**64-1")
+    if len(set(out)) != len(out):
+        raise UsageError(f"{flag} {text}: a seed is listed twice")
     return out
 
 
@@ -259,7 +330,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
         grid[k.strip()] = vals
     if a.policies:
         grid = {"policy": _split(a.policies), **{k: v for k, v in grid.items() if k != "policy"}}
-    gen_opts = _overrides(a.gen) if a.gen else {}
+    gen_opts = _key_values(a.gen, "--gen") if a.gen else {}
     target: Any = Generator(a.generate, gen_opts) if a.generate else a.trace
     df = sweep(target, grid=grid, seeds=_seeds(a.seeds), config=a.config, workers=a.workers,
                scheduler=a.dask, progress=not a.quiet)
@@ -277,8 +348,13 @@ def cmd_sweep(a: argparse.Namespace) -> int:
 
         cols = [c for c in list(grid) + ["seed", "wakeup_p99_ns", "tool_call_p99_ns", "jain_fairness",
                                           "gpu_makespan_ns"] if c in df.columns]
-        with pd.option_context("display.width", 160, "display.max_rows", 60):
-            print(df[cols].to_string(index=False))
+        show = df[cols].copy()
+        for c in cols:  # the same units as the compare table: ms (sweep.csv keeps ns)
+            if c.endswith("_ns") and c not in grid:
+                show[c[:-3] + "_ms"] = show.pop(c) / 1e6
+        with pd.option_context("display.width", 160, "display.max_rows", 60, "display.float_format",
+                               lambda v: f"{v:,.3f}"):
+            print(show.to_string(index=False, na_rep="-"))
         print(f"wrote {csv} ({len(df)} simulations)")
     return EXIT_OK
 
@@ -300,6 +376,13 @@ def cmd_plot(a: argparse.Namespace) -> int:
         except Exception:
             raise UsageError(f"--window {a.window}: expected START:END, e.g. 1s:1.05s") from None
     out = a.out or os.path.join(a.dir, "plots")
+    if window is not None:
+        from .api import Result
+
+        groups = plots.find_results(a.dir)
+        if not any(Result.load(p).has_schedule for g in groups.values() for p in g.values()):
+            raise UsageError(f"--window {a.window}: no recorded schedule under {a.dir} (record one with "
+                             "`run ... --perfetto DIR/schedule.perfetto.json`)")
     files = plots.plot_directory(a.dir, out, formats=formats, window=window)
     if not a.quiet:
         for f in files:
@@ -319,7 +402,7 @@ def cmd_report(a: argparse.Namespace) -> int:
 def cmd_demo(a: argparse.Namespace) -> int:
     from . import demo
 
-    return demo.run_demo(a.out, seed=a.seed, quick=a.quick, quiet=a.quiet, root=a.traces)
+    return demo.run_demo(a.out, quick=a.quick, quiet=a.quiet, root=a.traces, seeds=_seeds(a.seeds))
 
 
 def _durations(items: Sequence[str]) -> Dict[str, str]:
@@ -350,7 +433,7 @@ def cmd_live(a: argparse.Namespace) -> int:
     return _live_command("live compare", lambda: live.live_compare(
         a.out, build=a.build, traces=_split(a.traces), schedulers=_split(a.schedulers),
         durations=_durations(a.duration), mem_scale=a.mem_scale, bench_s=a.bench_seconds,
-        overhead=not a.no_overhead, timeout_s=a.timeout, quiet=a.quiet))
+        overhead=not a.no_overhead, timeout_s=a.timeout, quiet=a.quiet, repeat=a.repeat))
 
 
 def cmd_fidelity(a: argparse.Namespace) -> int:
@@ -359,7 +442,7 @@ def cmd_fidelity(a: argparse.Namespace) -> int:
     return _live_command("fidelity", lambda: fidelity.fidelity(
         a.traces, a.out, build=a.build, schedulers=_split(a.schedulers), duration=a.duration,
         mem_scale=a.mem_scale, seed=a.seed, profile=a.profile, live_dir=a.live_dir,
-        timeout_s=a.timeout, quiet=a.quiet))
+        timeout_s=a.timeout, quiet=a.quiet, repeat=a.repeat))
 
 
 def cmd_policies(a: argparse.Namespace) -> int:
@@ -393,7 +476,9 @@ def cmd_trace(argv: List[str]) -> int:
 
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: agentcg trace {generate,validate,import,stats,merge} ...\n")
-        for text in TRACE_HELP.values():
+        for sub_name, text in TRACE_HELP.items():
+            if sub_name == "generate":  # the kinds are listed by `trace generate --help`
+                text = text.replace("Kinds and options:\n", "Kinds and their options: agentcg trace generate --help\n")
             print("  " + text.replace("\n", "\n  ").rstrip())
         return EXIT_OK if argv else EXIT_USAGE
     sub, rest = argv[0], argv[1:]
@@ -463,18 +548,29 @@ def _trace_validate(rest: List[str]) -> int:
     return rc
 
 
+def _version() -> str:
+    try:
+        from . import _core
+
+        return str(_core.__version__)
+    except ImportError:
+        return "(extension not built)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="agentcg", description="agent-aware CPU and GPU scheduling: simulate, compare, "
                 "sweep, plot. Global flags: --debug (tracebacks), --quiet (no progress/summary).")
+    p.add_argument("--version", action="version", version=f"agentcg {_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     d = sub.add_parser("demo", help="compare policies on the bundled traces and GPU scenarios",
-                       description="Runs cfs, flatcg and agentcg on traces/{agent,fork-storm,io}.json "
-                       "and the GPU policies on generated GPU scenarios; prints the tables and writes "
-                       "DIR/<scenario>/<policy>/results.json, plots and DIR/report.html.")
+                       description="Runs eevdf (the baseline), flatcg, agentcg and cfs (pre-6.6 reference) on "
+                       "traces/{agent,fork-storm,io}.json over --seeds, and the GPU policies on generated GPU "
+                       "scenarios; prints the tables (median [95 % interval], verdict against eevdf) and "
+                       "writes DIR/<scenario>/<policy>/results.json, plots and DIR/report.html.")
     d.add_argument("--out", default=os.path.join("out", "demo"), help="output directory (default out/demo)")
-    d.add_argument("--seed", type=int, default=1)
-    d.add_argument("--traces", default="traces", help="folder of the bundled traces (default traces)")
+    d.add_argument("--seeds", default="1-3", help="seeds of the repetitions (default 1-3)")
+    d.add_argument("--traces", default=None, help="folder of the bundled traces (default: the repository's traces/)")
     d.add_argument("--quick", action="store_true", help="shorter generated GPU scenarios")
     d.add_argument("--quiet", action="store_true")
     d.set_defaults(func=cmd_demo)
@@ -513,6 +609,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("trace", help="generate, validate, import, stats, merge traces", add_help=False)
     t.set_defaults(func=None)
+    cb = sub.add_parser("calibrate", help="fit a machine profile from measurements (calibrate --help)",
+                        add_help=False)
+    cb.set_defaults(func=None)
 
     pl = sub.add_parser("plot", help="plots from a results directory",
                         description="Finds results.json files (run, compare, demo) and sweep.csv under "
@@ -536,7 +635,7 @@ def build_parser() -> argparse.ArgumentParser:
     lv = sub.add_parser("live", help="the live backend in a VM: live compare",
                         description="live compare: boots the sched_ext kernel under qemu once and runs "
                         "the bundled traces (agentcg-player), cyclictest, hackbench and stress-ng under "
-                        "EEVDF, flatcg and agentcg, plus the BPF cost per callback next to a FIFO "
+                        "EEVDF, flatcg and agentcg, each --repeat times interleaved, plus the BPF cost per callback next to a FIFO "
                         "scheduler; prints ratios to EEVDF and writes DIR/<trace>/<scheduler>/results.json "
                         "(the simulator's keys), DIR/benchmarks.json, DIR/overhead.json, DIR/table.txt.")
     lv.add_argument("action", choices=["compare"])
@@ -549,7 +648,11 @@ def build_parser() -> argparse.ArgumentParser:
     lv.add_argument("--mem-scale", type=float, default=0.25, help="scale of the traces' memory sizes (default 0.25)")
     lv.add_argument("--bench-seconds", type=int, default=8, help="cyclictest/stress-ng seconds (0: none)")
     lv.add_argument("--no-overhead", action="store_true", help="skip the BPF cost measurement")
-    lv.add_argument("--timeout", type=int, default=2400, help="VM timeout in seconds")
+    lv.add_argument("--repeat", type=int, default=3,
+                    help="runs per scheduler, interleaved A B C C B A ... (default 3): the table shows the median "
+                         "[95 %% bootstrap interval] and a verdict against eevdf")
+    lv.add_argument("--timeout", type=int, default=None,
+                    help="VM timeout in seconds (default 600 + 900 per repetition)")
     lv.add_argument("--quiet", action="store_true")
     lv.set_defaults(func=cmd_live)
 
@@ -557,7 +660,7 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Runs each TRACE in the simulator and live (agentcg-player in the VM, "
                         "one boot) under the default scheduler (live: EEVDF, sim: eevdf) and agentcg; prints "
                         "wakeup latency p50/p99, per-cgroup CPU share, tool-call latency and context "
-                        "switches with the error in %%; fits the simulator's machine parameters to the live "
+                        "switches with the error in %; fits the simulator's machine parameters to the live "
                         "measurements by least squares, writes the machine profile and reports the error "
                         "before and after.")
     fi.add_argument("traces", nargs="+", metavar="TRACE")
@@ -570,7 +673,10 @@ def build_parser() -> argparse.ArgumentParser:
     fi.add_argument("--profile", default=None, help="where to write the machine profile (default DIR/machine.yaml)")
     fi.add_argument("--live-dir", default=None,
                     help="reuse the live results of an earlier run (its DIR) instead of booting the VM")
-    fi.add_argument("--timeout", type=int, default=2400, help="VM timeout in seconds")
+    fi.add_argument("--repeat", type=int, default=3,
+                    help="live runs per scheduler, interleaved (default 3); errors against their median")
+    fi.add_argument("--timeout", type=int, default=None,
+                    help="VM timeout in seconds (default 600 + 900 per repetition)")
     fi.add_argument("--quiet", action="store_true")
     fi.set_defaults(func=cmd_fidelity)
 
@@ -580,8 +686,12 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+_argv_seen: List[str] = []
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    _argv_seen[:] = args
     debug = "--debug" in args
     args = [x for x in args if x != "--debug"]
     try:
@@ -631,6 +741,30 @@ def _report_error(e: BaseException) -> int:
         input_errors: tuple = (_core.TraceError, _core.ConfigError, AgentcgError)
     except ImportError:
         input_errors = ()
+    try:
+        from ._errors import UnknownNameError
+
+        if isinstance(e, UnknownNameError):  # a misspelt name: usage, like the C++ CLI
+            print(f"agentcg: {e}", file=sys.stderr)
+            return EXIT_USAGE
+    except ImportError:
+        pass
+    if isinstance(e, UnicodeDecodeError):
+        # A C++ message quoting bytes of a non-UTF-8 input: name the file and line.
+        from .traces import not_utf8_error
+
+        for arg in _argv_seen:
+            if os.path.isfile(arg):
+                try:
+                    with open(arg, "rb") as f:
+                        f.read().decode("utf-8")
+                except UnicodeDecodeError:
+                    print(f"agentcg: {not_utf8_error(arg)}", file=sys.stderr)
+                    return EXIT_INPUT
+                except OSError:
+                    continue
+        print(f"agentcg: an input is not UTF-8 text (byte {e.start}: {e.reason})", file=sys.stderr)
+        return EXIT_INPUT
     if input_errors and isinstance(e, input_errors):
         print(f"agentcg: {e}", file=sys.stderr)
         return EXIT_INPUT

@@ -324,10 +324,46 @@ def write_profile(path: Path, m: Mapping[str, int], history: Sequence[Mapping[st
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def median_doc(docs: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """One results document whose every number is the median over the
+    repetitions (keys missing from some take the median of those that have
+    them): the live side of the error table when the live runs repeat."""
+    import statistics
+
+    if len(docs) == 1:
+        return dict(docs[0])
+
+    def merge(vals: List[Any]) -> Any:
+        if all(isinstance(v, Mapping) for v in vals):
+            keys = sorted({k for v in vals for k in v})
+            return {k: merge([v[k] for v in vals if k in v]) for k in keys}
+        nums = [v for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if nums and len(nums) == len(vals):
+            m = statistics.median(nums)
+            return int(round(m)) if all(isinstance(v, int) for v in nums) else m
+        return vals[0]
+
+    return merge(list(docs))
+
+
+def _live_reps(d: Path) -> List[Dict[str, Any]]:
+    reps = sorted(d.glob("rep-*/results.json"), key=lambda p: int(p.parent.name[4:]))
+    paths = reps or ([d / "results.json"] if (d / "results.json").exists() else [])
+    return [json.loads(p.read_text(encoding="utf-8")) for p in paths]
+
+
 def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
              schedulers: Sequence[str] = ("eevdf", "agentcg"), duration: str = "20s",
              mem_scale: float = 0.25, seed: int = 1, profile: Optional[str] = None,
-             live_dir: Optional[str] = None, timeout_s: int = 2400, quiet: bool = False) -> Dict[str, Any]:
+             live_dir: Optional[str] = None, timeout_s: Optional[int] = None, quiet: bool = False,
+             repeat: int = 3) -> Dict[str, Any]:
+    """The live side runs every scheduler `repeat` times in one boot
+    (interleaved, as live compare); errors are against the median of the
+    repetitions, and the live verdicts against EEVDF are printed beside."""
+    from . import stats, table as ctable
+
+    if repeat < 1:
+        raise AgentcgError(f"--repeat {repeat}: expected at least 1")
     for s in schedulers:
         if s not in SIM_POLICY:
             raise AgentcgError(f"--schedulers: unknown scheduler '{s}' (expected {', '.join(SIM_POLICY)})")
@@ -352,21 +388,26 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
         vm_out = dest / ".vm-out"
         shutil.rmtree(vm_out, ignore_errors=True)
         env = {"COMPARE_SCHEDULERS": ",".join(schedulers), "COMPARE_TRACES": ",".join(names),
-               "COMPARE_MEM_SCALE": "1", "COMPARE_BENCH_S": "0"}
+               "COMPARE_MEM_SCALE": "1", "COMPARE_BENCH_S": "0",
+               "COMPARE_RUNS": ",".join(f"{s}:{r}" for s, r in stats.interleaved_order(schedulers, repeat))}
         live.run_vm(b, "compare", vm_out, dest / "vm-serial.log", env,
-                    [(str(p.resolve()), f"/traces/{n}.json") for n, p in prepared.items()], timeout_s, quiet)
-        summary = live.collect_compare(vm_out, live_root, names, schedulers)
+                    [(str(p.resolve()), f"/traces/{n}.json") for n, p in prepared.items()],
+                    timeout_s or live.default_timeout_s(repeat), quiet)
+        summary = live.collect_compare(vm_out, live_root, names, schedulers, repeat)
         shutil.rmtree(vm_out, ignore_errors=True)
         if summary["missing"]:
             raise AgentcgError("live runs missing (player failed; see " + str(live_root) + "/<trace>/<scheduler>/"
                                "player.log): " + ", ".join(summary["missing"]))
     real: Dict[str, Dict[str, Any]] = {}
+    live_reps: Dict[str, Dict[str, List[Dict[str, Any]]]] = {}
     for n in names:
         for s in schedulers:
-            p = live_root / n / s / "results.json"
-            if not p.exists():
-                raise AgentcgError(f"{p}: no live results (run without --live-dir first)")
-            real[f"{n}/{s}"] = json.loads(p.read_text(encoding="utf-8"))
+            docs = _live_reps(live_root / n / s)
+            if not docs:
+                raise AgentcgError(f"{live_root / n / s}/results.json: no live results (run without --live-dir "
+                                   "first)")
+            live_reps.setdefault(n, {})[s] = docs
+            real[f"{n}/{s}"] = median_doc(docs)
     cpus = int(next(iter(real.values()))["cpus"])
 
     # one simulation per (trace/scheduler, machine): the calibration asks
@@ -387,6 +428,11 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                        "wakeup_overhead_ns": DEFAULT_WAKEUP_OVERHEAD_NS, "speed_pct": 100}
     before: Dict[str, List[Dict[str, Any]]] = {}
     after: Dict[str, List[Dict[str, Any]]] = {}
+    n_targets = sum(len(residual_targets(simulate(k, default_machine), real[k], k)) for k in keys)
+    if n_targets == 0:  # e.g. every task in the root cgroup: a fit would silently keep the defaults
+        raise AgentcgError("fidelity: nothing to fit the machine profile on: no leaf cgroup has wakeups both "
+                           "live and simulated, and no tool calls (traces: " + ", ".join(traces) + "); put the "
+                           "tasks in cgroups of their own")
     m, rounds = calibrate(simulate, keys, real, cpus)
     for k in keys:
         n, s = k.split("/")
@@ -395,7 +441,6 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
             _save(dest / label / n / SIM_POLICY[s] / "results.json", r)
             table[k] = side_by_side(r, real[k])
     prof = Path(profile) if profile else dest / "machine.yaml"
-    n_targets = sum(len(residual_targets(simulate(k, default_machine), real[k], k)) for k in keys)
     write_profile(prof, m, rounds, n_targets)
     all_before = [r for v in before.values() for r in v]
     all_after = [r for v in after.values() for r in v]
@@ -403,8 +448,18 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
               "mem_scale": mem_scale, "profile": str(prof), "before": before, "after": after,
               "error_before": error_summary(all_before), "error_after": error_summary(all_after),
               "calibration_rounds": rounds, "machine": m}
-    _save(dest / "fidelity.json", report)
     table = format_table(before, after)
+    nrep = max(len(d) for v in live_reps.values() for d in v.values())
+    if nrep > 1:
+        table += (f"\nLive, {nrep} repetitions per scheduler (the errors above are against their medians); "
+                  "verdicts against eevdf:\n\n")
+        for n in names:
+            table += ctable.render_text(ctable.build_rows(live_reps[n]), list(schedulers), title=n) + "\n"
+    report["live_repetitions"] = nrep
+    report["host_load"] = dict(live.last_host_load) if not live_dir else None
+    if report["host_load"] and report["host_load"].get("warning"):
+        table += "WARNING: " + report["host_load"]["warning"] + "\n"
+    _save(dest / "fidelity.json", report)
     (dest / "fidelity.md").write_text(table, encoding="utf-8")
     if not quiet:
         print(table, end="")

@@ -10,8 +10,15 @@ simulator's keys), cyclictest/hackbench/stress-ng, and the BPF per-callback
 cost next to a trivial FIFO scheduler. ``fidelity.py`` uses ``run_vm()`` for
 the simulated-vs-live comparison.
 
-Absolute times under software emulation (TCG) are slow and noisy; the tables
-are ratios to the default scheduler measured in the same boot.
+Absolute times under software emulation (TCG) are slow and noisy, so one
+run is one sample: with `repeat` N (default 3) each scheduler runs N times
+in one boot, interleaved (A B C, C B A, ...) so that drift of the host falls
+on all alike, and the table (agentcg.table) shows per metric the median, a
+95 % bootstrap interval and a verdict against EEVDF. Every repetition is
+kept (DIR/<trace>/<scheduler>/rep-N/results.json, DIR/live-compare.json).
+The host's load average is sampled during the boot (the VM's emulation is
+one host thread: when the host's runnable threads exceed its CPUs the
+guest's clock stretches) and a warning is printed when it was that busy.
 """
 from __future__ import annotations
 
@@ -19,7 +26,10 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -68,12 +78,121 @@ def run_vm(build: Path, scenarios: str, out: Path, log: Path, env: Mapping[str, 
                str(timeout_s), str(out)]
         if not quiet:
             print(f"live: booting the VM ({scenarios}); serial log {log}", flush=True)
-        rc = subprocess.run(cmd, env=vm_env, stdout=subprocess.DEVNULL if quiet else None).returncode
+        with HostLoad() as load, _LogFollower(log, quiet):
+            rc = subprocess.run(cmd, env=vm_env, stdout=subprocess.DEVNULL if quiet else None).returncode
+        last_host_load.clear()
+        last_host_load.update(load.summary())
     if rc == 77:
         reason = log.read_text(errors="replace").strip().splitlines()[-1] if log.exists() else "skipped"
         raise LiveSkip(reason)
     if rc != 0:
         raise AgentcgError(f"the VM run failed (exit {rc}); see {log}")
+
+
+last_host_load: Dict[str, Any] = {}  # HostLoad.summary() of the latest run_vm()
+
+
+class HostLoad:
+    """Samples the host's 1-minute load average every few seconds while the
+    VM runs. The guest is emulated by one host thread (qemu TCG,
+    thread=single): when more threads are runnable than the host has CPUs,
+    that thread waits and the guest's measurements stretch."""
+
+    def __init__(self, interval_s: float = 5.0) -> None:
+        self.interval_s = interval_s
+        self.samples: List[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while True:
+            self.samples.append(os.getloadavg()[0])
+            if self._stop.wait(self.interval_s):
+                return
+
+    def __enter__(self) -> "HostLoad":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self) -> Dict[str, Any]:
+        return host_load_summary(self.samples, os.cpu_count() or 1)
+
+
+def host_load_summary(samples: Sequence[float], host_cpus: int) -> Dict[str, Any]:
+    """{samples, mean, max, host_cpus, busy, warning}: busy when the mean
+    load average exceeded the host's CPUs less half a CPU (the emulating
+    thread then competes for a CPU)."""
+    xs = [float(x) for x in samples]
+    mean = sum(xs) / len(xs) if xs else 0.0
+    busy = bool(xs) and mean > host_cpus - 0.5
+    out: Dict[str, Any] = {"samples": [round(x, 2) for x in xs], "mean": round(mean, 2),
+                           "max": round(max(xs), 2) if xs else 0.0, "host_cpus": host_cpus, "busy": busy}
+    if busy:
+        out["warning"] = (f"the host was busy during the live run: load average {mean:.1f} (max "
+                          f"{max(xs):.1f}) on {host_cpus} CPUs; the VM's emulation thread had to wait, which "
+                          "stretches latencies and adds spread. Rerun on a quieter host to trust the tails.")
+    return out
+
+
+class _LogFollower:
+    """Prints the guest's progress lines (AGENTCG-DATA compare ...) from the
+    serial log as they appear, so a run of many minutes is not silent."""
+
+    def __init__(self, log: Path, quiet: bool) -> None:
+        self.log = log
+        self.quiet = quiet
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._t0 = time.monotonic()
+
+    def _run(self) -> None:
+        pos = 0
+        while not self._stop.wait(2.0):
+            try:
+                with open(self.log, "rb") as f:
+                    f.seek(pos)
+                    chunk = f.read()
+            except OSError:
+                continue
+            cut = chunk.rfind(b"\n")
+            if cut < 0:
+                continue
+            pos += cut + 1
+            for line in chunk[:cut].decode("utf-8", "replace").splitlines():
+                msg = progress_line(line)
+                if msg:
+                    print(f"live [{time.monotonic() - self._t0:5.0f} s] {msg}", file=sys.stderr, flush=True)
+
+    def __enter__(self) -> "_LogFollower":
+        if not self.quiet:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+
+def progress_line(line: str) -> Optional[str]:
+    """'AGENTCG-DATA compare agentcg@2 player agent rc=0 wall_ms=31200' ->
+    'agentcg (repetition 2): agent played (rc=0, 31.2 s)'; None for other lines."""
+    p = line.strip().split()
+    if len(p) < 4 or p[0] != "AGENTCG-DATA" or p[1] != "compare":
+        return None
+    who = p[2].replace("@", " (repetition ") + (")" if "@" in p[2] else "")
+    if p[3] == "player" and len(p) >= 5:
+        kv = dict(x.split("=", 1) for x in p[5:] if "=" in x)
+        wall = kv.get("wall_ms")
+        secs = f", {int(wall) / 1000:.1f} s" if wall and wall.isdigit() else ""
+        return f"{who}: {p[4]} played (rc={kv.get('rc', '?')}{secs})"
+    if p[3] == "bench":
+        return f"{who}: benchmarks done"
+    return f"{who}: {' '.join(p[3:])}"
 
 
 def _sh_quote(v: str) -> str:
@@ -124,30 +243,40 @@ def read_progstats(path: Path) -> Dict[str, Dict[str, Dict[str, int]]]:
 
 
 def collect_compare(vm_out: Path, dest: Path, traces: Sequence[str],
-                    schedulers: Sequence[str]) -> Dict[str, Any]:
-    """Moves the guest's files into DEST's layout and returns the summary:
-    DEST/<trace>/<scheduler>/results.json (the player's results, simulator
-    keys: compare them with `agentcg compare TRACE` output), DEST/<trace>/
-    <scheduler>/player.log, DEST/benchmarks.json, DEST/overhead.json."""
+                    schedulers: Sequence[str], repeat: int = 0) -> Dict[str, Any]:
+    """Moves the guest's files into DEST's layout and returns the summary.
+
+    repeat 0 (one run, COMPARE_SCHEDULERS): DEST/<trace>/<scheduler>/
+    results.json; repeat N (COMPARE_RUNS): DEST/<trace>/<scheduler>/rep-<n>/
+    results.json for each repetition, and the first repetition also as
+    DEST/<trace>/<scheduler>/results.json (what plots and `compare` read).
+    summary["results"][trace][scheduler] and summary["benchmarks"][scheduler]
+    are lists, one entry per repetition (a failed one is left out and named
+    in summary["missing"])."""
     summary: Dict[str, Any] = {"results": {}, "benchmarks": {}, "overhead": {}, "missing": []}
+    reps = list(range(1, repeat + 1)) if repeat else [0]
     for s in schedulers:
-        src = vm_out / "compare" / s
-        for t in traces:
-            r = src / f"{t}.json"
-            d = dest / t / s
-            d.mkdir(parents=True, exist_ok=True)
-            if (src / f"{t}.log").exists():
-                shutil.copyfile(src / f"{t}.log", d / "player.log")
-            if not r.exists():
-                summary["missing"].append(f"{t}/{s}")
-                continue
-            shutil.copyfile(r, d / "results.json")
-            with open(r, encoding="utf-8") as f:
-                summary["results"].setdefault(t, {})[s] = json.load(f)
-        summary["benchmarks"][s] = read_bench(src / "bench.txt")
-        if (src / "agentcgroupd.log").exists():
-            (dest / "logs").mkdir(exist_ok=True)
-            shutil.copyfile(src / "agentcgroupd.log", dest / "logs" / f"agentcgroupd-{s}.log")
+        for rep in reps:
+            src = vm_out / "compare" / s / (f"rep-{rep}" if rep else "")
+            for t in traces:
+                r = src / f"{t}.json"
+                d = dest / t / s / (f"rep-{rep}" if rep else "")
+                d.mkdir(parents=True, exist_ok=True)
+                if (src / f"{t}.log").exists():
+                    shutil.copyfile(src / f"{t}.log", d / "player.log")
+                if not r.exists():
+                    summary["missing"].append(f"{t}/{s}" + (f"/rep-{rep}" if rep else ""))
+                    continue
+                shutil.copyfile(r, d / "results.json")
+                if rep == 1:
+                    shutil.copyfile(r, dest / t / s / "results.json")
+                with open(r, encoding="utf-8") as f:
+                    summary["results"].setdefault(t, {}).setdefault(s, []).append(json.load(f))
+            summary["benchmarks"].setdefault(s, []).append(read_bench(src / "bench.txt"))
+            if (src / "agentcgroupd.log").exists():
+                (dest / "logs").mkdir(exist_ok=True)
+                shutil.copyfile(src / "agentcgroupd.log",
+                                dest / "logs" / (f"agentcgroupd-{s}" + (f"-rep-{rep}" if rep else "") + ".log"))
     summary["overhead"] = read_progstats(vm_out / "overhead" / "progstats.txt")
     (dest / "benchmarks.json").write_text(json.dumps(summary["benchmarks"], indent=1, sort_keys=True) + "\n")
     (dest / "overhead.json").write_text(json.dumps(summary["overhead"], indent=1, sort_keys=True) + "\n")
@@ -164,47 +293,51 @@ def _get(d: Any, *path: str) -> Any:
     return d
 
 
-def _victim(r: Mapping[str, Any]) -> Optional[str]:
-    cg = r.get("cgroups", {})
-    return "/victim" if "/victim" in cg else None
+BENCH_ROWS = (("cyclictest_load_p50_us", "cyclictest under CPU load p50", True),
+              ("cyclictest_load_p99_us", "cyclictest under CPU load p99", True),
+              ("cyclictest_storm_p50_us", "cyclictest next to a fork storm p50", True),
+              ("cyclictest_storm_p99_us", "cyclictest next to a fork storm p99", True),
+              ("storm_forks_per_s", "stress-ng fork storm throughput", False),
+              ("hackbench_s", "hackbench run time (4 groups)", True))
 
 
-def compare_rows(summary: Mapping[str, Any], schedulers: Sequence[str]) -> List[Tuple[str, str, List[Any]]]:
-    """(metric, unit, value per scheduler) rows; the caller shows ratios to
-    the first scheduler (the default one)."""
-    rows: List[Tuple[str, str, List[Any]]] = []
+def compare_sections(summary: Mapping[str, Any], schedulers: Sequence[str]) -> List[Tuple[str, List[Any]]]:
+    """(title, [table.Row]) per trace, then the benchmarks: the same rows and
+    cells as the simulator's compare table (agentcg.table)."""
+    from . import table
+
+    out: List[Tuple[str, List[Any]]] = []
     res = summary.get("results", {})
-
-    def trace_row(t: str, label: str, unit: str, *path: str) -> None:
-        if t in res:
-            rows.append((f"{t}: {label}", unit, [_get(res[t].get(s), *path) for s in schedulers]))
-
     for t in res:
-        trace_row(t, "wakeup latency p50", "ms", "wakeup_latency_ns", "p50")
-        trace_row(t, "wakeup latency p99", "ms", "wakeup_latency_ns", "p99")
-        if any(_get(res[t].get(s), "tool_call_latency_ns", "count") for s in schedulers):
-            trace_row(t, "tool-call latency p50", "ms", "tool_call_latency_ns", "p50")
-            trace_row(t, "tool-call latency p99", "ms", "tool_call_latency_ns", "p99")
-        if any(_victim(res[t].get(s) or {}) for s in schedulers):
-            trace_row(t, "/victim CPU share", "share", "cgroups", "/victim", "cpu_share")
-            trace_row(t, "/storm CPU share", "share", "cgroups", "/storm", "cpu_share")
-        trace_row(t, "context switches", "count", "context_switches")
-        trace_row(t, "CPU utilisation", "share", "cpu_utilization")
+        runs = {s: list(res[t].get(s) or []) for s in schedulers}
+        if any(runs.values()):
+            out.append((f"{t} (agentcg-player)", table.build_rows(runs)))
     b = summary.get("benchmarks", {})
-    for key, label, unit in (("cyclictest_load_p50_us", "cyclictest under CPU load p50", "us"),
-                             ("cyclictest_load_p99_us", "cyclictest under CPU load p99", "us"),
-                             ("cyclictest_storm_p50_us", "cyclictest next to a fork storm p50", "us"),
-                             ("cyclictest_storm_p99_us", "cyclictest next to a fork storm p99", "us"),
-                             ("storm_forks_per_s", "stress-ng fork storm throughput", "forks/s"),
-                             ("hackbench_s", "hackbench run time (4 groups)", "s")):
-        if any(key in b.get(s, {}) for s in schedulers):
-            rows.append((label, unit, [b.get(s, {}).get(key) for s in schedulers]))
-    return rows
+    rows = []
+    for key, label, lower in BENCH_ROWS:
+        vals = {s: [_bench_value(x, key) for x in (b.get(s) or [])] for s in schedulers}
+        if any(v == v for vs in vals.values() for v in vs):  # some non-NaN
+            unit = "forks/s" if key == "storm_forks_per_s" else ("s" if key == "hackbench_s" else "us")
+            rows.append(table.Row(label, unit, vals, lower, "bench"))
+    if rows:
+        out.append(("benchmarks (cyclictest, stress-ng, hackbench)", rows))
+    return out
+
+
+def _bench_value(d: Mapping[str, Any], key: str) -> float:
+    v = d.get(key)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 else float("nan")
+
+
+def format_sections(sections: Sequence[Tuple[str, List[Any]]], schedulers: Sequence[str]) -> str:
+    from . import table
+
+    return "\n".join(table.render_text(rows, list(schedulers), title=title) for title, rows in sections)
 
 
 def format_cell(v: Any, unit: str) -> str:
-    """A table cell: ns shown as ms, shares with 3 decimals, '-' for none."""
-    if v is None:
+    """A fidelity table cell: ns shown as ms, shares with 3 decimals, '-' for none."""
+    if v is None or (isinstance(v, float) and v != v):
         return "-"
     if unit == "ms":
         return f"{v / 1e6:.3f}"
@@ -213,23 +346,6 @@ def format_cell(v: Any, unit: str) -> str:
     if isinstance(v, float):
         return f"{v:.2f}"
     return str(v)
-
-
-def format_rows(rows: Sequence[Tuple[str, str, List[Any]]], schedulers: Sequence[str]) -> str:
-    head = ["metric", "unit"] + [schedulers[0]] + [f"{s} (x {schedulers[0]})" for s in schedulers[1:]]
-    body = []
-    for name, unit, vals in rows:
-        base = vals[0]
-        cells = [name, unit, format_cell(base, unit)]
-        for v in vals[1:]:
-            ratio = (f" ({v / base:.2f})" if isinstance(v, (int, float)) and isinstance(base, (int, float))
-                     and base else "")
-            cells.append(format_cell(v, unit) + ratio)
-        body.append(cells)
-    w = [max(len(r[i]) for r in [head] + body) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w[i]) if i < 2 else c.rjust(w[i]) for i, c in enumerate(r)) for r in [head] + body]
-    lines.insert(1, "  ".join("-" * x for x in w))
-    return "\n".join(lines) + "\n"
 
 
 def overhead_rows(ov: Mapping[str, Mapping[str, Mapping[str, int]]]) -> str:
@@ -256,12 +372,20 @@ def overhead_rows(ov: Mapping[str, Mapping[str, Mapping[str, int]]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def default_timeout_s(repeat: int) -> int:
+    """About 8 minutes per scheduler pass under TCG, plus the boot."""
+    return 600 + 900 * max(1, repeat)
+
+
 def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = DEFAULT_TRACES,
                  schedulers: Sequence[str] = SCHEDULERS, durations: Optional[Mapping[str, str]] = None,
                  mem_scale: float = 0.25, bench_s: int = 8, overhead: bool = True,
-                 timeout_s: int = 2400, quiet: bool = False) -> Dict[str, Any]:
-    """`agentcg live compare`: one boot, every scheduler, the table."""
-    b = build_dir(build)
+                 timeout_s: Optional[int] = None, quiet: bool = False, repeat: int = 3) -> Dict[str, Any]:
+    """`agentcg live compare`: one boot, every scheduler `repeat` times, the table."""
+    from . import stats, table
+
+    if repeat < 1:
+        raise AgentcgError(f"--repeat {repeat}: expected at least 1 (3 or more for verdicts)")
     for s in schedulers:
         if s not in SCHEDULERS:
             raise AgentcgError(f"--schedulers: unknown scheduler '{s}' (expected {', '.join(SCHEDULERS)})")
@@ -271,27 +395,47 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
         p = ROOT / "traces" / f"{t}.json"
         if not p.exists():
             raise AgentcgError(f"--traces: {p} does not exist (bundled traces: traces/*.json)")
+    b = build_dir(build)
     dest = Path(out)
     dest.mkdir(parents=True, exist_ok=True)
     durs = dict(DEFAULT_DURATIONS)
     durs.update(durations or {})
+    order = stats.interleaved_order(schedulers, repeat)
     env = {"COMPARE_SCHEDULERS": ",".join(schedulers), "COMPARE_TRACES": ",".join(traces),
-           "COMPARE_MEM_SCALE": str(mem_scale), "COMPARE_BENCH_S": str(bench_s)}
+           "COMPARE_MEM_SCALE": str(mem_scale), "COMPARE_BENCH_S": str(bench_s),
+           "COMPARE_RUNS": ",".join(f"{s}:{r}" for s, r in order)}
     for t, d in durs.items():
         env["COMPARE_DURATION_" + "".join(c if c.isalnum() else "_" for c in t)] = d
     vm_out = dest / ".vm-out"
     shutil.rmtree(vm_out, ignore_errors=True)
+    if not quiet:
+        print(f"live: {len(order)} scheduler passes in one boot ({' '.join(f'{s}#{r}' for s, r in order)}); "
+              f"progress below, about {len(order) * 3} min under emulation", file=sys.stderr)
     run_vm(b, "compare,overhead" if overhead else "compare", vm_out, dest / "vm-serial.log", env, (),
-           timeout_s, quiet)
-    summary = collect_compare(vm_out, dest, traces, schedulers)
+           timeout_s or default_timeout_s(repeat), quiet)
+    load = dict(last_host_load)
+    summary = collect_compare(vm_out, dest, traces, schedulers, repeat)
     shutil.rmtree(vm_out, ignore_errors=True)
-    table = format_rows(compare_rows(summary, schedulers), schedulers)
+    summary["host_load"] = load
+    sections = compare_sections(summary, schedulers)
+    text = format_sections(sections, schedulers)
     ov = overhead_rows(summary["overhead"]) if overhead else ""
-    text = table + ("\nBPF cost per callback (kernel.bpf_stats_enabled), same boot:\n" + ov if ov else "")
+    text += ("\nBPF cost per callback (kernel.bpf_stats_enabled), same boot:\n" + ov if ov else "")
     if summary["missing"]:
         text += "missing (player failed, see player.log): " + ", ".join(summary["missing"]) + "\n"
+    if load.get("warning"):
+        text += "WARNING: " + load["warning"] + "\n"
     (dest / "table.txt").write_text(text, encoding="utf-8")
+    doc = {"format": "agentcg-live-compare", "version": 1, "schedulers": list(schedulers), "traces": list(traces),
+           "repeat": repeat, "order": [f"{s}:{r}" for s, r in order], "host_load": load,
+           "repetitions": summary["results"], "benchmarks": summary["benchmarks"],
+           "sections": {title: table.rows_json(rows, list(schedulers)) for title, rows in sections},
+           "missing": summary["missing"]}
+    (dest / "live-compare.json").write_text(table.dumps(doc), encoding="utf-8")
     if not quiet:
         print(text, end="")
-        print(f"live: results in {dest}/<trace>/<scheduler>/results.json, table in {dest}/table.txt")
+        print(f"live: every repetition in {dest}/<trace>/<scheduler>/rep-N/results.json and "
+              f"{dest}/live-compare.json, table in {dest}/table.txt")
+    elif load.get("warning"):
+        print("agentcg: warning: " + load["warning"], file=sys.stderr)
     return summary

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -50,10 +51,22 @@ __all__ = [
 ]
 
 POLICY_COLORS = {
-    "cfs": "#7f7f7f", "fifo": "#2ca02c", "flatcg": "#1f77b4", "agentcg": "#d62728",
+    "eevdf": "#2ca02c", "cfs": "#7f7f7f", "fifo": "#2ca02c", "flatcg": "#1f77b4", "agentcg": "#d62728",
     "none": "#000000", "nvshare": "#7f7f7f", "memory-aware": "#1f77b4",
-    "compute-limit": "#2ca02c", "memory-aware+compute-limit": "#9467bd",
+    "compute-limit": "#ff7f0e", "memory-aware+compute-limit": "#9467bd",
 }
+# cgroups: one colour per path everywhere (share plots, schedule timelines),
+# from a palette that avoids the policy colours' exact shades
+_CGROUP_PALETTE = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d",
+                   "#666666", "#17becf", "#bcbd22"]
+
+
+def cgroup_color(path: str) -> str:
+    """The colour of a cgroup in every plot: a stable function of its path
+    (not of its position in one plot), so /victim looks the same everywhere."""
+    import zlib
+
+    return _CGROUP_PALETTE[zlib.crc32(path.encode("utf-8")) % len(_CGROUP_PALETTE)]
 _CYCLE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
           "#7f7f7f", "#bcbd22", "#17becf"]
 
@@ -113,10 +126,13 @@ _PCTS = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999))
 
 def plot_wakeup_cdf(results: Any, key: str = "wakeup_latency_ns", cgroup: Optional[str] = None,
                     title: Optional[str] = None) -> Figure:
-    """CDF of wakeup latency (runnable -> running) per policy.
+    """Wakeup latency (runnable -> running) percentiles per policy, and the max.
 
-    results.json carries percentiles, not raw samples, so the curve joins
-    p50, p90, p99 and p99.9 on a logit y axis (each step one more "nine").
+    results.json carries percentiles, not raw samples, so this is not a CDF
+    of every sample: the markers are p50, p90, p99 and p99.9 on a logit y
+    axis (each step one more "nine"), joined by a thin line, and the
+    maximum is marked on its own row ("max") so the worst wait is never
+    hidden behind the last percentile.
     """
     rs = _results(results)
     fig = _fig()
@@ -129,13 +145,17 @@ def plot_wakeup_cdf(results: Any, key: str = "wakeup_latency_ns", cgroup: Option
             continue
         xs = [max(float(lat.get(k, 0) or 0), 1.0) / 1e6 for k, _ in _PCTS]
         ys = [q for _, q in _PCTS]
-        ax.plot(xs, ys, marker="o", color=_color(label, i), label=f"{label} (n={lat.get('count')})")
+        col = _color(label, i)
+        ax.plot(xs, ys, marker="o", lw=1, color=col, label=f"{label} (n={lat.get('count')})")
+        mx = lat.get("max")
+        if mx is not None:
+            ax.plot([max(float(mx), 1.0) / 1e6], [0.9998], marker="v", ms=9, color=col, ls="none")
         plotted += 1
     ax.set_xscale("log")
     ax.set_yscale("logit")
-    ax.set_ylim(0.3, 0.9995)
-    ax.set_yticks([0.5, 0.9, 0.99, 0.999])
-    ax.set_yticklabels(["p50", "p90", "p99", "p99.9"])
+    ax.set_ylim(0.3, 0.99993)
+    ax.set_yticks([0.5, 0.9, 0.99, 0.999, 0.9998])
+    ax.set_yticklabels(["p50", "p90", "p99", "p99.9", "max"])
     from matplotlib.ticker import NullLocator
 
     ax.yaxis.set_minor_locator(NullLocator())  # the logit axis' minor ticks are clutter here
@@ -143,7 +163,7 @@ def plot_wakeup_cdf(results: Any, key: str = "wakeup_latency_ns", cgroup: Option
     ax.set_xlabel(f"{what.lower()} latency (ms, log scale)")
     ax.set_ylabel("fraction of events at or below (percentile)")
     where = f" in {cgroup}" if cgroup else ""
-    ax.set_title(title or f"{what} latency CDF{where}: {_trace_name(rs)}")
+    ax.set_title(title or f"{what} latency percentiles{where}: {_trace_name(rs)}")
     ax.grid(True, which="major", alpha=0.4)
     ax.grid(True, which="minor", axis="x", alpha=0.15)
     if plotted:
@@ -176,8 +196,10 @@ def plot_tool_call_latency(results: Any, title: Optional[str] = None) -> Figure:
         bars = ax.bar(x + (j - 1) * width, vals, width, label=name, color=_CYCLE[j], alpha=0.85)
         for b, v in zip(bars, vals):
             if v > 0:
-                ax.annotate(f"{v:.3g}", (b.get_x() + b.get_width() / 2, v), ha="center", va="bottom",
-                            fontsize="x-small")
+                from .table import format_value  # "21,300", never "2.13e+04"
+
+                ax.annotate(format_value(v, "ms"), (b.get_x() + b.get_width() / 2, v), ha="center",
+                            va="bottom", fontsize="x-small", rotation=90 if v >= 1000 else 0)
     ax.set_xticks(x)
     ax.set_xticklabels(labels)
     ax.set_xlabel("policy")
@@ -191,8 +213,12 @@ def plot_tool_call_latency(results: Any, title: Optional[str] = None) -> Figure:
     if not any_data:
         ax.text(0.5, 0.5, "no tool calls in this trace", transform=ax.transAxes, ha="center")
     ax.set_title(title or f"Tool-call latency by policy: {_trace_name(rs)}")
-    ax.legend(title="percentile", fontsize="small")
+    ax.legend(title="percentile", fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(True, axis="y", which="both", alpha=0.3)
+    if any_data and ax.get_yscale() == "log":
+        from matplotlib.ticker import FuncFormatter
+
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
     return fig
 
 
@@ -222,21 +248,28 @@ def plot_cpu_share(result: Result, cgroups: Optional[Sequence[str]] = None, ax: 
     s = result.data.get("series") or {}
     interval = int(s.get("interval_ns", 0) or 0)
     chosen = _active_cgroups(result, cgroups)
+    # 100 ms bins swing 0-100 % with every burst; a 1 s moving average
+    # (centred, shorter at the ends) shows the share a reader compares with
+    # the entitlement
+    k = max(1, int(round(1e9 / interval))) if interval else 1
     for i, cg in enumerate(chosen):
-        vals = s["cgroups"][cg]
-        t = [(k + 0.5) * interval / 1e9 for k in range(len(vals))]
-        col = _CYCLE[i % len(_CYCLE)]
-        ax.plot(t, [v * 100 for v in vals], color=col, label=f"{cg} share", lw=1.4)
+        vals = [float(v) for v in s["cgroups"][cg]]
+        t = [(j + 0.5) * interval / 1e9 for j in range(len(vals))]
+        col = cgroup_color(cg)
+        half = k // 2
+        smooth = [sum(vals[max(0, j - half):j - half + k]) / len(vals[max(0, j - half):j - half + k])
+                  for j in range(len(vals))]
+        ax.plot(t, [v * 100 for v in smooth], color=col, label=f"{cg} share", lw=1.6)
         ent = result.data.get("cgroups", {}).get(cg, {}).get("entitled_share")
         if ent is not None:
             ax.axhline(float(ent) * 100, color=col, ls="--", lw=1, alpha=0.8, label=f"{cg} entitled")
     ax.set_xlabel("simulated time (s)")
-    ax.set_ylabel("CPU share of the machine (%)")
+    ax.set_ylabel("CPU share (%, 1 s mean)" if k > 1 else "CPU share of the machine (%)")
     ax.set_ylim(bottom=0)
     ax.set_title(title or f"CPU share over time vs entitlement: {result.data.get('trace')} / {result.label}")
     ax.grid(True, alpha=0.3)
-    if chosen:
-        ax.legend(fontsize="x-small", ncol=2 if len(chosen) > 3 else 1, loc="best")
+    if chosen:  # beside the data, never over it
+        ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     else:
         ax.text(0.5, 0.5, "no CPU-share series in these results", transform=ax.transAxes, ha="center")
     return fig
@@ -246,7 +279,7 @@ def plot_cpu_share_comparison(results: Any, cgroups: Optional[Sequence[str]] = N
     """plot_cpu_share for each policy, stacked with a shared time axis."""
     rs = _results(results)
     fig = _fig(8.0, 2.6 * len(rs) + 0.6)
-    axes = fig.subplots(len(rs), 1, sharex=True, squeeze=False)[:, 0]
+    axes = fig.subplots(len(rs), 1, sharex=True, sharey=True, squeeze=False)[:, 0]
     first = next(iter(rs.values()))
     chosen = list(cgroups) if cgroups is not None else _active_cgroups(first, None)
     for ax, (label, r) in zip(axes, rs.items()):
@@ -259,6 +292,34 @@ def plot_cpu_share_comparison(results: Any, cgroups: Optional[Sequence[str]] = N
 
 
 # --- schedule timeline -------------------------------------------------------------
+
+def action_window(results: Sequence[Result], span_ns: int = 50_000_000) -> Tuple[int, int]:
+    """One window for every policy's timeline, where the scenario's action
+    is: the span_ns stretch (on a 10 ms grid) in which the most distinct
+    tasks ran, summed over the results (a fork storm's burst, not the quiet
+    start). Ties go to the earliest."""
+    import numpy as np
+
+    frames = [r.schedule() for r in results if r.has_schedule]
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return (0, span_ns)
+    end = max(int(f["end_ns"].max()) for f in frames)
+    if end <= span_ns:
+        return (0, span_ns)
+    step = 10_000_000
+    starts = np.arange(0, end - span_ns + step, step, dtype=np.int64)
+    score = np.zeros(len(starts), dtype=np.int64)
+    for f in frames:
+        a = f["start_ns"].to_numpy(dtype=np.int64)
+        b = f["end_ns"].to_numpy(dtype=np.int64)
+        pid = f["pid"].to_numpy(dtype=np.int64)
+        for k, lo in enumerate(starts):
+            m = (b > lo) & (a < lo + span_ns)
+            score[k] += len(np.unique(pid[m]))
+    k = int(np.argmax(score))
+    return (int(starts[k]), int(starts[k]) + span_ns)
+
 
 def plot_schedule_timeline(result: Result, window: Optional[Tuple[int, int]] = None,
                            max_cpus: int = 16, title: Optional[str] = None) -> Figure:
@@ -276,20 +337,17 @@ def plot_schedule_timeline(result: Result, window: Optional[Tuple[int, int]] = N
         ax.set_ylabel("CPU")
         ax.set_title(title or "Schedule timeline")
         return fig
-    end = int(df["end_ns"].max())
     if window is None:
-        span = min(50_000_000, max(end, 1))
-        start = int(df["start_ns"].quantile(0.1)) if end > span else 0
-        window = (start, start + span)
+        window = action_window([result])
     lo, hi = int(window[0]), int(window[1])
     if hi <= lo:
         raise AgentcgError(f"schedule window: end {hi} must be after start {lo} (ns)")
     sel = df[(df["end_ns"] > lo) & (df["start_ns"] < hi) & (df["cpu"] < max_cpus)]
     cgs = sorted(set(df["cgroup"]))
-    colors = {cg: _CYCLE[i % len(_CYCLE)] for i, cg in enumerate(cgs)}
+    colors = {cg: cgroup_color(cg) for cg in cgs}
     for cg, part in sel.groupby("cgroup", sort=True):
         for cpu, rows in part.groupby("cpu", sort=True):
-            spans = [((max(a, lo) - lo) / 1e6, (min(b, hi) - max(a, lo)) / 1e6)
+            spans = [(max(a, lo) / 1e6, (min(b, hi) - max(a, lo)) / 1e6)
                      for a, b in zip(rows["start_ns"], rows["end_ns"])]
             ax.broken_barh(spans, (cpu - 0.4, 0.8), facecolors=colors[cg], edgecolor="white",
                            linewidth=0.3)
@@ -298,8 +356,8 @@ def plot_schedule_timeline(result: Result, window: Optional[Tuple[int, int]] = N
     ax.set_yticklabels([f"CPU {c}" for c in range(ncpu)], fontsize="small")
     ax.set_ylim(-0.6, ncpu - 0.4)
     ax.invert_yaxis()
-    ax.set_xlim(0, (hi - lo) / 1e6)
-    ax.set_xlabel(f"time since {lo / 1e6:.3f} ms (ms)")
+    ax.set_xlim(lo / 1e6, hi / 1e6)
+    ax.set_xlabel("simulated time (ms)")
     ax.set_ylabel("CPU")
     from matplotlib.patches import Patch
 
@@ -367,7 +425,7 @@ def plot_gpu_timeline(result: Result, title: Optional[str] = None) -> Figure:
     ax.set_title(title or f"GPU jobs under {result.gpu_policy} ({result.data.get('trace')})"
                  + (f": makespan {float(ms) / 1e9:.3g} s, {g.get('switches', 0)} switches" if ms else ""))
     ax.grid(True, axis="x", alpha=0.3)
-    if result.schedule_path:
+    if result.has_schedule:
         try:
             cnt = result.schedule_counters()
         except AgentcgError:
@@ -524,8 +582,11 @@ def comparison_figures(cmp: Any, window: Optional[Tuple[int, int]] = None
         figs.append(("tool-call-latency", plot_tool_call_latency(rs)))
     if any((r.data.get("series") or {}).get("cgroups") for r in rs.values()):
         figs.append(("cpu-share", plot_cpu_share_comparison(rs)))
+    sched = [r for r in rs.values() if r.has_schedule]
+    if sched and window is None:
+        window = action_window(sched)  # one window for every policy
     for label, r in rs.items():
-        if r.schedule_path:
+        if r.has_schedule:
             figs.append((f"schedule-{label.replace('/', '+')}", plot_schedule_timeline(r, window)))
     gpu = {k: r for k, r in rs.items() if r.has_gpu}
     if gpu:
@@ -556,6 +617,8 @@ def find_results(root: str) -> Dict[str, Dict[str, str]]:
     groups: Dict[str, Dict[str, str]] = {}
     for d, dirs, files in os.walk(root):
         dirs.sort()
+        if re.fullmatch(r"rep-[0-9]+", os.path.basename(d)):
+            continue  # a live repetition: read through its parent (report.load_repetitions)
         if "results.json" in files:
             p = os.path.join(d, "results.json")
             if os.path.normpath(d) == os.path.normpath(root):

@@ -2,115 +2,146 @@
 """`agentcg report DIR`: one self-contained HTML page for a results folder.
 
 Finds the runs/comparisons (results.json files, grouped as plots.find_results
-does) and sweeps (sweep.csv) under DIR and writes DIR/report.html with, per
-group, the comparison table, the per-cgroup table and the plots embedded as
-base64 PNG, so the file reads offline and can be mailed around. Invariant:
-no network references (no CDN scripts, no external CSS or images).
+does; the repetitions beside them: seed-N.results.json of `compare --seeds`,
+rep-N/results.json of `live compare`) and sweeps (sweep.csv) under DIR and
+writes DIR/report.html: a contents list, then one section per scenario with
+the comparison table (agentcg.table: the very rows and cells the terminal
+prints) and the plots embedded as base64 PNG, so the file reads offline and
+can be mailed around. The page is a Jinja2 template (Debian python3-jinja2,
+autoescaped). Invariant: no network references (no CDN scripts, no
+external CSS or images).
 """
 from __future__ import annotations
 
 import base64
 import datetime
-import html
+import glob
 import io
 import json
 import os
-from typing import Any, Dict, List, Optional
+import re
+from typing import Any, Dict, List, Mapping, Optional
 
 from ._errors import AgentcgError
 from .api import Comparison, Result
 
-__all__ = ["figure_html", "write_report"]
+__all__ = ["figure_html", "load_repetitions", "write_report"]
 
 _CSS = """
 body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 2em auto;
-       max-width: 1150px; color: #222; padding: 0 1em; }
+       max-width: 1400px; color: #222; padding: 0 1em; }
 h1 { border-bottom: 2px solid #d62728; padding-bottom: .2em; }
 h2 { margin-top: 2em; border-bottom: 1px solid #ccc; }
+nav ol { columns: 2; font-size: 14px; }
 table { border-collapse: collapse; margin: .8em 0; font-size: 13px; }
-th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; white-space: nowrap; }
 th { background: #f4f4f4; }
 td:first-child, th:first-child { text-align: left; }
-img { max-width: 100%; margin: .5em 0; border: 1px solid #eee; }
+td.v-better { background: #e3f4e1; } td.v-worse { background: #fbe3e1; }
+td.v-indistinguishable { color: #777; }
+.plots { display: flex; flex-wrap: wrap; gap: 8px; }
+.plots img { width: 560px; max-width: 100%; border: 1px solid #eee; }
+.plots img.wide { width: 100%; }
 .note { color: #666; font-size: 13px; }
+.scroll { overflow-x: auto; }
+"""
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title><style>{{ css | safe }}</style></head>
+<body>
+<h1>{{ title }}</h1>
+<p class="note">Results under <code>{{ root }}</code>. Latencies are simulated time unless the section says live.
+Cells: median [95 % bootstrap interval] over the repetitions where there are several; "-" = does not apply
+or not measured. Verdicts are against eevdf (the kernel's default since 6.6).</p>
+<nav><h2>Contents</h2><ol>
+{% for s in sections %}<li><a href="#{{ s.anchor }}">{{ s.title }}</a></li>
+{% endfor %}</ol></nav>
+{% for s in sections %}
+<section id="{{ s.anchor }}">
+<h2>{{ s.title }}</h2>
+<p class="note">{{ s.note }}</p>
+<div class="scroll">{{ s.table_html | safe }}</div>
+<div class="plots">{% for f in s.figures %}<img alt="{{ f.alt }}"{% if f.wide %} class="wide"{% endif %} src="data:image/png;base64,{{ f.data }}">{% endfor %}</div>
+</section>
+{% endfor %}
+<p class="note">written {{ stamp }}</p>
+</body></html>
 """
 
 
 def figure_html(fig: Any, alt: str) -> str:
     """A matplotlib figure as an inline <img> (base64 PNG)."""
+    import html
+
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{_png(fig)}">'
+
+
+def _png(fig: Any) -> str:
+    import matplotlib.pyplot as plt
+
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    data = base64.b64encode(buf.getvalue()).decode("ascii")
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+    fig.savefig(buf, format="png", dpi=90)
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _fmt_ms(ns: Any) -> str:
-    try:
-        return f"{float(ns) / 1e6:.3f}"
-    except (TypeError, ValueError):
-        return ""
+def load_repetitions(results_json: str) -> List[Dict[str, Any]]:
+    """Every repetition stored beside one results.json (seed-N.results.json,
+    rep-N/results.json), or just that file."""
+    d = os.path.dirname(results_json)
+    reps = sorted(glob.glob(os.path.join(d, "seed-*.results.json")),
+                  key=lambda p: int(re.sub(r"\D", "", os.path.basename(p)) or 0))
+    reps += sorted(glob.glob(os.path.join(d, "rep-*", "results.json")),
+                   key=lambda p: int(re.sub(r"\D", "", os.path.basename(os.path.dirname(p))) or 0))
+    out = []
+    for p in reps or [results_json]:
+        with open(p, encoding="utf-8") as f:
+            out.append(json.load(f))
+    return out
 
 
-def comparison_table(cmp: Comparison) -> str:
-    """Metric rows x policy columns, like `agentcg compare` prints."""
-    labels = list(cmp)
-    rows: List[List[str]] = []
+def comparison_table(cmp: Comparison, runs: Optional[Mapping[str, List[Dict[str, Any]]]] = None) -> str:
+    """The terminal's table for these results, as HTML."""
+    from . import table
 
-    def add(name: str, f: Any) -> None:
-        cells = []
-        for lbl in labels:
-            try:
-                cells.append(f(cmp[lbl].data))
-            except (KeyError, TypeError, ValueError):
-                cells.append("")
-        rows.append([name] + cells)
+    runs = runs or {lbl: [r.data] for lbl, r in cmp.items()}
+    return table.render_html(table.build_rows(runs), list(runs))
 
-    add("wakeup p50 (ms)", lambda r: _fmt_ms(r["wakeup_latency_ns"]["p50"]))
-    add("wakeup p99 (ms)", lambda r: _fmt_ms(r["wakeup_latency_ns"]["p99"]))
-    add("wakeup max (ms)", lambda r: _fmt_ms(r["wakeup_latency_ns"]["max"]))
-    add("tool-call p50 (ms)", lambda r: _fmt_ms(r["tool_call_latency_ns"]["p50"]))
-    add("tool-call p99 (ms)", lambda r: _fmt_ms(r["tool_call_latency_ns"]["p99"]))
-    add("max runnable wait (ms)", lambda r: _fmt_ms(r["max_runnable_wait_ns"]))
-    add("context switches", lambda r: str(r["context_switches"]))
-    add("CPU utilisation", lambda r: f"{float(r['cpu_utilization']) * 100:.1f}%")
-    add("Jain fairness", lambda r: f"{float(r['jain_fairness']):.3f}")
-    first = next(iter(cmp.values()))
-    for path, c in sorted(first.data.get("cgroups", {}).items()):
-        if path == "/" or c.get("tasks", 1) == 0:
-            continue
-        add(f"{path} share / entitled", lambda r, p=path: f"{float(r['cgroups'][p]['cpu_share']) * 100:.1f}% / "
-            f"{float(r['cgroups'][p]['entitled_share']) * 100:.1f}%")
-        add(f"{path} wakeup p99 (ms)", lambda r, p=path: _fmt_ms(r["cgroups"][p]["wakeup_latency_ns"]["p99"]))
-        if (c.get("tool_call_latency_ns") or {}).get("count", 0):
-            add(f"{path} tool-call p99 (ms)",
-                lambda r, p=path: _fmt_ms(r["cgroups"][p]["tool_call_latency_ns"]["p99"]))
-    if all(r.has_gpu for r in cmp.values()):
-        add("GPU makespan (s)", lambda r: f"{float(r['gpu']['makespan_ns']) / 1e9:.3f}")
-        add("GPU busy fraction", lambda r: f"{float(r['gpu']['busy_fraction']):.3f}")
-        add("GPU switches", lambda r: str(r["gpu"]["switches"]))
-        add("GPU migrated (GiB)", lambda r: f"{int(r['gpu']['bytes_migrated']) / 2**30:.2f}")
-        for j in sorted(first.data["gpu"].get("jobs", {})):
-            add(f"job {j} JCT (s)", lambda r, j=j: f"{float(r['gpu']['jobs'][j]['jct_ns']) / 1e9:.3f}")
-        for c in sorted(first.data["gpu"].get("clients", {})):
-            if first.data["gpu"]["clients"][c].get("limit_pct") is not None:
-                add(f"client {c} share / limit",
-                    lambda r, c=c: f"{float(r['gpu']['clients'][c]['achieved_share']) * 100:.1f}% / "
-                    f"{r['gpu']['clients'][c]['limit_pct']}%")
-    head = "<tr><th>metric</th>" + "".join(f"<th>{html.escape(lbl)}</th>" for lbl in labels) + "</tr>"
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table>{head}{body}</table>"
+
+def _ordered(gdir: str, members: Mapping[str, str]) -> Dict[str, str]:
+    """Columns in the order the comparison ran (compare.json), else the
+    baseline (eevdf) first and the rest by name, as the terminal shows them."""
+    from . import table
+
+    order: List[str] = []
+    meta = os.path.join(gdir, "compare.json")
+    if os.path.exists(meta):
+        try:
+            with open(meta, encoding="utf-8") as f:
+                order = [str(x) for x in json.load(f).get("policies", [])]
+        except (OSError, ValueError):
+            order = []
+    labels = list(members)
+    base = table.baseline_of(sorted(labels))
+    rank = {lbl: (order.index(lbl) if lbl in order else len(order), lbl != base, lbl) for lbl in labels}
+    return {lbl: members[lbl] for lbl in sorted(labels, key=lambda x: rank[x])}
+
+
+def _anchor(text: str, used: Dict[str, int]) -> str:
+    a = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "section"
+    used[a] = used.get(a, 0) + 1
+    return a if used[a] == 1 else f"{a}-{used[a]}"
 
 
 def write_report(root: str, output: Optional[str] = None, title: str = "agentcg report") -> str:
     """Writes the HTML report for everything under root; returns its path."""
+    import jinja2
+
     from . import plots
 
     if not os.path.isdir(root):
         raise AgentcgError(f"{root}: not a directory")
     out = output or os.path.join(root, "report.html")
-    parts: List[str] = [f"<h1>{html.escape(title)}</h1>",
-                        f'<p class="note">Results under <code>{html.escape(os.path.abspath(root))}'
-                        f"</code>. Latencies are simulated time. Generated by agentcg.</p>"]
     groups = plots.find_results(root)
     sweeps = []
     for d, dirs, names in os.walk(root):
@@ -119,18 +150,30 @@ def write_report(root: str, output: Optional[str] = None, title: str = "agentcg 
             sweeps.append(d)
     if not groups and not sweeps:
         raise AgentcgError(f"{root}: no results.json or sweep.csv found")
+    sections: List[Dict[str, Any]] = []
+    used: Dict[str, int] = {}
     for gdir, members in groups.items():
+        members = _ordered(gdir, members)
         cmp = Comparison({label: Result.load(p) for label, p in members.items()})
+        runs = {label: load_repetitions(p) for label, p in members.items()}
         first = next(iter(cmp.values()))
         rel = os.path.relpath(gdir, root)
-        name = first.data.get("trace", rel)
-        parts.append(f"<h2>{html.escape(str(name))}</h2>")
-        parts.append(f'<p class="note">folder <code>{html.escape(rel)}</code>, {first.data.get("cpus")} CPUs, '
-                     f"seed {first.data.get('seed')}, policies: {html.escape(', '.join(cmp))}</p>")
-        parts.append(comparison_table(cmp))
-        for fname, fig in plots.comparison_figures(cmp):
-            parts.append(figure_html(fig, fname))
+        name = str(first.data.get("trace", rel))
+        heading = name if rel in (".", name) else f"{rel}: {name}"
+        live = "live" in first.data
+        seeds = sorted({int(r.get("seed", 0)) for rs in runs.values() for r in rs})
+        reps = max(len(v) for v in runs.values())
+        note = (f"folder {rel}, {first.data.get('cpus')} CPUs, "
+                + (f"{reps} live repetitions" if live and reps > 1 else
+                   f"seeds {', '.join(map(str, seeds))}" if len(seeds) > 1 else f"seed {first.data.get('seed')}")
+                + f"; policies: {', '.join(cmp)}")
+        figs = [{"alt": fname, "data": _png(fig), "wide": fname.startswith(("schedule", "gpu-timeline"))}
+                for fname, fig in plots.comparison_figures(cmp)]
+        sections.append({"anchor": _anchor(heading, used), "title": heading + (" (live)" if live else ""),
+                         "note": note, "table_html": comparison_table(cmp, runs), "figures": figs})
     for d in sweeps:
+        import tempfile
+
         import pandas as pd
 
         df = pd.read_csv(os.path.join(d, "sweep.csv"))
@@ -140,24 +183,27 @@ def write_report(root: str, output: Optional[str] = None, title: str = "agentcg 
             with open(meta, encoding="utf-8") as f:
                 grid = json.load(f).get("grid")
         rel = os.path.relpath(d, root)
-        parts.append(f"<h2>Sweep <code>{html.escape(rel)}</code> ({len(df)} simulations)</h2>")
         axes = plots.sweep_axes(df, grid)
         metrics = [m for m in ("wakeup_p99_ns", "tool_call_p99_ns", "jain_fairness", "gpu_makespan_ns")
                    if m in df.columns]
+        html_table = ""
         if axes and metrics:
-            summary = df.groupby(axes)[metrics].mean().reset_index()
-            parts.append(summary.to_html(index=False, float_format=lambda v: f"{v:.4g}"))
-        import tempfile
-
+            summary = df.groupby(axes)[metrics].median().reset_index()
+            html_table = summary.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="-")
+        figs = []
         with tempfile.TemporaryDirectory() as tmp:
             for p in plots.plot_sweep(df, os.path.join(tmp, "sweep"), grid, formats=("png",)):
                 with open(p, "rb") as f:
-                    data = base64.b64encode(f.read()).decode("ascii")
-                parts.append(f'<img alt="sweep heat-map" src="data:image/png;base64,{data}">')
+                    figs.append({"alt": "sweep heat-map", "data": base64.b64encode(f.read()).decode("ascii"),
+                                 "wide": False})
+        title_s = f"Sweep {rel}"
+        sections.append({"anchor": _anchor(title_s, used), "title": title_s,
+                         "note": f"{len(df)} simulations; medians over the seeds", "table_html": html_table,
+                         "figures": figs})
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    doc = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-           f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>\n"
-           + "\n".join(parts) + f'\n<p class="note">written {stamp}</p></body></html>\n')
+    env = jinja2.Environment(autoescape=True)
+    doc = env.from_string(_PAGE).render(title=title, css=_CSS, root=root, sections=sections,
+                                        stamp=stamp)
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w", encoding="utf-8") as f:
         f.write(doc)

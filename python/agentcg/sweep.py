@@ -19,11 +19,25 @@ whatever finishes first, and each point's numbers depend only on its inputs,
 so the pool, Dask and a serial run give identical DataFrames. A Generator is
 regenerated per seed on the worker (the seed drives both the trace and the
 run); a fixed trace is shipped to workers as its canonical JSON (pickled).
+
+From a plain script: the local pool's workers start from a fork server,
+which by default re-imports the script's __main__ module (and would run its
+top-level sweep() again: BrokenProcessPool without an
+`if __name__ == "__main__":` guard). The workers need nothing from
+__main__ (tasks are plain data, the work function lives here), so the pool
+is started with __main__'s file hidden and a script works as written.
+
+A grid key that changes no result at all (a scheduler.* knob under eevdf,
+which does not read it) is reported with a warning naming the key and the
+policies, instead of silently producing identical rows.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -101,6 +115,19 @@ def sweep_tasks(trace_or_generator: Union[TraceLike, Generator], grid: Optional[
         assert isinstance(gen, Generator)
         # Fail early, in this process, on an unknown kind or option.
         gen.make(int(seeds[0]), {k[4:]: v[0] for k, v in g.items() if k.startswith("gen.")})
+    from .api import check_config_keys, check_policy, check_seed
+
+    for k, v in g.items():
+        if k == "policy":
+            for pol in v:
+                check_policy(str(pol))
+        elif k == "gpu_policy":
+            for pol in v:
+                check_policy("eevdf", str(pol))
+        elif not k.startswith("gen."):
+            check_config_keys({k: v[0]}, "grid")
+    for seed in seeds:
+        check_seed(seed)
     keys = list(g)
     tasks: List[Dict[str, Any]] = []
     for values in itertools.product(*[g[k] for k in keys]):
@@ -113,7 +140,7 @@ def sweep_tasks(trace_or_generator: Union[TraceLike, Generator], grid: Optional[
         for seed in seeds:
             task: Dict[str, Any] = {
                 "index": len(tasks), "params": params, "seed": int(seed),
-                "policy": str(params.get("policy", "cfs")),
+                "policy": str(params.get("policy", "eevdf")),
                 "gpu_policy": str(params.get("gpu_policy", "none")),
                 "config_path": cpath, "config_yaml": ctext, "config_source": csource,
                 "gen_options": {k[4:]: v for k, v in params.items() if k.startswith("gen.")},
@@ -144,7 +171,60 @@ def sweep(trace_or_generator: Union[TraceLike, Generator], grid: Optional[Mappin
         rows = _run_dask(tasks, scheduler, progress)
     else:
         rows = _run_local(tasks, workers, progress)
-    return _dataframe(rows)
+    df = _dataframe(rows)
+    _warn_inert_keys(df, tasks)
+    return df
+
+
+def inert_keys(df: "pandas.DataFrame", tasks: Sequence[Mapping[str, Any]]) -> List[str]:
+    """Grid config keys whose values changed no metric of any point (every
+    other parameter and the seed held fixed)."""
+    if not tasks:
+        return []
+    params = list(tasks[0]["params"])
+    knobs = [k for k in params if k not in ("policy", "gpu_policy") and not k.startswith("gen.")]
+    metrics = [c for c in df.columns if c not in params and c != "seed"]
+    out = []
+    for k in knobs:
+        if df[k].nunique(dropna=False) < 2:
+            continue
+        others = [c for c in params if c != k] + ["seed"]
+        by: Any = others[0] if len(others) == 1 else others  # a 1-list warns in pandas 1.5
+        groups = df.groupby(by, dropna=False, sort=False)
+        if all((g[metrics].astype(str).nunique(dropna=False) <= 1).all() for _, g in groups):
+            out.append(k)
+    return out
+
+
+def _warn_inert_keys(df: "pandas.DataFrame", tasks: Sequence[Mapping[str, Any]]) -> None:
+    for k in inert_keys(df, tasks):
+        pols = sorted({str(t["policy"]) for t in tasks})
+        hint = (" (scheduler.* are flatcg/agentcg tunables: sweep with grid={'policy': ['agentcg', ...]})"
+                if k.startswith("scheduler.") and not set(pols) & {"flatcg", "agentcg"} else "")
+        warnings.warn(f"sweep: '{k}' changed no result under {', '.join(pols)}: the policy does not read "
+                      f"this knob, or it makes no difference on this trace{hint}", UserWarning, stacklevel=3)
+
+
+@contextlib.contextmanager
+def _main_hidden() -> Any:
+    """Hides __main__'s file and spec while pool workers start, so the fork
+    server does not re-run a plain script's top level (see the module doc)."""
+    main = sys.modules.get("__main__")
+    saved = {}
+    if main is not None:
+        for attr in ("__file__", "__spec__"):
+            if hasattr(main, attr):
+                saved[attr] = getattr(main, attr)
+        if "__file__" in saved:
+            del main.__file__
+        if "__spec__" in saved:
+            main.__spec__ = None
+    try:
+        yield
+    finally:
+        if main is not None:
+            for attr, v in saved.items():
+                setattr(main, attr, v)
 
 
 def _run_local(tasks: List[Dict[str, Any]], workers: Optional[int], progress: bool) -> List[Dict[str, Any]]:
@@ -168,7 +248,7 @@ def _run_local(tasks: List[Dict[str, Any]], workers: Optional[int], progress: bo
             # forkserver: workers start from a clean, single-threaded server
             # (fork from a process running Dask or tqdm threads can deadlock).
             ctx = multiprocessing.get_context("forkserver")
-            with ProcessPoolExecutor(max_workers=min(n, len(tasks)), mp_context=ctx) as ex:
+            with _main_hidden(), ProcessPoolExecutor(max_workers=min(n, len(tasks)), mp_context=ctx) as ex:
                 futs = {ex.submit(_run_task, t): t["index"] for t in tasks}
                 for f in as_completed(futs):
                     rows[futs[f]] = f.result()

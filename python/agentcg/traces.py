@@ -126,7 +126,29 @@ def _value(v: ValueLike, what: str) -> Union[int, Dict[str, Any]]:
 
 def load_trace(path: Union[str, "os.PathLike[str]"]) -> "_core.Trace":
     """Loads and validates a trace file (raises TraceError with file:line)."""
-    return _core.Trace.from_file(os.fspath(path))
+    p = os.fspath(path)
+    try:
+        return _core.Trace.from_file(p)
+    except UnicodeDecodeError:
+        # The C++ message quotes the offending bytes, which Python cannot
+        # decode: say where they are instead.
+        raise not_utf8_error(p) from None
+
+
+def not_utf8_error(path: str) -> AgentcgError:
+    """'FILE:LINE: column C: byte 0xff is not UTF-8 (...)' for the first bad byte."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        return AgentcgError(f"{path}:{line}: column {col}: byte 0x{data[e.start]:02x} is not UTF-8 "
+                            "(trace files are UTF-8 JSON; re-encode the file, e.g. with iconv)")
+    except OSError as e:
+        return AgentcgError(f"{path}: cannot read: {e.strerror}")
+    return AgentcgError(f"{path}: a message about this file is not UTF-8 text")
 
 
 def parse_trace(text: str, source: str = "<string>") -> "_core.Trace":

@@ -18,3 +18,7 @@ int trace_stats_main(const std::vector<std::string>& args) {
 int trace_merge_main(const std::vector<std::string>& args) {
   return agentcg::import::merge_command(args, std::cout, std::cerr);
 }
+
+int trace_mix_main(const std::vector<std::string>& args) {
+  return agentcg::import::mix_command(args, std::cout, std::cerr);
+}

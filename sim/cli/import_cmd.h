@@ -10,3 +10,4 @@
 int trace_import_main(const std::vector<std::string>& args);
 int trace_stats_main(const std::vector<std::string>& args);
 int trace_merge_main(const std::vector<std::string>& args);
+int trace_mix_main(const std::vector<std::string>& args);

@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // agentcg-sim: the simulator's command line (the ./agentcg launcher runs it,
 // or the Python CLI that wraps the same entry points).
-//   run TRACE --policy P [--gpu-policy G] [--config F] [--seed N] --out DIR [--perfetto F]
-//   compare TRACE --policies a,b,c [--gpu-policy G] [--config F] [--seed N] --out DIR
+//   run TRACE [--policy P] [--gpu-policy G] [--config F] [--seed N] --out DIR [--perfetto F] [--json]
+//   compare TRACE [--policies a,b,c] [--gpu-policy G] [--config F] [--seed N] --out DIR [--json]
 //   trace generate|validate|import|stats|merge ...
-//   policies
+//   policies, --version
+// eevdf (the kernel's default since 6.6) is the default and the baseline;
+// cfs is the pre-6.6 reference. The table follows the Python CLI's rules
+// (python/agentcg/table.py, the full version with repetitions and
+// verdicts): the longest runnable wait always, flagged "!" from 1 s; rows
+// that do not apply left out; "-" for a missing value, never 0.
 // Exit codes: 0 ok, 1 invalid input (trace, config), 2 usage error.
 #include <cstdio>
 #include <filesystem>
@@ -30,6 +35,10 @@
 #endif
 #include "sim/calibrate/calibrate.h"
 
+#ifndef AGENTCG_VERSION
+#define AGENTCG_VERSION "unknown"
+#endif
+
 namespace fs = std::filesystem;
 using agentcg::cli::Args;
 using agentcg::cli::UsageError;
@@ -40,13 +49,20 @@ namespace {
 constexpr const char* kUsage =
     "usage: agentcg <command> [options]\n"
     "commands:\n"
-    "  run TRACE --policy P [--gpu-policy G] [--config FILE] [--seed N] --out DIR [--perfetto FILE]\n"
-    "  compare TRACE --policies cfs,flatcg,agentcg [--gpu-policy G] [--config FILE] [--seed N] --out DIR\n"
+    "  run TRACE [--policy eevdf] [--gpu-policy G] [--config FILE] [--strategies FILE] [--seed N] --out DIR [--perfetto FILE] [--json]\n"
+    "  compare TRACE [--policies eevdf,flatcg,agentcg] [--gpu-policy G] [--config FILE] [--strategies FILE] [--seed N] --out DIR [--json]\n"
+    "          [--per-cgroup]   (per-cgroup rows; shown by default up to 12 cgroups)\n"
+    "      CPU policies: eevdf (default since Linux 6.6, the baseline), cfs (pre-6.6 reference), fifo,\n"
+    "      flatcg, agentcg; repetitions with intervals and verdicts: the Python CLI's compare --seeds\n"
     "  trace generate KIND --seed N -o FILE [--OPTION VALUE ...]\n"
     "  trace validate FILE...\n"
     "  trace import --from FORMAT INPUT -o OUT | trace stats FILE | trace merge A B ... -o OUT\n"
+    "  trace mix RECORDING... -o OUT [--sessions N] [--cpus M] [--stagger DUR] [--duration DUR]\n"
     "  calibrate MEASUREMENTS.csv -o PROFILE.yaml [--fix-context-switch-ns N] [--cpus N]\n"
-    "  policies            list the CPU and GPU policies\n";
+    "  policies            list the CPU and GPU policies\n"
+    "  --version           print the version\n";
+
+constexpr std::uint64_t kStarvationNs = 1000000000;  // as table.STARVATION_NS
 
 std::string ms(std::uint64_t ns) {
   std::ostringstream o;
@@ -62,6 +78,7 @@ std::string pct(double v) {
 agentcg::sim::RunOptions options_from(const Args& a) {
   agentcg::sim::RunOptions o;
   if (auto c = a.get("config")) o.config = agentcg::config::load_file(*c);
+  if (auto s = a.get("strategies")) o.strategies = agentcg::strategy::load_file(*s);
   o.seed = a.get_u64("seed", 1);
   o.gpu_policy = a.get("gpu-policy").value_or("none");
   return o;
@@ -81,12 +98,16 @@ void write_file(const fs::path& p, const std::string& text) {
 void print_summary(const json& r) {
   std::cout << "trace " << r["trace"].get<std::string>() << "  policy " << r["policy"].get<std::string>()
             << "  cpus " << r["cpus"] << "  simulated " << ms(r["duration_ns"]) << " ms\n";
+  const std::uint64_t wait = r.value("max_runnable_wait_ns", std::uint64_t{0});
   std::cout << "  wakeup latency p50 " << ms(r["wakeup_latency_ns"]["p50"]) << " ms  p99 "
             << ms(r["wakeup_latency_ns"]["p99"]) << " ms  max " << ms(r["wakeup_latency_ns"]["max"])
-            << " ms;  tool-call p50 " << ms(r["tool_call_latency_ns"]["p50"]) << " ms  p99 "
-            << ms(r["tool_call_latency_ns"]["p99"]) << " ms\n";
+            << " ms;  longest runnable wait " << ms(wait) << " ms" << (wait >= kStarvationNs ? " (starved)" : "");
+  if (r["tool_call_latency_ns"].value("count", std::uint64_t{0}) > 0)
+    std::cout << ";  tool-call p50 " << ms(r["tool_call_latency_ns"]["p50"]) << " ms  p99 "
+              << ms(r["tool_call_latency_ns"]["p99"]) << " ms";
+  std::cout << "\n";
   std::cout << "  context switches " << r["context_switches"] << "  utilisation "
-            << pct(r["cpu_utilization"]) << "  Jain " << r["jain_fairness"] << "\n";
+            << pct(r["cpu_utilization"]) << "  Jain (vs full entitlement) " << r["jain_fairness"] << "\n";
   std::cout << "  " << std::left << std::setw(28) << "cgroup" << std::right << std::setw(8) << "share"
             << std::setw(10) << "entitled" << std::setw(11) << "wake p50" << std::setw(11) << "wake p99"
             << std::setw(11) << "tool p99" << std::setw(12) << "throttled" << "\n";
@@ -95,7 +116,10 @@ void print_summary(const json& r) {
     std::cout << "  " << std::left << std::setw(28) << path << std::right << std::setw(8)
               << pct(c["cpu_share"]) << std::setw(10) << pct(c["entitled_share"]) << std::setw(11)
               << ms(c["wakeup_latency_ns"]["p50"]) << std::setw(11) << ms(c["wakeup_latency_ns"]["p99"])
-              << std::setw(11) << ms(c["tool_call_latency_ns"]["p99"]) << std::setw(12)
+              << std::setw(11)
+              << (c["tool_call_latency_ns"].value("count", std::uint64_t{0}) > 0 ? ms(c["tool_call_latency_ns"]["p99"])
+                                                                                  : std::string("-"))
+              << std::setw(12)
               << ms(c["throttled_ns"]) << "\n";
   }
   if (r.contains("gpu")) {
@@ -107,16 +131,19 @@ void print_summary(const json& r) {
 }
 
 int cmd_run(const std::vector<std::string>& argv) {
-  Args a(argv, {"policy", "gpu-policy", "config", "seed", "out", "perfetto"}, {"quiet"});
+  Args a(argv, {"policy", "gpu-policy", "config", "seed", "out", "perfetto", "strategies"}, {"quiet", "json"});
   if (a.positional().size() != 1) throw UsageError("run takes exactly one TRACE");
   auto o = options_from(a);
-  o.policy = a.require("policy");
+  o.policy = a.get("policy").value_or("eevdf");
   o.perfetto_path = a.get("perfetto").value_or("");
   const fs::path out = a.require("out");
   const auto trace = agentcg::trace::load_trace_file(a.positional()[0]);
   const json r = agentcg::sim::run(trace, o);
-  write_file(out / "results.json", agentcg::sim::dump_results(r));
-  if (!a.flag("quiet")) {
+  const std::string text = agentcg::sim::dump_results(r);
+  write_file(out / "results.json", text);
+  if (a.flag("json")) {
+    std::cout << text << (text.empty() || text.back() != '\n' ? "\n" : "");
+  } else if (!a.flag("quiet")) {
     print_summary(r);
     std::cout << "wrote " << (out / "results.json").string() << "\n";
   }
@@ -132,10 +159,10 @@ std::vector<std::string> split(const std::string& s) {
 }
 
 int cmd_compare(const std::vector<std::string>& argv) {
-  Args a(argv, {"policies", "gpu-policy", "config", "seed", "out"}, {"quiet"});
+  Args a(argv, {"policies", "gpu-policy", "config", "seed", "out", "strategies"}, {"quiet", "json", "per-cgroup"});
   if (a.positional().size() != 1) throw UsageError("compare takes exactly one TRACE");
   const auto base = options_from(a);
-  const auto policies = split(a.get("policies").value_or("cfs,flatcg,agentcg"));
+  const auto policies = split(a.get("policies").value_or("eevdf,flatcg,agentcg"));
   if (policies.empty()) throw UsageError("--policies: expected a comma-separated list");
   const fs::path out = a.require("out");
   const auto trace = agentcg::trace::load_trace_file(a.positional()[0]);
@@ -146,6 +173,14 @@ int cmd_compare(const std::vector<std::string>& argv) {
     results.push_back(agentcg::sim::run(trace, o));
     write_file(out / p / "results.json", agentcg::sim::dump_results(results.back()));
   }
+  if (a.flag("json")) {  // the results of every policy, keyed by policy
+    json doc = {{"format", "agentcg-compare-results"}, {"version", 1}, {"trace", trace.name},
+                {"seed", base.seed}, {"policies", policies}, {"results", json::object()}};
+    for (std::size_t i = 0; i < policies.size(); ++i) doc["results"][policies[i]] = results[i];
+    std::cout << doc.dump(1) << "\n";
+    return 0;
+  }
+  if (a.flag("quiet")) return 0;
   // Side-by-side table: one row per metric, one column per policy.
   std::cout << "trace " << trace.name << " (" << trace.machine.cpus << " CPUs, seed " << base.seed << ")\n";
   std::cout << std::left << std::setw(44) << "metric" << std::right;
@@ -156,18 +191,52 @@ int cmd_compare(const std::vector<std::string>& argv) {
     for (const auto& r : results) std::cout << std::setw(12) << cell(r);
     std::cout << "\n";
   };
+  bool cpu = false, tools = false;
+  for (const auto& r : results) {
+    cpu = cpu || r.value("tasks", std::uint64_t{0}) > 0;
+    tools = tools || r["tool_call_latency_ns"].value("count", std::uint64_t{0}) > 0;
+  }
+  if (!cpu) {  // a GPU-only trace: no CPU rows of zeros
+    std::cout << "no CPU tasks in this trace: see DIR/<policy>/results.json \"gpu\" or the Python CLI's table\n";
+    return 0;
+  }
   row("wakeup p50 (ms)", [](const json& r) { return ms(r["wakeup_latency_ns"]["p50"]); });
   row("wakeup p99 (ms)", [](const json& r) { return ms(r["wakeup_latency_ns"]["p99"]); });
-  row("tool-call p50 (ms)", [](const json& r) { return ms(r["tool_call_latency_ns"]["p50"]); });
-  row("tool-call p99 (ms)", [](const json& r) { return ms(r["tool_call_latency_ns"]["p99"]); });
+  bool starved = false;
+  row("longest runnable wait (ms)", [&](const json& r) {
+    const std::uint64_t w = r.value("max_runnable_wait_ns", std::uint64_t{0});
+    starved = starved || w >= kStarvationNs;
+    return ms(w) + (w >= kStarvationNs ? " !" : "");
+  });
+  if (tools) {
+    row("tool-call p50 (ms)", [](const json& r) { return ms(r["tool_call_latency_ns"]["p50"]); });
+    row("tool-call p99 (ms)", [](const json& r) { return ms(r["tool_call_latency_ns"]["p99"]); });
+    row("tool calls completed", [](const json& r) { return std::to_string(r.value("tool_calls_completed", std::uint64_t{0})); });
+  }
+  if (results.front().contains("interactive_wakeup_latency_ns")) {
+    row("interactive wakeup p50 (ms)", [](const json& r) { return ms(r["interactive_wakeup_latency_ns"]["p50"]); });
+    row("interactive wakeup p99 (ms)", [](const json& r) { return ms(r["interactive_wakeup_latency_ns"]["p99"]); });
+  }
+  // The policy's new-step detector against the annotated steps ("-": the
+  // policy has no detector, or the trace no annotated steps).
+  auto frac = [](const json& r, const char* key) -> std::string {
+    if (!r.contains("new_step_detection") || r["new_step_detection"][key].is_null()) return "-";
+    std::ostringstream o;
+    o << std::fixed << std::setprecision(3) << r["new_step_detection"][key].get<double>();
+    return o.str();
+  };
+  row("new-step precision", [&](const json& r) { return frac(r, "precision"); });
+  row("new-step recall", [&](const json& r) { return frac(r, "recall"); });
   row("context switches", [](const json& r) { return std::to_string(r["context_switches"].get<std::uint64_t>()); });
-  row("Jain fairness", [](const json& r) {
+  row("Jain (vs full entitlement)", [](const json& r) {
     std::ostringstream o;
     o << std::fixed << std::setprecision(3) << r["jain_fairness"].get<double>();
     return o.str();
   });
   for (const auto& [path, c] : results.front()["cgroups"].items()) {
     if (path == "/" || c["tasks"] == 0) continue;
+    // many sessions: per-cgroup rows only on request
+    if (results.front()["cgroups"].size() > 12 && !a.flag("per-cgroup")) break;
     row(path + " share / entitled", [&, p = path](const json& r) {
       const auto& x = r["cgroups"][p];
       std::string entitled = pct(x["entitled_share"]);
@@ -182,12 +251,13 @@ int cmd_compare(const std::vector<std::string>& argv) {
     if (c["nr_periods"] != 0)
       row(path + " throttled (ms)", [&, p = path](const json& r) { return ms(r["cgroups"][p]["throttled_ns"]); });
   }
+  if (starved) std::cout << "! = a task waited runnable 1 s or more (starvation)\n";
   std::cout << "wrote " << out.string() << "/<policy>/results.json\n";
   return 0;
 }
 
 int cmd_trace(const std::vector<std::string>& argv) {
-  if (argv.empty()) throw UsageError("trace needs a subcommand: generate, validate, import, stats, merge");
+  if (argv.empty()) throw UsageError("trace needs a subcommand: generate, validate, import, stats, merge, mix");
   const std::string sub = argv[0];
   const std::vector<std::string> rest(argv.begin() + 1, argv.end());
 #ifdef AGENTCG_HAVE_TRACE_CMD
@@ -198,6 +268,7 @@ int cmd_trace(const std::vector<std::string>& argv) {
   if (sub == "import") return trace_import_main(rest);
   if (sub == "stats") return trace_stats_main(rest);
   if (sub == "merge") return trace_merge_main(rest);
+  if (sub == "mix") return trace_mix_main(rest);
 #endif
   throw UsageError("unknown trace subcommand '" + sub + "'");
 }
@@ -209,6 +280,10 @@ int main(int argc, char** argv) {
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
     std::cout << kUsage;
     return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version") {
+    std::cout << "agentcg-sim " << AGENTCG_VERSION << "\n";
+    return 0;
   }
   const std::string cmd = args[0];
   const std::vector<std::string> rest(args.begin() + 1, args.end());

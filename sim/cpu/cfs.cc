@@ -3,8 +3,8 @@
 #include "sim/cpu/cfs.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
-#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -20,6 +20,20 @@ std::uint64_t ilog2(std::uint64_t v) {
   std::uint64_t r = 0;
   while (v >>= 1) ++r;
   return r;
+}
+
+// 128-bit sums of weight x vruntime offsets: no overflow at any queue length.
+__extension__ typedef __int128 i128;
+
+constexpr std::uint64_t kNil = UINT64_MAX;  // no tree node
+
+// splitmix64: the treap's node priorities, a fixed function of the entity
+// key so that runs stay deterministic.
+std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
 }
 
 class CfsClass final : public SchedClass {
@@ -52,24 +66,28 @@ class CfsClass final : public SchedClass {
   void enqueue(Task& p, std::uint64_t flags) override {
     Entity& e = tasks_[p.id];
     Group& g = groups_[p.cgroup];
-    if (eevdf_ && (flags & (kEnqNew | kEnqWakeup))) {
-      place_eevdf(e, p.cgroup, (flags & kEnqNew) != 0);
-    } else if (flags & kEnqNew) {
-      e.vruntime = g.min_vruntime + vslice(e.weight);
-    } else if (flags & kEnqWakeup) {
-      place_wakeup(e, g);
+    // A task still on the run queue (preempted, its slice ended) keeps its
+    // vruntime; one that was off it (new, woken) is placed.
+    if (!e.on_rq) {
+      const bool is_new = (flags & kEnqNew) != 0;
+      if (eevdf_) place_eevdf(e, p.cgroup, is_new);
+      else if (is_new) e.vruntime = g.min_vruntime + vslice(e.weight);
+      else place_wakeup(e, g);
+      account_enqueue(p.cgroup, task_key(p.id));
     }
     ++runnable_;
-    enqueue_entity(p.cgroup, task_key(p.id));
+    tree_insert(p.cgroup, task_key(p.id));
     if (flags & (kEnqWakeup | kEnqNew)) check_preempt(p);
   }
 
   void dequeue(Task& p) override {
     Entity& e = tasks_[p.id];
-    if (e.queued) {
-      dequeue_entity(p.cgroup, task_key(p.id));
+    const std::uint64_t key = task_key(p.id);
+    if (e.in_tree) {
+      tree_erase(p.cgroup, key);
       --runnable_;
     }
+    if (e.on_rq) leave_rq(p.cgroup, key);
   }
 
   Dispatch dispatch(int cpu, Task* prev) override {
@@ -79,8 +97,8 @@ class CfsClass final : public SchedClass {
       std::uint64_t key = 0;
       for (;;) {
         Group& g = groups_[cg];
-        if (g.queue.empty()) return {};
-        key = eevdf_ ? pick_eevdf(g) : g.queue.begin()->second;
+        if (g.root == kNil) return {};
+        key = eevdf_ ? pick_eevdf(g) : leftmost(g);
         if (!is_group(key)) break;
         cg = group_of(key);
       }
@@ -103,7 +121,9 @@ class CfsClass final : public SchedClass {
         if (a == kRootCgroup) break;
       }
       if (throttled) continue;
-      dequeue_entity(t.cgroup, key);
+      // The task leaves the tree but stays on the run queue (the kernel's
+      // curr): it still counts in V, and so does each group entity above it.
+      tree_erase(t.cgroup, key);
       --runnable_;
       for (CgroupId a = t.cgroup;; a = ctx_->cgroup(a).parent) {
         groups_[a].running++;
@@ -119,33 +139,37 @@ class CfsClass final : public SchedClass {
   void stopping(Task& p, int cpu, bool runnable) override {
     const std::uint64_t ran = (ctx_->now() - p.started_at).ns();
     Entity& e = tasks_[p.id];
-    e.vruntime += ran * kNice0Load / e.weight;
-    if (eevdf_) {
-      update_deadline(e);
-      // a task going to sleep keeps its lag (V - v), clamped as
-      // update_entity_lag() does, for its placement when it wakes
-      if (!runnable) e.vlag = clamp_lag(avg_vruntime(groups_[p.cgroup], e.vruntime) - static_cast<double>(e.vruntime), e);
-    }
+    set_vruntime(p.cgroup, e, e.vruntime + ran * kNice0Load / e.weight);
+    if (eevdf_) update_deadline(e);
     advance_min(p.cgroup, e.vruntime);
     for (CgroupId a = p.cgroup;; a = ctx_->cgroup(a).parent) {
       Group& g = groups_[a];
-      g.running--;
+      if (g.running) g.running--;
       if (agentcg_bw_limited(&g.bw)) {
         s64& local = local_at(a, cpu);
         agentcg_bw_charge(&g.bw, &local, ran);
         agentcg_bw_return(&g.bw, &local);
+        // Runtime handed back while the group is throttled is handed on
+        // at once (the kernel's slack timer, distribute_cfs_runtime());
+        // waiting for the refill lost it: a 25 % quota delivered 23.25 %.
+        if (g.throttled && g.bw.runtime_ns > 0) unthrottle(a);
       }
       if (a == kRootCgroup) break;
-      // The group entity in the parent's queue advances too.
+      // The group entity in the parent's queue advances too (its place in
+      // the parent's tree and its term in the parent's V follow).
       const CgroupId parent = ctx_->cgroup(a).parent;
       const std::uint64_t key = group_key(a);
-      const bool queued = g.entity.queued;
-      if (queued) groups_[parent].queue.erase({g.entity.vruntime, key});
-      g.entity.vruntime += ran * kNice0Load / g.entity.weight;
+      Group& pg = groups_[parent];
+      const bool in_tree = g.entity.in_tree;
+      if (in_tree) pg.root = treap_erase(pg.root, key);
+      set_vruntime(parent, g.entity, g.entity.vruntime + ran * kNice0Load / g.entity.weight);
       if (eevdf_) update_deadline(g.entity);
-      if (queued) groups_[parent].queue.insert({g.entity.vruntime, key});
+      if (in_tree) pg.root = treap_insert(pg.root, key);
       advance_min(parent, g.entity.vruntime);
     }
+    // A task going to sleep leaves the run queue (and keeps its lag); each
+    // group left without runnable entities leaves its parent's queue.
+    if (!runnable) leave_rq(p.cgroup, task_key(p.id));
   }
 
   void init_task(Task& p, bool) override {
@@ -162,19 +186,30 @@ class CfsClass final : public SchedClass {
   }
   void cgroup_move(Task& p, CgroupId from, CgroupId to) override {
     Entity& e = tasks_[p.id];
-    const bool queued = e.queued;
-    if (queued) dequeue_entity(from, task_key(p.id));
+    const std::uint64_t key = task_key(p.id);
+    const bool in_tree = e.in_tree, on_rq = e.on_rq;
+    if (in_tree) tree_erase(from, key);
+    if (on_rq) account_dequeue(from, key);
     e.vruntime = e.vruntime - std::min(e.vruntime, groups_[from].min_vruntime) + groups_[to].min_vruntime;
     p.cgroup = to;
-    if (queued) enqueue_entity(to, task_key(p.id));
+    if (on_rq) account_enqueue(to, key);
+    if (in_tree) tree_insert(to, key);
   }
   void cgroup_set_weight(CgroupId cg, std::uint32_t weight) override {
     Group& g = groups_.at(cg);
-    const bool queued = g.entity.queued;
-    const CgroupId parent = ctx_->cgroup(cg).parent;
-    if (queued) dequeue_entity(parent, group_key(cg));
-    g.entity.weight = std::max<std::uint64_t>(1, weight * kNice0Load / 100);
-    if (queued) enqueue_entity(parent, group_key(cg));
+    Entity& ge = g.entity;
+    const std::uint64_t w = std::max<std::uint64_t>(1, weight * kNice0Load / 100);
+    if (cg == kRootCgroup) {
+      ge.weight = w;
+      return;
+    }
+    Group& pg = groups_[ctx_->cgroup(cg).parent];
+    const std::uint64_t key = group_key(cg);
+    if (ge.in_tree) pg.root = treap_erase(pg.root, key);
+    if (ge.on_rq) avg_sub(pg, ge);
+    ge.weight = w;
+    if (ge.on_rq) avg_add(pg, ge);
+    if (ge.in_tree) pg.root = treap_insert(pg.root, key);
   }
   void cgroup_set_bandwidth(CgroupId cg, std::optional<std::uint64_t> quota_us,
                             std::uint64_t period_us) override {
@@ -197,16 +232,35 @@ class CfsClass final : public SchedClass {
   }
 
  private:
+  // One schedulable entity (a task, or a group in its parent's queue). It is
+  // "on the run queue" (on_rq, counted in the queue's V) while it or, for a
+  // group, anything below it is runnable or running; "in the tree"
+  // (pickable) while it is queued and not running. The tree fields make
+  // the entity its own node of the queue's treap (intrusive, like the
+  // kernel's rb_node in sched_entity).
   struct Entity {
     std::uint64_t vruntime = 0;
     std::uint64_t weight = kNice0Load;
-    bool queued = false;
     std::uint64_t deadline = 0;  // EEVDF: virtual deadline
-    double vlag = 0;             // EEVDF: lag kept while asleep (V - vruntime)
+    std::int64_t vlag = 0;       // EEVDF: lag kept while off the run queue (V - vruntime)
+    bool on_rq = false;
+    bool in_tree = false;
+    std::uint64_t left = kNil, right = kNil;  // treap children (entity keys)
+    std::uint64_t min_dl = 0, min_dl_key = kNil;  // earliest deadline in this subtree
   };
   struct Group {
     Entity entity;  // this group's entity in its parent's queue
-    std::set<std::pair<std::uint64_t, std::uint64_t>> queue;  // (vruntime, key) of queued children
+    // Queued (pickable) child entities: a treap ordered by (vruntime, key),
+    // each node augmented with its subtree's earliest deadline, so that
+    // EEVDF's pick is one descent (O(log n)).
+    std::uint64_t root = kNil;
+    // The kernel's running sums for V over the on_rq children (queued and
+    // running): V = avg_base + avg_sum / avg_load with
+    // avg_sum = sum w x (v - avg_base), avg_load = sum w. O(1) per change.
+    std::uint64_t avg_base = 0;
+    i128 avg_sum = 0;
+    std::uint64_t avg_load = 0;
+    std::uint32_t nr_on_rq = 0;  // on_rq child entities
     std::uint64_t min_vruntime = 0;
     std::uint32_t running = 0;  // tasks of the subtree on a CPU
     bool throttled = false;
@@ -224,6 +278,168 @@ class CfsClass final : public SchedClass {
     return local_[static_cast<std::size_t>(cg) * static_cast<std::size_t>(ctx_->nr_cpus()) + static_cast<std::size_t>(cpu)];
   }
 
+  // --- the treap -----------------------------------------------------------
+  bool node_less(std::uint64_t a, std::uint64_t b) {
+    const std::uint64_t va = entity(a).vruntime, vb = entity(b).vruntime;
+    return va < vb || (va == vb && a < b);
+  }
+  static bool dl_before(std::uint64_t da, std::uint64_t ka, std::uint64_t db, std::uint64_t kb) {
+    const auto d = static_cast<std::int64_t>(da - db);
+    return d < 0 || (d == 0 && ka < kb);
+  }
+  void pull(std::uint64_t n) {
+    Entity& x = entity(n);
+    x.min_dl = x.deadline;
+    x.min_dl_key = n;
+    for (const std::uint64_t c : {x.left, x.right}) {
+      if (c == kNil) continue;
+      const Entity& y = entity(c);
+      if (dl_before(y.min_dl, y.min_dl_key, x.min_dl, x.min_dl_key)) {
+        x.min_dl = y.min_dl;
+        x.min_dl_key = y.min_dl_key;
+      }
+    }
+  }
+  // Splits t into the nodes ordered before `key` (l) and after it (r).
+  void split(std::uint64_t t, std::uint64_t key, std::uint64_t& l, std::uint64_t& r) {
+    if (t == kNil) {
+      l = r = kNil;
+      return;
+    }
+    Entity& x = entity(t);
+    if (node_less(t, key)) {
+      split(x.right, key, x.right, r);
+      l = t;
+    } else {
+      split(x.left, key, l, x.left);
+      r = t;
+    }
+    pull(t);
+  }
+  std::uint64_t merge(std::uint64_t a, std::uint64_t b) {
+    if (a == kNil) return b;
+    if (b == kNil) return a;
+    if (mix64(a) > mix64(b)) {
+      entity(a).right = merge(entity(a).right, b);
+      pull(a);
+      return a;
+    }
+    entity(b).left = merge(a, entity(b).left);
+    pull(b);
+    return b;
+  }
+  std::uint64_t treap_insert(std::uint64_t t, std::uint64_t key) {
+    if (t == kNil || mix64(key) > mix64(t)) {
+      Entity& k = entity(key);
+      split(t, key, k.left, k.right);
+      pull(key);
+      return key;
+    }
+    Entity& x = entity(t);
+    if (node_less(key, t)) x.left = treap_insert(x.left, key);
+    else x.right = treap_insert(x.right, key);
+    pull(t);
+    return t;
+  }
+  std::uint64_t treap_erase(std::uint64_t t, std::uint64_t key) {
+    if (t == kNil) throw std::logic_error("cfs: erase of an entity not in its queue");
+    Entity& x = entity(t);
+    if (t == key) {
+      const std::uint64_t m = merge(x.left, x.right);
+      x.left = x.right = kNil;
+      return m;
+    }
+    if (node_less(key, t)) x.left = treap_erase(x.left, key);
+    else x.right = treap_erase(x.right, key);
+    pull(t);
+    return t;
+  }
+  std::uint64_t leftmost(const Group& g) {
+    std::uint64_t n = g.root;
+    while (n != kNil && entity(n).left != kNil) n = entity(n).left;
+    return n;
+  }
+
+  // --- V: the kernel's running sums (avg_vruntime) -------------------------
+  void avg_add(Group& g, const Entity& e) {
+    if (g.avg_load == 0) {
+      g.avg_base = e.vruntime;
+      g.avg_sum = 0;
+    }
+    g.avg_sum += static_cast<i128>(static_cast<std::int64_t>(e.vruntime - g.avg_base)) * e.weight;
+    g.avg_load += e.weight;
+  }
+  void avg_sub(Group& g, const Entity& e) {
+    g.avg_sum -= static_cast<i128>(static_cast<std::int64_t>(e.vruntime - g.avg_base)) * e.weight;
+    g.avg_load -= std::min(g.avg_load, e.weight);
+    if (g.avg_load == 0) g.avg_sum = 0;
+  }
+  // V of the queue (floor of the weighted average); `fallback` when empty.
+  std::uint64_t avg_vruntime(const Group& g, std::uint64_t fallback) const {
+    if (g.avg_load == 0) return fallback;
+    i128 q = g.avg_sum / static_cast<i128>(g.avg_load);
+    if (g.avg_sum < 0 && q * static_cast<i128>(g.avg_load) != g.avg_sum) --q;  // floor
+    return g.avg_base + static_cast<std::uint64_t>(static_cast<std::int64_t>(q));
+  }
+  // vruntime_eligible(): v <= V without the division.
+  bool eligible(const Group& g, std::uint64_t v) const {
+    if (g.avg_load == 0) return true;
+    return static_cast<i128>(static_cast<std::int64_t>(v - g.avg_base)) * g.avg_load <= g.avg_sum;
+  }
+  // Moves an entity's vruntime, keeping the queue's sums right.
+  void set_vruntime(CgroupId cg, Entity& e, std::uint64_t v) {
+    if (e.on_rq) avg_sub(groups_[cg], e);
+    e.vruntime = v;
+    if (e.on_rq) avg_add(groups_[cg], e);
+  }
+
+  // --- on_rq (V) and tree (pick) membership, propagated up the hierarchy ----
+  void account_enqueue(CgroupId cg, std::uint64_t key) {
+    Group& g = groups_[cg];
+    Entity& e = entity(key);
+    avg_add(g, e);
+    e.on_rq = true;
+    if (++g.nr_on_rq == 1 && cg != kRootCgroup && !g.throttled && !g.entity.on_rq) {
+      const CgroupId parent = ctx_->cgroup(cg).parent;
+      place_group(g.entity, parent);
+      account_enqueue(parent, group_key(cg));
+    }
+  }
+  void account_dequeue(CgroupId cg, std::uint64_t key) {
+    Group& g = groups_[cg];
+    Entity& e = entity(key);
+    avg_sub(g, e);
+    e.on_rq = false;
+    if (g.nr_on_rq) g.nr_on_rq--;
+    if (g.nr_on_rq == 0 && cg != kRootCgroup && g.entity.on_rq) leave_rq(ctx_->cgroup(cg).parent, group_key(cg));
+  }
+  // An entity leaves cg's run queue: EEVDF keeps its lag (update_entity_lag(),
+  // for tasks and group entities alike) for its next placement.
+  void leave_rq(CgroupId cg, std::uint64_t key) {
+    Entity& e = entity(key);
+    if (eevdf_) {
+      const std::uint64_t v = avg_vruntime(groups_[cg], e.vruntime);
+      e.vlag = clamp_lag(static_cast<std::int64_t>(v - e.vruntime), e);
+    }
+    account_dequeue(cg, key);
+  }
+  void tree_insert(CgroupId cg, std::uint64_t key) {
+    Group& g = groups_[cg];
+    const bool was_empty = g.root == kNil;
+    g.root = treap_insert(g.root, key);
+    Entity& e = entity(key);
+    e.in_tree = true;
+    advance_min(cg, e.vruntime);
+    if (was_empty && cg != kRootCgroup && !g.throttled && !g.entity.in_tree)
+      tree_insert(ctx_->cgroup(cg).parent, group_key(cg));
+  }
+  void tree_erase(CgroupId cg, std::uint64_t key) {
+    Group& g = groups_[cg];
+    g.root = treap_erase(g.root, key);
+    entity(key).in_tree = false;
+    if (g.root == kNil && cg != kRootCgroup && g.entity.in_tree) tree_erase(ctx_->cgroup(cg).parent, group_key(cg));
+  }
+
   std::uint64_t vslice(std::uint64_t weight) const { return slice_ns() * kNice0Load / weight; }
   // sched_slice() on a CPU holding runnable/ncpus tasks, without weights.
   std::uint64_t slice_ns() const {
@@ -238,33 +454,24 @@ class CfsClass final : public SchedClass {
     e.vruntime = std::max(e.vruntime, floor);
   }
   // --- EEVDF (kernels >= 6.6) -------------------------------------------
-  // V: the load-weighted average vruntime of the group's queued entities
-  // (the kernel's avg_vruntime() also counts the running entity; here the
-  // running entities of a group on other CPUs are left out). `fallback` is
-  // used when nothing is queued.
-  double avg_vruntime(const Group& g, std::uint64_t fallback) {
-    if (g.queue.empty()) return static_cast<double>(fallback);
-    const std::uint64_t base = g.queue.begin()->first;
-    double sw = 0, swv = 0;
-    for (const auto& [v, key] : g.queue) {
-      const double w = static_cast<double>(entity(key).weight);
-      sw += w;
-      swv += w * static_cast<double>(v - base);
-    }
-    return static_cast<double>(base) + swv / sw;
-  }
   std::uint64_t eevdf_vslice(std::uint64_t weight) const { return base_slice_ns_ * kNice0Load / weight; }
-  double clamp_lag(double lag, const Entity& e) const {
+  std::int64_t clamp_lag(std::int64_t lag, const Entity& e) const {
     // limit = calc_delta_fair(max(2 x slice, TICK_NSEC = 4 ms), se)
-    const double limit = static_cast<double>(std::max<std::uint64_t>(2 * base_slice_ns_, 4000000) * kNice0Load /
-                                             e.weight);
+    const auto limit = static_cast<std::int64_t>(std::max<std::uint64_t>(2 * base_slice_ns_, 4000000) * kNice0Load /
+                                                 e.weight);
     return std::clamp(lag, -limit, limit);
   }
-  // place_entity(): vruntime = V - lag (0 for a new task), deadline one
-  // virtual slice later, half a slice for a new task (PLACE_DEADLINE_INITIAL).
+  // place_entity(): vruntime = V - lag (0 for a new task), the lag inflated
+  // by (W + w) / W so that adding the entity leaves it with that lag; the
+  // deadline one virtual slice later, half a slice for a new task
+  // (PLACE_DEADLINE_INITIAL).
   void place_eevdf(Entity& e, CgroupId cg, bool is_new) {
-    const double v = avg_vruntime(groups_[cg], groups_[cg].min_vruntime) - (is_new ? 0.0 : e.vlag);
-    e.vruntime = v > 0 ? static_cast<std::uint64_t>(v) : 0;
+    const Group& g = groups_[cg];
+    const std::uint64_t v = avg_vruntime(g, g.min_vruntime);
+    i128 lag = is_new ? 0 : e.vlag;
+    if (lag != 0 && g.avg_load > 0)
+      lag = lag * static_cast<i128>(g.avg_load + e.weight) / static_cast<i128>(g.avg_load);
+    e.vruntime = v - static_cast<std::uint64_t>(static_cast<std::int64_t>(lag));
     e.vlag = 0;
     e.deadline = e.vruntime + (is_new ? eevdf_vslice(e.weight) / 2 : eevdf_vslice(e.weight));
   }
@@ -272,44 +479,38 @@ class CfsClass final : public SchedClass {
   void update_deadline(Entity& e) {
     if (static_cast<std::int64_t>(e.vruntime - e.deadline) >= 0) e.deadline = e.vruntime + eevdf_vslice(e.weight);
   }
-  // pick_eevdf(): among the eligible entities (vruntime <= V) the earliest
-  // deadline. The queue is ordered by vruntime, so the eligible ones are a
-  // prefix; its first entity is always eligible.
+  // pick_eevdf(): among the eligible entities (vruntime <= V, a prefix of
+  // the vruntime order) the earliest deadline, in one descent of the treap;
+  // the leftmost when none is eligible (V can sit below every queued entity
+  // while the ones behind it run).
   std::uint64_t pick_eevdf(const Group& g) {
-    const double avg = avg_vruntime(g, 0);
-    std::uint64_t best = g.queue.begin()->second;
-    std::uint64_t best_d = entity(best).deadline;
-    for (const auto& [v, key] : g.queue) {
-      if (static_cast<double>(v) > avg) break;
-      const std::uint64_t d = entity(key).deadline;
-      if (static_cast<std::int64_t>(d - best_d) < 0) {
-        best = key;
-        best_d = d;
+    std::uint64_t best = kNil, best_d = 0;
+    for (std::uint64_t n = g.root; n != kNil;) {
+      const Entity& x = entity(n);
+      if (eligible(g, x.vruntime)) {
+        if (x.left != kNil) {
+          const Entity& l = entity(x.left);
+          if (best == kNil || dl_before(l.min_dl, l.min_dl_key, best_d, best)) {
+            best = l.min_dl_key;
+            best_d = l.min_dl;
+          }
+        }
+        if (best == kNil || dl_before(x.deadline, n, best_d, best)) {
+          best = n;
+          best_d = x.deadline;
+        }
+        n = x.right;
+      } else {
+        n = x.left;
       }
     }
-    return best;
+    return best != kNil ? best : leftmost(g);
   }
 
   void advance_min(CgroupId cg, std::uint64_t v) {
     Group& g = groups_[cg];
-    const std::uint64_t m = g.queue.empty() ? v : std::min(v, g.queue.begin()->first);
+    const std::uint64_t m = g.root == kNil ? v : std::min(v, entity(leftmost(g)).vruntime);
     g.min_vruntime = std::max(g.min_vruntime, m);
-  }
-
-  void enqueue_entity(CgroupId cg, std::uint64_t key) {
-    Entity& e = entity(key);
-    Group& g = groups_[cg];
-    const bool was_empty = g.queue.empty();
-    g.queue.insert({e.vruntime, key});
-    e.queued = true;
-    advance_min(cg, e.vruntime);
-    if (was_empty && cg != kRootCgroup && !g.throttled && !g.entity.queued) {
-      const CgroupId parent = ctx_->cgroup(cg).parent;
-      // A group coming back from idle is placed like a waking entity; one
-      // whose tasks are still running elsewhere keeps its vruntime.
-      if (g.running == 0) place_group(g.entity, parent);
-      enqueue_entity(parent, group_key(cg));
-    }
   }
 
   void place_group(Entity& e, CgroupId parent) {
@@ -317,22 +518,16 @@ class CfsClass final : public SchedClass {
     else place_wakeup(e, groups_[parent]);
   }
 
-  void dequeue_entity(CgroupId cg, std::uint64_t key) {
-    Entity& e = entity(key);
-    Group& g = groups_[cg];
-    g.queue.erase({e.vruntime, key});
-    e.queued = false;
-    if (g.queue.empty() && cg != kRootCgroup && g.entity.queued) {
-      dequeue_entity(ctx_->cgroup(cg).parent, group_key(cg));
-    }
-  }
-
+  // A throttled group's entity leaves its parent's tree and run queue.
   void throttle(CgroupId cg) {
     Group& g = groups_[cg];
     if (g.throttled) return;
     g.throttled = true;
     ctx_->note_throttle(cg, true);
-    if (g.entity.queued) dequeue_entity(ctx_->cgroup(cg).parent, group_key(cg));
+    if (cg == kRootCgroup) return;
+    const CgroupId parent = ctx_->cgroup(cg).parent;
+    if (g.entity.in_tree) tree_erase(parent, group_key(cg));
+    if (g.entity.on_rq) leave_rq(parent, group_key(cg));
   }
 
   void unthrottle(CgroupId cg) {
@@ -340,10 +535,13 @@ class CfsClass final : public SchedClass {
     if (!g.throttled) return;
     g.throttled = false;
     ctx_->note_throttle(cg, false);
-    if (!g.queue.empty() && !g.entity.queued && cg != kRootCgroup) {
+    if (cg != kRootCgroup) {
       const CgroupId parent = ctx_->cgroup(cg).parent;
-      if (g.running == 0) place_group(g.entity, parent);
-      enqueue_entity(parent, group_key(cg));
+      if (g.nr_on_rq > 0 && !g.entity.on_rq) {
+        place_group(g.entity, parent);
+        account_enqueue(parent, group_key(cg));
+      }
+      if (g.root != kNil && !g.entity.in_tree) tree_insert(parent, group_key(cg));
     }
     for (int cpu = 0; cpu < ctx_->nr_cpus(); ++cpu)
       if (ctx_->cpu_idle(cpu)) ctx_->kick_cpu(cpu, false);
@@ -380,10 +578,9 @@ class CfsClass final : public SchedClass {
     if (eevdf_) {
       // check_preempt_wakeup_fair(): preempt when the woken entity is the
       // one pick_eevdf() would take over curr: eligible, earlier deadline
-      const double avg = avg_vruntime(groups_[pw[i - 1].first], se.vruntime);
       std::uint64_t dcurr = cse.deadline;
       if (static_cast<std::int64_t>(vcurr - dcurr) >= 0) dcurr = vcurr + eevdf_vslice(cse.weight);
-      if (static_cast<double>(se.vruntime) <= avg && static_cast<std::int64_t>(se.deadline - dcurr) < 0)
+      if (eligible(groups_[pw[i - 1].first], se.vruntime) && static_cast<std::int64_t>(se.deadline - dcurr) < 0)
         ctx_->kick_cpu(cpu, true);
       return;
     }

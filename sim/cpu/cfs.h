@@ -20,18 +20,31 @@
 // EEVDF (policy `eevdf`, kernels >= 6.6): the same queues, vruntime,
 // group scheduling and bandwidth, with EEVDF's pick, placement and
 // preemption instead: at each level the eligible entity (vruntime <= the
-// load-weighted average V of the queued entities) with the earliest virtual
-// deadline runs; deadline = vruntime + base_slice x 1024 / weight (base_slice
-// = the min_granularity value, 0.75 ms x factor), renewed when reached; a
-// task runs one base slice per dispatch; a waking task is placed at V minus
-// the lag it kept when it slept (clamped like update_entity_lag()), a new
-// one at V with half a slice to its first deadline (PLACE_DEADLINE_INITIAL);
-// a wakeup preempts when the woken entity is eligible with an earlier
-// deadline than curr's. V leaves out the group's running entities (the
-// kernel counts its one curr); no RUN_TO_PARITY, no DELAY_DEQUEUE. V is
-// recomputed by a scan of the queue (O(queued) per pick and wakeup, where the
-// kernel keeps running sums): fine for tests and traces, slower than `cfs`
-// on very long queues.
+// load-weighted average V of the entities on the run queue) with the
+// earliest virtual deadline runs; deadline = vruntime + base_slice x 1024 /
+// weight (base_slice = the min_granularity value, 0.75 ms x factor), renewed
+// when reached; a task runs one base slice per dispatch; an entity that
+// leaves the run queue (a task that sleeps, a group whose last runnable task
+// sleeps) keeps its lag V - v, clamped like update_entity_lag(); a waking
+// entity is placed at V minus that lag (inflated by (W + w) / W as
+// place_entity() does), a new task at V with half a slice to its first
+// deadline (PLACE_DEADLINE_INITIAL); a wakeup preempts when the woken entity
+// is eligible with an earlier deadline than curr's. As in the kernel, V
+// counts the running entities (curr) as well as the queued ones, and a
+// running entity stays on the run queue: a task whose slice ended is
+// re-queued with its vruntime, and so is its group's entity.
+// Cost: V is kept as the kernel's running sums (avg_vruntime, avg_load:
+// O(1) per change) and each queue is a treap ordered by vruntime whose nodes
+// carry their subtree's earliest deadline, so a pick is one O(log n)
+// descent (the kernel's rbtree augmented with min_vruntime, mirrored).
+// No RUN_TO_PARITY, no DELAY_DEQUEUE.
+// Fixed here (found with 36 recorded sessions packed on 2 CPUs): the model
+// used to take a group's entity off its parent's queue whenever the group
+// had nothing queued, even while its tasks ran, and to re-place it at V when
+// a preempted task came back: a CPU-bound group was reset to V at every
+// slice end, V crept forward slowly, and a group that had run ahead waited
+// until V reached it (29.8 s runnable). Group entities now keep their
+// vruntime and lag like task entities.
 // Left out: per-CPU run queues and load balancing (one global queue stands
 // for ideal balancing), PELT load tracking and its effect on group shares,
 // SMT/NUMA domains, autogroup, nice levels.

@@ -13,6 +13,10 @@ namespace {
 // (e.g. a repeat of annotations only): reject it instead of spinning.
 constexpr std::uint64_t kMaxInstantOps = 1000000;
 constexpr std::uint64_t kMinSliceNs = 1000;
+// A new-step detection counts for a step up to this long after the step's
+// first tool call started (one startup-boost window: a later boost would
+// miss the call's start).
+constexpr std::uint64_t kStepMatchTolNs = 100000000;
 }  // namespace
 
 CpuModel::CpuModel(Simulator& sim, const trace::Trace& trace, SchedClass& cls,
@@ -176,9 +180,15 @@ CpuModel::Next CpuModel::advance(Task& t) {
       case trace::OpKind::kRepeat:
         if (op.count > 0 && !op.body.empty()) p.stack.push_back(Frame{&op.body, 0, op.count});
         break;
-      case trace::OpKind::kToolBegin:
+      case trace::OpKind::kToolBegin: {
         p.tool_start = sim_.now();
+        // the step's first tool call; a trace without step ops makes each
+        // tool call a step of its own
+        CgStats& cs = cg_[t.cgroup];
+        if (!cs.step_ops) cs.steps.push_back({sim_.now().ns(), sim_.now().ns()});
+        else if (!cs.steps.empty() && !cs.steps.back().tool_ns) cs.steps.back().tool_ns = sim_.now().ns();
         break;
+      }
       case trace::OpKind::kToolEnd:
         if (p.tool_start) {
           const std::uint64_t lat = (sim_.now() - *p.tool_start).ns();
@@ -189,6 +199,8 @@ CpuModel::Next CpuModel::advance(Task& t) {
         break;
       case trace::OpKind::kStep:
         count("agent_steps");
+        cg_[t.cgroup].step_ops = true;
+        cg_[t.cgroup].steps.push_back({sim_.now().ns(), std::nullopt});
         break;
     }
   }
@@ -505,6 +517,11 @@ void CpuModel::on_event(Simulator& sim, std::uint32_t kind, std::uint64_t arg) {
 void CpuModel::finish() {
   for (std::size_t i = 0; i < cpus_.size(); ++i)
     if (cpus_[i].curr) charge(cpus_[i], static_cast<int>(i));
+  // A task still waiting at the end counts too: a starved task is never
+  // dispatched, so its wait would otherwise never be seen.
+  for (const Task& t : tasks_)
+    if (t.state == TaskState::kRunnable && sim_.now() > t.runnable_since)
+      max_runnable_wait_ns_ = std::max(max_runnable_wait_ns_, (sim_.now() - t.runnable_since).ns());
   for (std::size_t i = 0; i < cg_.size(); ++i)
     if (cg_[i].throttled_since) note_throttle(static_cast<CgroupId>(i), false);
   end_time_ = sim_.now();
@@ -577,11 +594,65 @@ nlohmann::json CpuModel::results() const {
     series_j[path] = std::move(s);
   }
   std::vector<std::uint64_t> wa = wakeup_all_, ta = tool_all_;
+  // New-step detection against the annotations, per cgroup with annotated
+  // steps: a detection matches the cgroup's next unmatched step when it
+  // falls between the step's `step` op and kStepMatchTolNs after its first
+  // tool call; one that matches nothing is a false positive. Detections in
+  // cgroups without annotations are reported apart (`unannotated`).
+  // Steps that never reached a tool call (the run ended while the agent
+  // thought) are invisible to a kernel and are not counted.
+  std::uint64_t annotated = 0, detected = 0, matched = 0, unannotated = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& st = cg_[i].steps;
+    if (st.empty()) {
+      // no annotations to score against (a recording without tool calls,
+      // a fork storm): counted apart, not as false positives
+      unannotated += cg_[i].detected.size();
+      continue;
+    }
+    for (const StepMark& m : st) annotated += m.tool_ns ? 1 : 0;
+    detected += cg_[i].detected.size();
+    std::size_t k = 0;
+    for (const std::uint64_t d : cg_[i].detected) {
+      while (k < st.size() && (!st[k].tool_ns || *st[k].tool_ns + kStepMatchTolNs < d)) ++k;
+      if (k < st.size() && st[k].step_ns <= d) {
+        ++matched;
+        ++k;
+      }
+    }
+  }
+  json step_j;
+  step_j["annotated"] = annotated;
+  step_j["detected"] = detected;
+  step_j["matched"] = matched;
+  step_j["unannotated"] = unannotated;
+  step_j["tolerance_ns"] = kStepMatchTolNs;
+  const bool scored = cls_.has_step_detector();
+  step_j["precision"] = scored && detected > 0
+                            ? json(round6(static_cast<double>(matched) / static_cast<double>(detected)))
+                            : json();
+  step_j["recall"] = scored && annotated > 0
+                         ? json(round6(static_cast<double>(matched) / static_cast<double>(annotated)))
+                         : json();
+  // The interactive task(s): cgroups /interactive and below (the crowded
+  // and builds generators put a shell there).
+  std::vector<std::uint64_t> inter;
+  bool have_inter = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string& path = tree_.path(static_cast<CgroupId>(i));
+    if (path == "/interactive" || path.rfind("/interactive/", 0) == 0) {
+      have_inter = true;
+      inter.insert(inter.end(), cg_[i].wakeup.begin(), cg_[i].wakeup.end());
+    }
+  }
   json r;
   r["cpus"] = cpus_.size();
   r["duration_ns"] = end;
   r["wakeup_latency_ns"] = latency_summary(wa);
   r["tool_call_latency_ns"] = latency_summary(ta);
+  r["tool_calls_completed"] = ta.size();
+  r["new_step_detection"] = std::move(step_j);
+  if (have_inter) r["interactive_wakeup_latency_ns"] = latency_summary(inter);
   r["context_switches"] = context_switches_;
   r["max_runnable_wait_ns"] = max_runnable_wait_ns_;
   r["cpu_utilization"] = round6(total > 0 ? static_cast<double>(cpu_ns[kRootCgroup]) / total : 0.0);

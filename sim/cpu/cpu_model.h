@@ -40,6 +40,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config/config.h"
+#include "sim/strategy_table.h"
 #include "sim/cpu/cgroup_tree.h"
 #include "sim/cpu/sched_class.h"
 #include "sim/event_queue.h"
@@ -85,6 +86,15 @@ class CpuModel final : public SchedContext, public EventHandler {
   void note_period(CgroupId id) override;
   std::uint64_t memory_events_high(CgroupId id) const override { return mem_[id].events_high; }
   void count(std::string_view counter, std::uint64_t n = 1) override;
+  // Seed 001 strategies: `table` outlives the run; nullptr = none.
+  void set_strategies(const StrategyTable* table) { strategies_ = table; }
+  const agentcg_strategy_action* strategy_of_task(const Task& p) const override {
+    return strategies_ ? strategies_->of_task(p.pid, procs_.at(p.id).comm, tree_.path(p.cgroup)) : nullptr;
+  }
+  const agentcg_strategy_action* strategy_of_cgroup(CgroupId id) const override {
+    return strategies_ ? strategies_->of_cgroup(tree_.path(id)) : nullptr;
+  }
+  void note_new_step(CgroupId id) override { cg_.at(id).detected.push_back(sim_.now().ns()); }
 
   // EventHandler
   void on_event(Simulator& sim, std::uint32_t kind, std::uint64_t arg) override;
@@ -120,6 +130,12 @@ class CpuModel final : public SchedContext, public EventHandler {
     bool kick_pending = false;
     bool kick_preempt = false;
   };
+  // An annotated agent step: its `step` op, and the first tool_begin after
+  // it (the first moment its work is visible to a kernel).
+  struct StepMark {
+    std::uint64_t step_ns = 0;
+    std::optional<std::uint64_t> tool_ns;
+  };
   struct CgStats {
     std::uint64_t cpu_ns = 0;  // direct (own tasks); summed up at results()
     std::uint32_t tasks = 0;   // tasks that ever lived directly in it
@@ -134,6 +150,9 @@ class CpuModel final : public SchedContext, public EventHandler {
     bool throttled_in_period = false;
     Time last_period;
     std::uint64_t forks = 0;
+    std::vector<StepMark> steps;          // annotated steps, in time order
+    bool step_ops = false;                // the trace marks steps here with `step` ops
+    std::vector<std::uint64_t> detected;  // the policy's new-step detections, ns
   };
   struct MemState {
     std::uint64_t usage = 0, peak = 0;
@@ -169,6 +188,7 @@ class CpuModel final : public SchedContext, public EventHandler {
   // Deques: references to tasks and processes stay valid while new ones are
   // added (classes keep Task* in their queues; a fork happens mid-advance()).
   std::deque<Task> tasks_;  // by id; never shrinks (ids are stable)
+  const StrategyTable* strategies_ = nullptr;
   std::deque<Proc> procs_;  // parallel to tasks_
   std::map<std::int64_t, std::size_t> listed_by_pid_;  // listed pid -> processes index
   std::map<std::int64_t, std::uint32_t> task_by_pid_;  // pid -> newest task with it

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/api.h"
+#include "sim/trace/trace.h"
 
 namespace agentcg::sim {
 namespace {
@@ -343,6 +344,86 @@ TEST(Eevdf, BaseSlicesAndBoundedWakeupLatency) {
   EXPECT_LT(fe["cgroups"]["/storm"]["wakeup_latency_ns"]["p99"].get<std::uint64_t>(),
             fc["cgroups"]["/storm"]["wakeup_latency_ns"]["p99"].get<std::uint64_t>());
   EXPECT_EQ(run(f.t, "eevdf").dump(), fe.dump());  // deterministic
+}
+
+
+// cpu.max 25000/100000 on each of two groups of two hogs on 2 CPUs: each
+// group gets exactly a quarter of one CPU (an eighth of the machine) under
+// both baselines. Runtime a CPU hands back while its group is throttled
+// goes on to the group at once (it was lost until the refill: 23.25 %).
+TEST(Bandwidth, QuarterQuotaDeliversAQuarterUnderCfsAndEevdf) {
+  Builder b(2, 10 * kSec);
+  for (const char* g : {"/a", "/b"}) {
+    b.cgroup(g, 100).cpu_max = trace::CpuMax{25000, 100000};
+    b.hogs(g, 2);
+  }
+  for (const char* policy : {"cfs", "eevdf"}) {
+    const auto r = run(b.t, policy);
+    for (const char* g : {"/a", "/b"})
+      EXPECT_NEAR(r["cgroups"][g]["cpu_share"].get<double>(), 0.125, 0.0006) << policy << " " << g;
+  }
+}
+
+// 36 groups on 2 CPUs: 4 of CPU hogs, 32 of bursty tasks (20 ms of CPU,
+// 150 ms asleep, exponential). EEVDF used to take a group's entity off its
+// parent's queue while its task ran and to re-place it at V when the task
+// came back after its slice: the two hog groups that got CPUs first kept
+// them (50 % of the machine each) and every other group starved for the
+// whole run (never dispatched, so max_runnable_wait_ns missed them too: it
+// now counts tasks still waiting at the end). Group entities now keep
+// vruntime and lag: no group starves and shares match CFS's.
+TEST(Eevdf, ManyGroupsOnTwoCpusNoGroupStarves) {
+  Builder b(2, 10 * kSec);
+  for (int i = 0; i < 36; ++i) {
+    const std::string g = "/s" + std::to_string(i);
+    b.cgroup(g, 100);
+    if (i < 4) {
+      b.hogs(g, 1);
+      continue;
+    }
+    Op burst = run_op(0), nap;
+    burst.ns.dist = Value::Dist::kExponential;
+    burst.ns.a = 20 * kMs;
+    nap.kind = OpKind::kSleep;
+    nap.ns.dist = Value::Dist::kExponential;
+    nap.ns.a = 150 * kMs;
+    b.process(g, {repeat_op(100000, {burst, nap})}, static_cast<std::uint64_t>(i) * kMs);
+  }
+  const auto e = run(b.t, "eevdf");
+  const auto c = run(b.t, "cfs");
+  for (int i = 0; i < 36; ++i) {
+    const std::string g = "/s" + std::to_string(i);
+    EXPECT_GT(e["cgroups"][g]["cpu_share"].get<double>(), 0.5 * c["cgroups"][g]["cpu_share"].get<double>()) << g;
+    EXPECT_LT(e["cgroups"][g]["cpu_share"].get<double>(), 1.5 * c["cgroups"][g]["cpu_share"].get<double>()) << g;
+  }
+  EXPECT_LT(e["max_runnable_wait_ns"].get<std::uint64_t>(), 200 * kMs);
+}
+
+// The new-step score in results.json: agentcg's detector against the
+// annotated steps (think, then a tool call that forks), with precision and
+// recall; baselines without a detector report null.
+TEST(StepDetection, ScoredAgainstAnnotatedSteps) {
+  const trace::Trace t = trace::generate("agent", 3, {{"sessions", "4"}, {"duration", "40s"}, {"cpus", "2"}});
+  const auto a = run(t, "agentcg");
+  const auto& d = a["new_step_detection"];
+  EXPECT_GT(d["annotated"].get<int>(), 8);
+  EXPECT_GE(d["precision"].get<double>(), 0.8);
+  EXPECT_GE(d["recall"].get<double>(), 0.8);
+  EXPECT_LE(d["matched"].get<int>(), d["annotated"].get<int>());
+  const auto e = run(t, "eevdf");
+  EXPECT_TRUE(e["new_step_detection"]["precision"].is_null());
+  EXPECT_TRUE(e["new_step_detection"]["recall"].is_null());
+  EXPECT_EQ(e["tool_calls_completed"].get<int>(), e["tool_call_latency_ns"]["count"].get<int>());
+}
+
+// The crowded and builds kinds put an interactive shell in /interactive,
+// whose wakeups results.json reports on their own.
+TEST(Interactive, ShellWakeupsAreReported) {
+  const trace::Trace t = trace::generate("builds", 1, {{"duration", "10s"}, {"sessions", "2"}});
+  const auto r = run(t, "eevdf");
+  ASSERT_TRUE(r.contains("interactive_wakeup_latency_ns"));
+  EXPECT_GT(r["interactive_wakeup_latency_ns"]["count"].get<int>(), 10);
+  EXPECT_EQ(r["interactive_wakeup_latency_ns"]["count"], r["cgroups"]["/interactive"]["wakeup_latency_ns"]["count"]);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agentcg/strategy.h"
 #include "sim/time.h"
 
 namespace agentcg::sim {
@@ -95,6 +96,16 @@ class SchedContext {
   virtual Task& task(std::uint32_t id) = 0;
   // Reports a bandwidth throttle transition of a cgroup (for cpu.stat-like
   // counters in results.json): throttled=true when its quota ran out.
+  // Seed 001 strategies (sim/strategy_table.h): the action for a task (its
+  // PID rule, else its cgroup's) or a cgroup; nullptr = none, the default.
+  virtual const agentcg_strategy_action* strategy_of_task(const Task& p) const {
+    (void)p;
+    return nullptr;
+  }
+  virtual const agentcg_strategy_action* strategy_of_cgroup(CgroupId id) const {
+    (void)id;
+    return nullptr;
+  }
   virtual void note_throttle(CgroupId id, bool throttled) = 0;
   virtual void note_period(CgroupId id) = 0;
   // The cgroup's memory.events "high" count (what agentcgroupd polls to
@@ -102,6 +113,10 @@ class SchedContext {
   virtual std::uint64_t memory_events_high(CgroupId id) const = 0;
   // Bumps a named policy counter (core/ counter list) for results.json.
   virtual void count(std::string_view counter, std::uint64_t n = 1) = 0;
+  // The policy's new-step detector fired for cgroup `id` now (agentcg's
+  // new_steps): results.json scores these against the trace's annotated
+  // steps (precision, recall). Classes without a detector never call it.
+  virtual void note_new_step(CgroupId id) { (void)id; }
 };
 
 class SchedClass {
@@ -127,6 +142,9 @@ class SchedClass {
   virtual void cgroup_set_bandwidth(CgroupId cg, std::optional<std::uint64_t> quota_us,
                                     std::uint64_t period_us) = 0;
   virtual void on_timer(std::uint64_t cookie) { (void)cookie; }
+  // Whether the class runs a new-step detector (calls note_new_step()), so
+  // that results.json scores it; false: precision and recall are null.
+  virtual bool has_step_detector() const { return false; }
 };
 
 }  // namespace agentcg::sim

@@ -67,6 +67,7 @@ class ScxClass final : public SchedClass {
   }
 
   std::string_view name() const override { return agentcg_ ? "agentcg" : "flatcg"; }
+  bool has_step_detector() const override { return true; }
 
   void init(SchedContext& ctx) override {
     ctx_ = &ctx;
@@ -138,7 +139,8 @@ class ScxClass final : public SchedClass {
       agentcg_task_picked(&gr.cg, &tc.t);
       tc.t.boosted = agentcg_has_boost(&gr.cg, now, &t_) ? 1 : 0;
       // cpu.max of every limited level (BPF: ops.running)
-      std::uint64_t slice = tc.req.slice_ns;
+      // Strategy hook: the task's slice (as bpf/agentcg.bpf.c's dispatch)
+      std::uint64_t slice = agentcg_strategy_slice_ns(ctx_->strategy_of_task(t), tc.req.slice_ns);
       bool throttled = false;
       const std::uint64_t left = bw_acquire_chain(tc.cg, slice, now, &throttled);
       if (left < slice) {
@@ -170,7 +172,8 @@ class ScxClass final : public SchedClass {
     const std::uint64_t ran = (ctx_->now() - p.started_at).ns();
     Group& gr = groups_[tc.cg];
     if (agentcg_fork_tick(&gr.cg, now, &t_)) sync_weight(tc.cg);
-    agentcg_cgrp_charge(&gr.cg, qshare_of(tc.cg), ran);
+    // Strategy hook: weight_pct scales the cgroup's charge (as bpf/agentcg.bpf.c)
+    agentcg_cgrp_charge(&gr.cg, qshare_of(tc.cg), agentcg_strategy_charge_ns(ctx_->strategy_of_cgroup(tc.cg), ran));
     agentcg_eevdf_advance(&g_, ran);
     agentcg_task_charge(&tc.t, ran);
     tc.t.boosted = 0;
@@ -197,12 +200,15 @@ class ScxClass final : public SchedClass {
       Group& gr = groups_.at(p.cgroup);
       const std::uint32_t ev = agentcg_on_fork(&gr.cg, ctx_->now().ns(), &t_);
       if (ev & AGENTCG_EV(fork_storms)) sync_weight(p.cgroup);
+      if (ev & AGENTCG_EV(new_steps)) ctx_->note_new_step(p.cgroup);
       bump(ev);
     }
+    agentcg_task_joined(&groups_.at(p.cgroup).cg);
   }
 
   void exit_task(Task& p) override {
     TaskCtx& tc = task_ctx(p);
+    agentcg_task_left(&groups_.at(tc.cg).cg);
     unqueue_task(p.id, tc);
     if (tc.counted) make_quiescent(tc.cg, tc, ctx_->now().ns());
   }
@@ -228,6 +234,8 @@ class ScxClass final : public SchedClass {
     const std::uint64_t now = ctx_->now().ns();
     unqueue_task(p.id, tc);
     if (was_counted) make_quiescent(from, tc, now);
+    agentcg_task_left(&groups_.at(from).cg);
+    agentcg_task_joined(&groups_.at(to).cg);
     tc.cg = to;
     if (was_counted) bump(make_runnable(to, tc, now));
     if (was_queued) queue_task(p.id, tc);
@@ -372,7 +380,11 @@ class ScxClass final : public SchedClass {
   }
 
   void queue_task(std::uint32_t id, TaskCtx& tc) {
-    tc.qkey = tc.req.deadline;
+    // Strategy hook (as bpf/agentcg.bpf.c's enqueue): an earlier deadline
+    // for this enqueue only.
+    const std::uint64_t credit =
+        agentcg_strategy_vtime_credit_ns(ctx_->strategy_of_task(ctx_->task(id)), agentcg_base_slice_ns(&t_));
+    tc.qkey = tc.req.deadline > credit ? tc.req.deadline - credit : 0;
     tc.queued = true;
     queue_.insert({tc.qkey, id});
   }

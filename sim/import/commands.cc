@@ -10,6 +10,7 @@
 #include "sim/cli/args.h"
 #include "sim/import/import.h"
 #include "sim/import/merge.h"
+#include "sim/import/mix.h"
 #include "sim/import/stats.h"
 #include "sim/trace/trace.h"
 #if __has_include("sim/gpu/gpu_csv_import.h")
@@ -36,6 +37,12 @@ constexpr const char* kStatsUsage =
 constexpr const char* kMergeUsage =
     "usage: trace merge A B ... [--stagger DUR] -o OUT [--cpus N] [--name NAME]\n"
     "  DUR: 5s, 250ms, 100us or ns. Session N goes to cgroup /session-N.\n";
+constexpr const char* kMixUsage =
+    "usage: trace mix RECORDING... -o OUT [--sessions N] [--cpus M] [--stagger DUR] [--duration DUR]\n"
+    "                 [--seed S] [--interactive K] [--name NAME]\n"
+    "  RECORDING: an AgentCgroup task folder, an AgentCgroup eBPF .jsonl, or an agentcg trace.\n"
+    "  N sessions (default 40) on M CPUs (default 8), session i starting at i x DUR (default 2s)\n"
+    "  plus a seeded jitter, recordings taken in a seeded order; K interactive shells (default 1).\n";
 
 Options import_options(const Args& a) {
   Options o;
@@ -179,6 +186,45 @@ int merge_command(const std::vector<std::string>& args, std::ostream& out, std::
     if (out_path != "-")
       err << "wrote " << out_path << " (" << inputs.size() << " sessions, " << merged.processes.size()
           << " processes)\n";
+    return 0;
+  });
+}
+
+int mix_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return guarded(kMixUsage, err, [&]() {
+    Args a(args, {"sessions", "cpus", "stagger", "duration", "seed", "interactive", "out", "name"}, {});
+    if (a.positional().empty()) throw UsageError("expected at least one recording (task folder, .jsonl or trace)");
+    MixOptions mo;
+    const std::uint64_t sessions = a.get_u64("sessions", 40);
+    if (sessions < 1 || sessions > 100000) throw UsageError("option --sessions: expected 1..100000");
+    mo.sessions = static_cast<std::uint32_t>(sessions);
+    const std::uint64_t cpus = a.get_u64("cpus", 8);
+    if (cpus < 1 || cpus > 4096) throw UsageError("option --cpus: expected 1..4096");
+    mo.cpus = static_cast<std::uint32_t>(cpus);
+    const std::uint64_t inter = a.get_u64("interactive", 1);
+    if (inter > 1000) throw UsageError("option --interactive: expected 0..1000");
+    mo.interactive = static_cast<std::uint32_t>(inter);
+    mo.seed = a.get_u64("seed", 1);
+    for (const char* key : {"stagger", "duration"}) {
+      if (auto s = a.get(key)) {
+        auto ns = parse_duration_ns(*s);
+        if (!ns) throw UsageError(std::string("option --") + key + ": expected a duration such as 5s or 250ms, got '" + *s + "'");
+        if (std::string(key) == "stagger") mo.stagger_ns = *ns;
+        else mo.duration_ns = *ns;
+      }
+    }
+    if (auto n = a.get("name")) mo.name = *n;
+    const std::string out_path = a.require("out");
+    std::vector<trace::Trace> inputs;
+    for (const std::string& p : a.positional()) inputs.push_back(load_recording(p));
+    std::vector<std::string> warnings;
+    trace::Trace mixed = mix_sessions(inputs, mo, &warnings);
+    for (const std::string& w : warnings) err << "agentcg: warning: " << w << "\n";
+    trace::validate(mixed);
+    write(mixed, out_path, out);
+    if (out_path != "-")
+      err << "wrote " << out_path << " (" << mo.sessions << " sessions from " << inputs.size() << " recordings, "
+          << mixed.processes.size() << " processes)\n";
     return 0;
   });
 }

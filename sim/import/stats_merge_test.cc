@@ -11,6 +11,7 @@
 #include "sim/import/commands.h"
 #include "sim/import/import.h"
 #include "sim/import/merge.h"
+#include "sim/import/mix.h"
 #include "sim/import/stats.h"
 #include "sim/trace/trace.h"
 
@@ -191,6 +192,51 @@ TEST(Commands, MergeFilesRoundTrip) {
   ASSERT_EQ(stats_command({m}, sout, err), 0) << err.str();
   EXPECT_NE(sout.str().find("tasks:            6"), std::string::npos) << sout.str();
   fs::remove_all(dir);
+}
+
+
+// trace mix: N sessions from the recordings in a seeded order (each used
+// once per round), starts i x stagger plus at most stagger / 2, one cgroup
+// per session, an interactive shell, a stop time; deterministic.
+TEST(Mix, SessionsFromRecordingsStaggeredWithAShell) {
+  const trace::Trace a = load_recording(std::string(kData) + "ebpf_small.jsonl");
+  const trace::Trace b = load_recording(std::string(kData) + "task_small");
+  MixOptions mo;
+  mo.sessions = 5;
+  mo.cpus = 2;
+  mo.stagger_ns = 1000 * kMs;
+  mo.duration_ns = 30000 * kMs;
+  const trace::Trace m = mix_sessions({a, b}, mo);
+  EXPECT_NO_THROW(trace::validate(m));
+  EXPECT_EQ(m.machine.cpus, 2u);
+  EXPECT_EQ(m.duration_ns, std::optional<std::uint64_t>(30000 * kMs));
+  std::size_t from_a = 0, from_b = 0, shells = 0;
+  for (std::uint32_t i = 1; i <= 5; ++i) {
+    const std::string cg = "/session-" + std::to_string(i);
+    std::optional<std::uint64_t> first;
+    std::size_t procs = 0;
+    for (const trace::ProcessSpec& p : m.processes)
+      if (p.cgroup == cg) {
+        ++procs;
+        if (p.start_ns && (!first || *p.start_ns < *first)) first = *p.start_ns;
+      }
+    ASSERT_TRUE(first) << cg;
+    // recordings start at their own offsets (<= 10 ms here)
+    EXPECT_GE(*first, (i - 1) * 1000 * kMs) << cg;
+    EXPECT_LE(*first, (i - 1) * 1000 * kMs + 500 * kMs + 10 * kMs) << cg;
+    (procs == a.processes.size() ? from_a : from_b)++;
+  }
+  // rounds of both recordings: 3 + 2 or 2 + 3
+  EXPECT_EQ(from_a + from_b, 5u);
+  EXPECT_GE(std::min(from_a, from_b), 2u);
+  for (const trace::ProcessSpec& p : m.processes) shells += p.cgroup == "/interactive";
+  EXPECT_EQ(shells, 1u);
+  EXPECT_EQ(trace::to_json_text(m), trace::to_json_text(mix_sessions({a, b}, mo)));
+  mo.seed = 2;
+  EXPECT_NE(trace::to_json_text(m), trace::to_json_text(mix_sessions({a, b}, mo)));
+  mo.sessions = 0;
+  EXPECT_THROW(mix_sessions({a, b}, mo), std::invalid_argument);
+  EXPECT_THROW(mix_sessions({}, MixOptions{}), std::invalid_argument);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// Synthetic trace generators: agent, fork-storm, io, hogs, mixed (and the
+// Synthetic trace generators: agent, fork-storm, io, hogs, mixed, crowded,
+// builds (and the
 // GPU model's gpu-* kinds, dispatched to sim/gpu/gpu_generate.h).
 //
 // Two kinds of randomness, kept apart on purpose:
@@ -529,6 +530,84 @@ void add_agents(Builder& b, sim::RandomStream& rng, const AgentParams& p) {
   }
 }
 
+// An interactive task (a shell behind sshd): a keystroke's or a short
+// command's CPU burst after a long sleep, in its own cgroup /interactive.
+// Its wakeup latency is what a person at the terminal feels; results.json
+// reports it as `interactive` (sim/cpu/cpu_model.cc).
+void add_interactive(Builder& b, std::uint64_t tasks, std::uint64_t duration_ns) {
+  if (tasks == 0) return;
+  b.cgroup("/interactive");
+  const Value think = lognormal(400 * kMs, 0.7, 5 * kSec);
+  const double cycle = think.mean() + 3.0 * kMs;
+  const std::uint32_t count = clamp_count(static_cast<double>(duration_ns) / cycle * 1.2 + 1.0);
+  for (std::uint64_t i = 0; i < tasks; ++i)
+    b.process("/interactive", "shell-" + std::to_string(i), 0).ops = {
+        mem(fixed(4 * kMiB)),
+        repeat(count, {sleep_op(think), run(lognormal(300 * kUs, 0.5, 5 * kMs)), io(expo(2 * kMs, 20 * kMs)),
+                       run(lognormal(200 * kUs, 0.5, 5 * kMs))})};
+}
+
+// Tool calls of a session that builds and tests: 40 % short (Read/Edit),
+// 35 % `make -j JOBS` (waves of JOBS compiler children, then a link), 25 %
+// a test suite run by `pytest -n WORKERS` (workers alternating CPU bursts
+// and short I/O waits).
+ToolCall make_build_call(sim::RandomStream& rng, std::uint32_t jobs, std::uint32_t workers) {
+  const std::uint64_t pick = rng.below(100);
+  std::vector<Op> ops{mem(fixed(8 * kMiB)), run(lognormal(4 * kMs, 0.5))};
+  if (pick < 40) {
+    ops.push_back(repeat(2, {run(lognormal(3 * kMs, 0.6)), io(expo(40 * kMs))}));
+    return {pick < 25 ? "Read" : "Edit", std::move(ops), 0.1 * kSec};
+  }
+  if (pick < 75) {
+    const std::uint32_t units = 8 + static_cast<std::uint32_t>(rng.below(25));
+    const std::uint32_t waves = (units + jobs - 1) / jobs;
+    std::vector<Op> make{mem(fixed(20 * kMiB)),
+                         repeat(waves, {repeat(jobs, {fork_child("cc1", {mem(lognormal(120 * kMiB, 0.5, 1 * kGiB)),
+                                                                         run(lognormal(150 * kMs, 0.6, 3 * kSec))})}),
+                                        simple(OpKind::kWait)}),
+                         run(lognormal(300 * kMs, 0.5))};
+    ops.push_back(fork_child("make", std::move(make)));
+    ops.push_back(simple(OpKind::kWait));
+    return {"Bash", std::move(ops), static_cast<double>(waves) * 0.2 * kSec + 0.3 * kSec};
+  }
+  const std::uint32_t tests = 20 + static_cast<std::uint32_t>(rng.below(40));
+  std::vector<Op> pytest{mem(fixed(60 * kMiB)), run(lognormal(200 * kMs, 0.4)),
+                         repeat(workers, {fork_child("pytest-worker", {mem(lognormal(100 * kMiB, 0.4, 1 * kGiB)),
+                                                                       repeat(tests, {run(lognormal(20 * kMs, 0.8)),
+                                                                                      io(expo(10 * kMs))})})}),
+                         simple(OpKind::kWait)};
+  ops.push_back(fork_child("pytest", std::move(pytest)));
+  ops.push_back(simple(OpKind::kWait));
+  return {"Bash", std::move(ops), static_cast<double>(tests) * 0.045 * kSec + 0.2 * kSec};
+}
+
+void add_build_sessions(Builder& b, sim::RandomStream& rng, const AgentParams& p, std::uint32_t jobs,
+                        std::uint32_t workers) {
+  b.cgroup("/agents");
+  const double think_mean = p.think.mean();
+  for (std::uint64_t s = 0; s < p.sessions; ++s) {
+    const std::string session = "session-" + std::to_string(s);
+    const std::string path = "/agents/" + session;
+    b.cgroup(path, 100, std::nullopt, p.memory_high, p.memory_max);
+    const std::uint64_t slot = p.stagger_ns / std::max<std::uint64_t>(p.sessions, 1);
+    const std::uint64_t start = slot * s + rng.below(slot / 2 + 1);
+    ProcessSpec& agent = b.process(path, "claude", start);
+    agent.agent = AgentInfo{session};
+    agent.ops.push_back(mem(fixed(p.baseline_bytes)));
+    double t = static_cast<double>(start);
+    for (std::uint64_t n = 1; t < static_cast<double>(p.duration_ns) && n <= 100000; ++n) {
+      ToolCall call = make_build_call(rng, jobs, workers);
+      agent.ops.push_back(step(n));
+      agent.ops.push_back(sleep_op(p.think));
+      agent.ops.push_back(named(OpKind::kToolBegin, call.tool));
+      agent.ops.push_back(fork_child("bash", std::move(call.bash_ops)));
+      agent.ops.push_back(simple(OpKind::kWait));
+      agent.ops.push_back(named(OpKind::kToolEnd, ""));
+      t += think_mean + call.expected_wall_ns;
+    }
+  }
+}
+
 // --- the kinds ---------------------------------------------------------------
 
 const std::uint64_t kMaxDuration = 100000 * kSec;
@@ -698,6 +777,62 @@ Trace gen_mixed(std::uint64_t seed, const std::map<std::string, std::string>& gi
                 "agent sessions, a fork storm, I/O-bound tasks and CPU hogs on one machine");
 }
 
+const std::vector<OptSpec> kCrowdedSpec = {
+    {"cpus", "8", "CPUs of the machine"},
+    {"duration", "60s", "length of the run"},
+    {"sessions", "", "agent sessions, each in /agents/session-N (default: 12 x cpus, a load of ~10x the CPUs)"},
+    {"stagger", "10s", "session starts are spread over this window"},
+    {"think", "lognormal:3s:0.5", "LLM think time before each tool call"},
+    {"memory-high", "1GiB", "memory.high of each session (or max)"},
+    {"memory-max", "4GiB", "memory.max of each session (or max)"},
+    {"baseline-mem", "185MiB", "the agent process's own memory"},
+    {"interactive", "1", "interactive shell tasks in /interactive (short bursts after long sleeps)"}};
+
+Trace gen_crowded(std::uint64_t seed, const std::map<std::string, std::string>& given) {
+  Options o("crowded", kCrowdedSpec, given);
+  const auto cpus = static_cast<std::uint32_t>(o.count("cpus", 1, 4096));
+  const std::uint64_t duration = o.duration("duration", kMs, kMaxDuration);
+  const AgentParams p = agent_params(o, duration, 12ull * cpus);
+  const std::uint64_t interactive = o.count("interactive", 0, 1000);
+  sim::RandomStream rng(seed, "crowded");
+  Builder b;
+  add_agents(b, rng, p);
+  add_interactive(b, interactive, duration);
+  return finish(b, o, "crowded", seed, cpus, duration,
+                "a crowded machine: many agent sessions (the agent kind's tool mix) on few CPUs, with an interactive "
+                "shell beside them");
+}
+
+const std::vector<OptSpec> kBuildsSpec = {
+    {"cpus", "4", "CPUs of the machine"},
+    {"duration", "60s", "length of the run"},
+    {"sessions", "4", "agent sessions that build and test, each in /agents/session-N"},
+    {"stagger", "4s", "session starts are spread over this window"},
+    {"think", "lognormal:1500ms:0.5", "LLM think time before each tool call"},
+    {"memory-high", "max", "memory.high of each session (or max)"},
+    {"memory-max", "max", "memory.max of each session (or max)"},
+    {"baseline-mem", "185MiB", "the agent process's own memory"},
+    {"jobs", "", "make -j JOBS: compiler children per wave (default: cpus)"},
+    {"workers", "", "pytest -n WORKERS: test workers per suite (default: cpus)"},
+    {"interactive", "1", "interactive shell tasks in /interactive (short bursts after long sleeps)"}};
+
+Trace gen_builds(std::uint64_t seed, const std::map<std::string, std::string>& given) {
+  Options o("builds", kBuildsSpec, given);
+  const auto cpus = static_cast<std::uint32_t>(o.count("cpus", 1, 4096));
+  const std::uint64_t duration = o.duration("duration", kMs, kMaxDuration);
+  const AgentParams p = agent_params(o, duration, 4);
+  const auto jobs = static_cast<std::uint32_t>(o.count("jobs", 1, 1024, cpus));
+  const auto workers = static_cast<std::uint32_t>(o.count("workers", 1, 1024, cpus));
+  const std::uint64_t interactive = o.count("interactive", 0, 1000);
+  sim::RandomStream rng(seed, "builds");
+  Builder b;
+  add_build_sessions(b, rng, p, jobs, workers);
+  add_interactive(b, interactive, duration);
+  return finish(b, o, "builds", seed, cpus, duration,
+                "agent sessions whose tool calls run builds (make -j fork fans) and test suites (pytest -n workers), "
+                "with an interactive shell beside them");
+}
+
 struct Kind {
   const char* name;
   Trace (*fn)(std::uint64_t, const std::map<std::string, std::string>&);
@@ -711,6 +846,8 @@ const Kind kKinds[] = {
     {"io", gen_io, &kIoSpec, "I/O-bound tasks against CPU hogs"},
     {"hogs", gen_hogs, &kHogsSpec, "CPU hogs in cgroups with different cpu.weight"},
     {"mixed", gen_mixed, &kMixedSpec, "agents + fork storm + I/O + hogs on one machine"},
+    {"crowded", gen_crowded, &kCrowdedSpec, "many agent sessions on few CPUs (load ~10x) beside an interactive shell"},
+    {"builds", gen_builds, &kBuildsSpec, "agent sessions running make -j and test suites beside an interactive shell"},
 };
 
 }  // namespace

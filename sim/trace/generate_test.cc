@@ -5,6 +5,8 @@
 // reproduces the trace, and traces/*.json never drift from the generators.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <filesystem>
 #include <sstream>
 
@@ -295,6 +297,51 @@ TEST(Commands, ExitCodes) {
                               "object ({\"dist\":\"uniform\",\"min\":..,\"max\":..}, {\"dist\":\"exponential\","
                               "\"mean\":..}, {\"dist\":\"lognormal\",\"median\":..,\"sigma\":..}), got -5\n");
   }
+}
+
+
+// The crowded-machine kinds (not bundled as files): deterministic,
+// round-trip, listed in --help; crowded defaults to 12 sessions per CPU
+// beside an interactive shell; builds forks make -j / pytest -n fans.
+TEST(Generate, CrowdedAndBuildsKinds) {
+  for (const char* kind : {"crowded", "builds"}) {
+    const Trace a = generate(kind, 7, {{"duration", "20s"}});
+    const std::string text = to_json_text(a);
+    EXPECT_TRUE(same_text(text, to_json_text(generate(kind, 7, {{"duration", "20s"}})))) << kind;
+    EXPECT_TRUE(same_text(to_json_text(parse_trace(text, kind)), text)) << kind;
+    EXPECT_NE(text, to_json_text(generate(kind, 8, {{"duration", "20s"}}))) << kind;
+    EXPECT_NE(generator_help().find(std::string(kind) + ": "), std::string::npos);
+    bool shell = false;
+    for (const CgroupSpec& c : a.cgroups) shell = shell || c.path == "/interactive";
+    EXPECT_TRUE(shell) << kind;
+  }
+  const Trace c = generate("crowded", 1, {{"cpus", "8"}, {"duration", "10s"}});
+  std::size_t agents = 0;
+  for (const ProcessSpec& p : c.processes) agents += p.agent ? 1 : 0;
+  EXPECT_EQ(agents, 96u);  // 12 x 8 CPUs
+  EXPECT_EQ(c.generator["options"]["sessions"], "96");
+  // builds: some tool call forks `jobs` compiler children per wave
+  const Trace b = generate("builds", 1, {{"cpus", "4"}, {"jobs", "6"}, {"duration", "60s"}});
+  std::function<int(const std::vector<Op>&, const std::string&)> fans = [&](const std::vector<Op>& ops,
+                                                                           const std::string& comm) {
+    int n = 0;
+    for (const Op& op : ops) {
+      if (op.kind == OpKind::kRepeat && !op.body.empty() && op.body[0].kind == OpKind::kFork &&
+          op.body[0].child && op.body[0].child->comm == comm)
+        n += op.count == 6 ? 1 : 0;
+      if (op.kind == OpKind::kRepeat) n += fans(op.body, comm);
+      if (op.kind == OpKind::kFork && op.child) n += fans(op.child->ops, comm);
+    }
+    return n;
+  };
+  int make_fans = 0, test_fans = 0;
+  for (const ProcessSpec& p : b.processes) {
+    make_fans += fans(p.ops, "cc1");
+    test_fans += fans(p.ops, "pytest-worker");
+  }
+  EXPECT_GT(make_fans, 0);
+  EXPECT_EQ(test_fans, 0) << "pytest -n defaults to cpus (4), not jobs";
+  EXPECT_THROW(generate("crowded", 1, {{"interactive", "x"}}), std::invalid_argument);
 }
 
 }  // namespace

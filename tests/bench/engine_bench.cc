@@ -67,6 +67,58 @@ BENCHMARK_CAPTURE(BM_CpuSim, cfs, std::string("cfs"))->Unit(benchmark::kMillisec
 BENCHMARK_CAPTURE(BM_CpuSim, flatcg, std::string("flatcg"))->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK_CAPTURE(BM_CpuSim, agentcg, std::string("agentcg"))->Unit(benchmark::kMillisecond)->Iterations(3);
 
+
+// The eevdf model against cfs on long queues (the model keeps V as running
+// sums and picks in a treap augmented with the earliest deadline): N
+// always-runnable sessions (one hog per cgroup) on 8 CPUs for 1 s, and a
+// saturated 64-CPU fork storm (20,000 forks/s of 8 ms children: 160 CPUs of
+// demand). Report eevdf / cfs side by side (target: within 2x).
+agentcg::trace::Trace active_sessions(std::size_t n) {
+  agentcg::trace::Trace t;
+  t.name = "active-" + std::to_string(n);
+  t.machine.cpus = 8;
+  t.duration_ns = 1000000000ULL;
+  for (std::size_t i = 0; i < n; ++i) {
+    agentcg::trace::CgroupSpec c;
+    c.path = "/s" + std::to_string(i);
+    t.cgroups.push_back(c);
+    agentcg::trace::ProcessSpec p;
+    p.pid = static_cast<std::int64_t>(i + 1);
+    p.cgroup = c.path;
+    p.start_ns = 0;
+    agentcg::trace::Op run;
+    run.kind = agentcg::trace::OpKind::kRun;
+    run.ns = agentcg::trace::Value::fixed(*t.duration_ns);
+    p.ops = {run};
+    t.processes.push_back(p);
+  }
+  agentcg::trace::validate(t);
+  return t;
+}
+
+void BM_ActiveSessions(benchmark::State& state, const std::string& policy) {
+  const auto trace = active_sessions(static_cast<std::size_t>(state.range(0)));
+  agentcg::sim::RunOptions o;
+  o.policy = policy;
+  double events = 0;
+  for (auto _ : state) events = agentcg::sim::run(trace, o)["events"].get<double>();
+  state.counters["events"] = events;
+}
+BENCHMARK_CAPTURE(BM_ActiveSessions, cfs, std::string("cfs"))->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_ActiveSessions, eevdf, std::string("eevdf"))->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+void BM_ForkStorm64(benchmark::State& state, const std::string& policy) {
+  const auto trace = agentcg::trace::generate(
+      "fork-storm", 1, {{"cpus", "64"}, {"duration", "2s"}, {"storm-rate", "20000"}, {"storm-start", "0s"}, {"storm-length", "2s"}});
+  agentcg::sim::RunOptions o;
+  o.policy = policy;
+  double events = 0;
+  for (auto _ : state) events = agentcg::sim::run(trace, o)["events"].get<double>();
+  state.counters["events"] = events;
+}
+BENCHMARK_CAPTURE(BM_ForkStorm64, cfs, std::string("cfs"))->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_ForkStorm64, eevdf, std::string("eevdf"))->Unit(benchmark::kMillisecond)->Iterations(1);
+
 // 10,000 active agent sessions (one cgroup each) on 64 CPUs: the scale at
 // which the old flatcg/agentcg classes, scanning every queued group per
 // dispatch, took 40-50x the time of cfs (issue 14). Compare the three

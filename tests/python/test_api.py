@@ -108,7 +108,7 @@ def test_run_accepts_dict_path_and_builder(small_builder: TraceBuilder, small_tr
 
 
 def test_unknown_policy_is_value_error(small_trace: agentcg.Trace) -> None:
-    with pytest.raises(ValueError, match="unknown policy 'nope'"):
+    with pytest.raises(ValueError, match="unknown CPU policy 'nope'"):
         agentcg.run(small_trace, policy="nope")
     with pytest.raises(ValueError, match="nope"):
         agentcg.run(small_trace, policy="cfs", gpu_policy="nope")
@@ -195,3 +195,17 @@ def test_tool_call_latency_is_measured() -> None:
     assert lat["count"] == 3
     # Each tool call needs 8 ms of CPU and 1 ms of I/O at least.
     assert lat["p50"] >= ms(9)
+
+
+def test_schedule_runs_leave_no_temporary_files(small_trace: agentcg.Trace, tmp_path) -> None:
+    import glob
+    import tempfile
+
+    pattern = os.path.join(tempfile.gettempdir(), "agentcg-schedule-*")
+    before = set(glob.glob(pattern))
+    r = agentcg.run(small_trace, "eevdf", schedule=True)
+    assert set(glob.glob(pattern)) == before
+    assert len(r.schedule()) > 0 and r.has_schedule
+    cmp = agentcg.Comparison({"eevdf": r})
+    cmp.save(tmp_path / "c")
+    assert (tmp_path / "c" / "eevdf" / "schedule.perfetto.json").read_text() == r.schedule_text()

@@ -30,7 +30,11 @@ def test_no_arguments_is_a_usage_error() -> None:
 @pytest.mark.parametrize("args", [
     ["frobnicate"],
     ["run"],                                   # no TRACE
-    ["run", "x.json", "--out", "o"],           # no --policy
+    ["run", "x.json", "--out", "o", "--seed", "-1"],            # seeds are 0..2**64-1
+    ["run", "x.json", "--out", "o", "--seed", str(2**64)],
+    ["compare", "x.json", "--out", "o", "--seeds", "3-1"],
+    ["run", "x.json", "--out", "o", "--policy", "agentgc"],     # did-you-mean
+    ["run", "x.json", "--out", "o", "--set", "scheduler.fork_storm_treshold=3"],
     ["run", "x.json", "--policy", "cfs"],      # no --out
     ["run", "x.json", "--policy", "cfs", "--out", "o", "--seed", "abc"],
     ["compare", "x.json", "--out", "o", "--policies", ","],
@@ -114,7 +118,7 @@ def test_compare_plots_report(small_trace_path, tmp_path) -> None:
     out = tmp_path / "cmp"
     res = run_cli(["compare", small_trace_path, "--policies", ",".join(pols), "--out", str(out), "--plots"])
     assert res.returncode == 0, res.stderr
-    assert "wakeup p99 (ms)" in res.stdout
+    assert "wakeup latency p99" in res.stdout and "longest runnable wait" in res.stdout
     for p in pols:
         assert (out / p / "results.json").exists()
     assert (out / "plots" / "wakeup-cdf.png").stat().st_size > 1000

@@ -18,16 +18,21 @@ from agentcg import fidelity, live
 from agentcg._errors import AgentcgError
 
 
-def _fake_guest_out(root: Path) -> None:
+def _fake_guest_out(root: Path, reps: int = 0) -> None:
+    """A test double of what the guest writes: rep-N folders when reps > 0."""
     for s, p99, cyc in (("eevdf", 4000000, 120), ("agentcg", 2000000, 60)):
-        d = root / "compare" / s
-        d.mkdir(parents=True)
-        r = {"wakeup_latency_ns": {"count": 10, "p50": 1000000, "p99": p99},
-             "tool_call_latency_ns": {"count": 0}, "context_switches": 100, "cpu_utilization": 0.5,
-             "cgroups": {"/": {}, "/victim": {"cpu_share": 0.4}, "/storm": {"cpu_share": 0.6}}}
-        (d / "fork-storm.json").write_text(json.dumps(r))
-        (d / "fork-storm.log").write_text("ok\n")
-        (d / "bench.txt").write_text(f"scheduler {s} state enabled\ncyclictest_load_p99_us {cyc}\nhackbench_s 2.5\n")
+        for rep in (range(1, reps + 1) if reps else [0]):
+            d = root / "compare" / s / (f"rep-{rep}" if rep else "")
+            d.mkdir(parents=True)
+            jitter = 1 + 0.03 * rep  # repetitions differ a little, the schedulers a lot
+            r = {"wakeup_latency_ns": {"count": 10, "p50": 1000000, "p99": int(p99 * jitter)},
+                 "tool_call_latency_ns": {"count": 0}, "context_switches": 100, "cpu_utilization": 0.5,
+                 "tasks": 3, "cgroups": {"/": {}, "/victim": {"cpu_share": 0.4, "tasks": 1},
+                                         "/storm": {"cpu_share": 0.6, "tasks": 2}}}
+            (d / "fork-storm.json").write_text(json.dumps(r))
+            (d / "fork-storm.log").write_text("ok\n")
+            (d / "bench.txt").write_text(f"scheduler {s} state enabled\ncyclictest_load_p99_us {int(cyc * jitter)}\n"
+                                         f"hackbench_s {2.5 + 0.1 * (rep % 2)}\n")
     (root / "overhead").mkdir()
     (root / "overhead" / "progstats.txt").write_text(
         "AGENTCG-PROGSTAT fifo agentcg_enqueue 100 100000\n"
@@ -35,23 +40,67 @@ def _fake_guest_out(root: Path) -> None:
         "AGENTCG-PROGSTAT agentcg agentcg_dispatch 50 500000\nnoise line\n")
 
 
-def test_collect_compare_layout_and_ratio_table(tmp_path: Path) -> None:
+def test_collect_compare_layout_and_table(tmp_path: Path) -> None:
     _fake_guest_out(tmp_path / "vm")
     dest = tmp_path / "out"
     summary = live.collect_compare(tmp_path / "vm", dest, ["fork-storm", "agent"], ["eevdf", "agentcg"])
     assert (dest / "fork-storm" / "agentcg" / "results.json").exists()
     assert (dest / "fork-storm" / "eevdf" / "player.log").read_text() == "ok\n"
     assert summary["missing"] == ["agent/eevdf", "agent/agentcg"]
-    assert summary["benchmarks"]["agentcg"]["cyclictest_load_p99_us"] == 60
+    assert summary["benchmarks"]["agentcg"][0]["cyclictest_load_p99_us"] == 60
     assert json.loads((dest / "overhead.json").read_text())["agentcg"]["dispatch"] == {"cnt": 50, "ns": 500000}
-    table = live.format_rows(live.compare_rows(summary, ["eevdf", "agentcg"]), ["eevdf", "agentcg"])
+    table = live.format_sections(live.compare_sections(summary, ["eevdf", "agentcg"]), ["eevdf", "agentcg"])
     row = next(line for line in table.splitlines() if "wakeup latency p99" in line)
-    assert "4.000" in row and "2.000 (0.50)" in row
-    assert "0.400" in next(line for line in table.splitlines() if "/victim CPU share" in line)
-    assert "60 (0.50)" in next(line for line in table.splitlines() if "CPU load p99" in line)
+    assert row.split()[-2:] == ["4.00", "2.00"]
+    assert "vs eevdf" not in table  # one run: no verdicts
+    assert "40.0" in next(line for line in table.splitlines() if "/victim CPU share" in line)
+    assert next(line for line in table.splitlines() if "CPU load p99" in line).split()[-2:] == ["120.0", "60.00"]
     ov = live.overhead_rows(summary["overhead"])
     enq = next(line for line in ov.splitlines() if line.startswith("enqueue"))
     assert enq.split()[1:4] == ["1000", "3000", "3.00"]
+
+
+def test_repetitions_give_medians_intervals_and_verdicts(tmp_path: Path) -> None:
+    _fake_guest_out(tmp_path / "vm", reps=3)
+    dest = tmp_path / "out"
+    summary = live.collect_compare(tmp_path / "vm", dest, ["fork-storm"], ["eevdf", "agentcg"], repeat=3)
+    for rep in (1, 2, 3):  # every repetition kept
+        assert (dest / "fork-storm" / "agentcg" / f"rep-{rep}" / "results.json").exists()
+    assert len(summary["results"]["fork-storm"]["eevdf"]) == 3
+    table = live.format_sections(live.compare_sections(summary, ["eevdf", "agentcg"]), ["eevdf", "agentcg"])
+    assert "vs eevdf" in table and "95 % bootstrap interval" in table
+    p99 = next(line for line in table.splitlines() if "wakeup latency p99" in line)
+    assert p99.startswith("wakeup latency p99") and p99.rstrip().endswith("better")
+    assert "4.24 [" in p99  # median of 4.12, 4.24, 4.36 ms
+    hb = next(line for line in table.splitlines() if line.startswith("hackbench"))
+    assert hb.rstrip().endswith("indistinguishable")  # same numbers under both
+    # the same samples give the same text (seeded bootstrap)
+    assert table == live.format_sections(live.compare_sections(summary, ["eevdf", "agentcg"]), ["eevdf", "agentcg"])
+
+
+def test_interleaved_order_cancels_drift() -> None:
+    from agentcg import stats
+
+    order = stats.interleaved_order(["eevdf", "flatcg", "agentcg"], 3)
+    assert [s for s, _ in order] == ["eevdf", "flatcg", "agentcg", "agentcg", "flatcg", "eevdf",
+                                     "eevdf", "flatcg", "agentcg"]
+    assert [r for _, r in order] == [1, 1, 1, 2, 2, 2, 3, 3, 3]
+
+
+def test_host_load_warning_and_progress_lines() -> None:
+    quiet = live.host_load_summary([0.5, 0.7, 0.6], host_cpus=2)
+    assert not quiet["busy"] and "warning" not in quiet
+    busy = live.host_load_summary([3.0, 4.0, 5.0], host_cpus=2)
+    assert busy["busy"] and "load average 4.0" in busy["warning"] and busy["max"] == 5.0
+    assert live.progress_line("AGENTCG-DATA compare agentcg@2 player agent rc=0 wall_ms=31200") == \
+        "agentcg (repetition 2): agent played (rc=0, 31.2 s)"
+    assert live.progress_line("AGENTCG-DATA compare eevdf bench x 1") == "eevdf: benchmarks done"
+    assert live.progress_line("[  1.0] kernel noise") is None
+
+
+def test_median_doc_for_fidelity() -> None:
+    docs = [{"a": 1, "b": {"p99": 10.0}}, {"a": 3, "b": {"p99": 30.0}}, {"a": 2, "b": {"p99": 20.0}, "c": "x"}]
+    assert fidelity.median_doc(docs) == {"a": 2, "b": {"p99": 20.0}, "c": "x"}
 
 
 def test_read_bench_names_file_and_line(tmp_path: Path) -> None:
@@ -107,3 +156,20 @@ def test_calibration_recovers_a_known_wakeup_cost(tmp_path: Path) -> None:
     prof = agentcg.load_config(str(out / "machine.yaml"))["machine"]
     assert prof["wakeup_overhead_ns"] == m["wakeup_overhead_ns"] and prof["cpus"] == 2
     assert "| fid-io/eevdf | wakeup latency p99 (ms) |" in (out / "fidelity.md").read_text()
+
+
+def test_fidelity_with_nothing_to_fit_is_an_error(tmp_path: Path) -> None:
+    """Tasks in the root cgroup only: no per-cgroup wakeups to fit on."""
+    b = agentcg.TraceBuilder("rootonly", cpus=2, duration_ns=agentcg.ms(200))
+    for _ in range(3):
+        b.process(cgroup="/", comm="w").repeat(20, lambda o: o.run(agentcg.ms(2)).sleep(agentcg.ms(3)))
+    src = tmp_path / "rootonly.json"
+    b.write(str(src))
+    live_dir = tmp_path / "live"
+    for s in ("eevdf", "agentcg"):  # "live" results stood in by simulations (a test double)
+        d = live_dir / "fid-rootonly" / s
+        d.mkdir(parents=True)
+        (d / "results.json").write_text(agentcg.run(str(src), s, seed=1).text)
+    with pytest.raises(AgentcgError, match="nothing to fit"):
+        fidelity.fidelity([str(src)], str(tmp_path / "out"), live_dir=str(live_dir), duration="200ms",
+                          quiet=True)

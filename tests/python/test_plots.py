@@ -30,17 +30,37 @@ def _check_axes(fig: Figure, xlabel_part: str, ylabel_part: str) -> None:
     assert ax.has_data()
 
 
+def test_shared_window_and_cgroup_colours(cmp) -> None:
+    """Every policy's timeline shows the same window, and a cgroup keeps its
+    colour from plot to plot."""
+    rs = dict(list(cmp.items())[:2])
+    win = plots.action_window(list(rs.values()), span_ns=20_000_000)
+    assert win[1] - win[0] == 20_000_000
+    figs = dict(plots.comparison_figures(cmp))
+    lims = [f.axes[0].get_xlim() for name, f in figs.items() if name.startswith("schedule-")]
+    assert len(lims) == len(cmp) and all(x == lims[0] for x in lims)
+    assert plots.cgroup_color("/victim") == plots.cgroup_color("/victim")
+    share = plots.plot_cpu_share(next(iter(rs.values())))
+    for line in share.axes[0].get_lines():
+        cg = line.get_label().split()[0]
+        if cg.startswith("/"):
+            assert line.get_color() == plots.cgroup_color(cg)
+
+
 def test_wakeup_cdf(cmp) -> None:
     fig = plots.plot_wakeup_cdf(cmp)
     _check_axes(fig, "latency (ms", "percentile")
     ax = fig.axes[0]
-    assert len(ax.get_lines()) == len(cmp)
+    assert len(ax.get_lines()) == 2 * len(cmp)  # a percentile line and a max marker per policy
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert all(any(p in lbl for lbl in labels) for p in cmp)
-    # The curve is monotone: p50 <= p90 <= p99 <= p99.9.
-    for line in ax.get_lines():
-        xs = list(line.get_xdata())
-        assert xs == sorted(xs)
+    # The curve is monotone: p50 <= p90 <= p99 <= p99.9, and each max marker sits at that policy's max.
+    lines = ax.get_lines()
+    for curve, mx in zip(lines[0::2], lines[1::2]):
+        xs = list(curve.get_xdata())
+        assert xs == sorted(xs) and len(xs) == 4
+        assert mx.get_xdata()[0] >= xs[-1] and mx.get_color() == curve.get_color()
+    assert [t.get_text() for t in ax.get_yticklabels()][-1] == "max"
 
 
 def test_tool_call_latency(cmp) -> None:

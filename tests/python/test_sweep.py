@@ -5,6 +5,10 @@ same numbers as the pool.
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pandas as pd
 import pytest
 
@@ -21,8 +25,10 @@ def test_tasks_cross_product_and_validation(small_trace) -> None:
     assert len(tasks) == 2 * 2 * 3
     assert [t["index"] for t in tasks] == list(range(12))
     assert tasks[0]["params"] == {"policy": "cfs", "machine.context_switch_ns": 1000}
-    with pytest.raises(agentcg.ConfigError):
+    with pytest.raises(agentcg.AgentcgError, match="unknown config key in grid 'machine.bogus'"):
         sweep_tasks(GEN, {"machine.bogus": [1]})
+    with pytest.raises(agentcg.ConfigError):  # a known key, a bad value: the loader's error
+        sweep_tasks(GEN, {"machine.speed_pct": [-5]})
     with pytest.raises(ValueError, match="bogus"):
         sweep_tasks(Generator("hogs", bogus=3), {}, seeds=[1])
     with pytest.raises(agentcg.AgentcgError, match="gen"):
@@ -71,3 +77,35 @@ def test_dask_local_cluster_matches_pool() -> None:
         via_address = agentcg.sweep(GEN, GRID, seeds=[1, 2], scheduler=cluster.scheduler_address)
     pd.testing.assert_frame_equal(pool, via_client)
     pd.testing.assert_frame_equal(pool, via_address)
+
+
+def test_sweep_from_a_plain_script_without_main_guard(tmp_path) -> None:
+    """The README's sweep pasted into a .py file with no __main__ guard: the
+    pool's workers must not re-run the script (BrokenProcessPool before)."""
+    from conftest import PYDIR
+
+    script = tmp_path / "plain.py"
+    script.write_text(
+        "import agentcg\n"
+        "df = agentcg.sweep(agentcg.Generator('hogs', cpus=2, duration='50ms'),\n"
+        "                   grid={'policy': ['eevdf', 'agentcg']}, seeds=[1, 2], workers=2)\n"
+        "print('rows', len(df))\n")
+    env = dict(os.environ, PYTHONPATH=PYDIR, MPLBACKEND="Agg")
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300,
+                         cwd=str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == ["rows 4"]  # printed once: the workers did not run the script
+
+
+def test_a_knob_the_policy_does_not_read_is_reported() -> None:
+    gen = agentcg.Generator("hogs", cpus=2, duration="300ms")
+    with pytest.warns(UserWarning, match=r"'scheduler.base_slice_ms' changed no result under eevdf"):
+        df = agentcg.sweep(gen, grid={"policy": ["eevdf"], "scheduler.base_slice_ms": [3, 50]},
+                           seeds=[1], workers=1)
+    assert len(df) == 2
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # agentcg reads it: no warning
+        agentcg.sweep(gen, grid={"policy": ["agentcg"], "scheduler.base_slice_ms": [3, 50]},
+                      seeds=[1], workers=1)

@@ -77,6 +77,7 @@
 #define AGENTCG_MAX_DEPTH 16              /* longest ancestor chain walked */
 #define AGENTCG_OWN_TASKS_WEIGHT 100      /* tasks beside child cgroups */
 #define AGENTCG_WEIGHT_DFL 100            /* cpu.weight default */
+#define AGENTCG_FORK_RING 64              /* fork times kept per cgroup (agentcg.h, power of 2) */
 #define AGENTCG_NSEC_PER_USEC 1000ULL
 #define AGENTCG_NSEC_PER_MSEC 1000000ULL
 #define AGENTCG_NSEC_PER_SEC 1000000000ULL
@@ -116,8 +117,16 @@ struct agentcg_cgrp {
 	u64 last_idle_ns;     /* when nr_runnable last dropped to 0 */
 	u32 seen;             /* has ever been active */
 	u32 mem_penalty;      /* 0..mem_penalty_max, written by the memory monitor */
-	u64 boost_until_ns;   /* startup boost active while now < this */
-	u64 boost_credit_ns;  /* vtime credit while boosted */
+	u64 boost_until_ns;   /* the service epoch (LAS credit) lasts while now < this */
+	u64 boost_credit_ns;  /* the epoch's credit: ns of service served first */
+	u64 las_cv0;          /* cvtime when the epoch started (attained = cvtime - las_cv0) */
+	u64 armed_at_ns;      /* activation after a quiet spell: a fork soon after is a new step */
+	u32 armed;            /* the new-step detector is armed (agentcg.h) */
+	u32 nr_tasks;         /* live tasks in the cgroup (agentcg_task_joined/left) */
+	u32 step_floor;       /* nr_tasks when the current step began (resident tasks) */
+	u32 fk_head;          /* next slot of fk_ring */
+	u32 fk_n;             /* forks recorded in fk_ring (saturates at AGENTCG_FORK_RING) */
+	u32 fk_ring[AGENTCG_FORK_RING]; /* times of the latest forks, ns >> 10 (wraps in 73 min) */
 	u64 boost_budget_ns;  /* credit left to grant (token bucket) */
 	u64 boost_budget_at_ns; /* when the bucket was last refilled */
 	u64 wk_win_start_ns;  /* start of the current wakeup window */
@@ -126,9 +135,6 @@ struct agentcg_cgrp {
 	u32 io_bound;
 	u32 storm;            /* fork storm in progress */
 	u64 wake_credit_until_ns; /* wakeup credit active while now < this */
-	u64 fk_win_start_ns;  /* start of the current fork window */
-	u32 fk_cur;
-	u32 fk_prev;
 	u64 storm_last_ns;    /* last time the fork rate was above the threshold */
 };
 

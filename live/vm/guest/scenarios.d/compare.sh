@@ -12,6 +12,10 @@
 #   COMPARE_SCHEDULERS (eevdf,flatcg,agentcg)  COMPARE_TRACES (agent,fork-storm)
 #   COMPARE_DURATION_<trace> (player --duration, `-` = the trace's own)
 #   COMPARE_MEM_SCALE (0.25)  COMPARE_BENCH_S (8; 0 = no benchmarks)
+#   COMPARE_RUNS (optional: scheduler:repetition,... in the order to run,
+#     e.g. eevdf:1,agentcg:1,agentcg:2,eevdf:2 -> /out/compare/<scheduler>/
+#     rep-<n>/; the player's --seed is the repetition; without it each of
+#     COMPARE_SCHEDULERS runs once into /out/compare/<scheduler>/, seed 1)
 # Not in the default set (a few minutes of guest time): opt-in by name.
 # It prints no CTest verdict lines of its own; the host command reads /out/compare.
 
@@ -61,27 +65,29 @@ compare_bench() { # out_dir
 	rmcg bench batch storm victim
 }
 
-compare_one() { # scheduler
-	sch=$1 o=/out/compare/$1
+compare_one() { # scheduler [repetition]
+	sch=$1 rep=${2:-} o=/out/compare/$1 seed=1
+	[ -n "$rep" ] && { o=$o/rep-$rep; seed=$rep; }
+	lbl=$sch${rep:+@$rep}  # in the serial log: the host shows it as progress
 	mkdir -p $o
 	if [ "$sch" != eevdf ]; then
-		start_daemon $sch || { data compare $sch error "daemon did not start"; return 1; }
+		start_daemon $sch || { data compare $lbl error "daemon did not start"; return 1; }
 	fi
 	echo "scheduler $(ops) state $(state)" > $o/bench.txt
 	for t in $(echo "${COMPARE_TRACES:-agent,fork-storm}" | tr ',' ' '); do
 		eval d=\${COMPARE_DURATION_$(echo $t | tr -c 'a-zA-Z0-9\n' '_'):--}
-		set -- --label $sch --seed 1 --mem-scale ${COMPARE_MEM_SCALE:-0.25} --cgroup-root $CG/agentcg-player
+		set -- --label $sch --seed $seed --mem-scale ${COMPARE_MEM_SCALE:-0.25} --cgroup-root $CG/agentcg-player
 		[ "$d" != - ] && set -- "$@" --duration $d
 		t0=$(now_us)
 		agentcg-player /traces/$t.json -o $o/$t.json "$@" > $o/$t.log 2>&1
 		rc=$?
-		data compare $sch player $t rc=$rc wall_ms=$((($(now_us) - t0) / 1000))
+		data compare $lbl player $t rc=$rc wall_ms=$((($(now_us) - t0) / 1000))
 		[ $rc -eq 0 ] || tail -n 5 $o/$t.log
 	done
 	[ "${COMPARE_BENCH_S:-8}" -gt 0 ] && compare_bench $o
-	data compare $sch bench $(tr '\n' ' ' < $o/bench.txt)
+	data compare $lbl bench $(tr '\n' ' ' < $o/bench.txt)
 	if [ "$sch" != eevdf ]; then
-		grep -q 'ejected' $DLOG && { data compare $sch ejected "$(grep ejected $DLOG | head -1)"; }
+		grep -q 'ejected' $DLOG && { data compare $lbl ejected "$(grep ejected $DLOG | head -1)"; }
 		stop_daemon
 		cp $DLOG $o/agentcgroupd.log
 	fi
@@ -92,9 +98,15 @@ s_compare() {
 	[ -f /etc/agentcg/compare.env ] && . /etc/agentcg/compare.env
 	command -v agentcg-player > /dev/null || { result compare FAIL "agentcg-player not in the initramfs (not built)"; return; }
 	fails=
-	for s in $(echo "${COMPARE_SCHEDULERS:-eevdf,flatcg,agentcg}" | tr ',' ' '); do
-		compare_one $s || fails="$fails $s"
-	done
+	if [ -n "${COMPARE_RUNS:-}" ]; then
+		for sr in $(echo "$COMPARE_RUNS" | tr ',' ' '); do
+			compare_one ${sr%%:*} ${sr##*:} || fails="$fails $sr"
+		done
+	else
+		for s in $(echo "${COMPARE_SCHEDULERS:-eevdf,flatcg,agentcg}" | tr ',' ' '); do
+			compare_one $s || fails="$fails $s"
+		done
+	fi
 	[ -z "$fails" ] && result compare PASS "schedulers ${COMPARE_SCHEDULERS:-eevdf,flatcg,agentcg} measured" ||
 		result compare FAIL "failed:$fails"
 }
