@@ -800,6 +800,7 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 		sync_weight(cs, tn);
 	qshare = refresh_qshare(t->cgid);
 	agentcg_cgrp_charge(&cs->cg, qshare, ran);
+	agentcg_eevdf_advance(&glob, ran);
 	if (st) {
 		st->eff_weight = cs->cg.eff_weight;
 		st->mem_penalty = cs->cg.mem_penalty;
@@ -938,6 +939,10 @@ static int bw_timer_fn(void *map, u64 *key, struct cgrp_state *cs)
 	if (cs->bw_local_ns > 0)
 		agentcg_bw_return(&cs->bw, &cs->bw_local_ns);
 	was = agentcg_bw_refill(&cs->bw, now);
+	/* a debt larger than the new quota keeps the level throttled */
+	if (was && cs->bw_local_ns <= 0 &&
+	    !agentcg_bw_acquire(&cs->bw, &cs->bw_local_ns, AGENTCG_BW_DEFAULT_SLICE_NS, now))
+		was = false;
 	if (was) {
 		__sync_fetch_and_add(&nr_throttled_now, -1);
 		bstat_inc(AGENTCG_BS_refills);

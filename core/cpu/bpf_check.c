@@ -139,6 +139,7 @@ u64 check_eevdf(struct agentcg_cgrp *cg, struct agentcg_global *g, u64 now, u64 
 	r = agentcg_eevdf_request(cg, g, cg->qshare, 100, cg->nr_queued, now, &t, &ev);
 	if (agentcg_eevdf_eligible(&r, g))
 		agentcg_eevdf_picked(g, &r);
+	agentcg_eevdf_advance(g, 1000);
 	p = agentcg_eevdf_preempt(r.deadline, curr_deadline, now - 1000, 4000000, now, &t);
 	return p.at_ns + ev;
 }

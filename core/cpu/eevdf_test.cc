@@ -98,6 +98,7 @@ std::map<int, std::uint64_t> serve(Tree& tr, const std::vector<int>& leaves, int
     for (const Q& q : running) ran = std::min(ran, req[{q.leaf, q.task}].slice_ns);
     for (const Q& q : running) {
       agentcg_cgrp_charge(&tr.cg[q.leaf], tr.qshare(q.leaf), ran);
+      agentcg_eevdf_advance(&tr.g, ran);
       got[q.leaf] += ran;
     }
     now += ran;
@@ -245,6 +246,38 @@ TEST(Bandwidth, ThrottledNeverExceedsPeriods) {
     EXPECT_LE(p.nr_throttled, p.nr_periods);
   }
   EXPECT_EQ(p.nr_throttled, 50u);
+}
+
+}  // namespace
+
+namespace {
+
+// A stream of new groups, each placed at V, must not starve a group that
+// already ran: V advances with the service (agentcg_eevdf_advance). Without
+// it V would stay at the newcomers' start and the old group would wait for
+// as long as groups keep arriving (the live 13 s watchdog stall).
+TEST(Eevdf, ArrivalsAtVDoNotStarveOthers) {
+  const agentcg_tunables t = base_tunables();
+  agentcg_global g{};
+  std::vector<agentcg_cgrp> cg(200);
+  for (auto& c : cg) agentcg_cgrp_init(&c, 100);
+  const std::uint32_t share = AGENTCG_ONE / 2;  // two CPUs' worth of groups sharing
+  std::uint32_t ev = 0;
+  // group 0 ran one slice: its cvtime is one request ahead
+  cg[0].seen = 1;
+  agentcg_cgrp_charge(&cg[0], share, 4 * kMs);
+  const agentcg_req old = agentcg_eevdf_request(&cg[0], &g, share, 100, 0, 0, &t, &ev);
+  int rounds = 0;
+  for (std::size_t i = 1; i < cg.size(); i++, rounds++) {
+    cg[i].seen = 1;
+    cg[i].cvtime = g.cvtime_now;  // a new group is placed at V
+    const agentcg_req r = agentcg_eevdf_request(&cg[i], &g, share, 100, 0, 0, &t, &ev);
+    if (!agentcg_before(r.deadline, old.deadline)) break;  // the old group is first now
+    agentcg_eevdf_picked(&g, &r);
+    agentcg_cgrp_charge(&cg[i], share, r.slice_ns);
+    agentcg_eevdf_advance(&g, r.slice_ns);
+  }
+  EXPECT_LE(rounds, 4) << "newcomers kept going first";
 }
 
 }  // namespace

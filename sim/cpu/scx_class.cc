@@ -174,6 +174,7 @@ class ScxClass final : public SchedClass {
     if (agentcg_fork_tick(&gr.cg, now, &t_)) sync_weight(tc.cg);
     // Strategy hook: weight_pct scales the cgroup's charge (as bpf/agentcg.bpf.c)
     agentcg_cgrp_charge(&gr.cg, qshare_of(tc.cg), agentcg_strategy_charge_ns(ctx_->strategy_of_cgroup(tc.cg), ran));
+    agentcg_eevdf_advance(&g_, ran);
     agentcg_task_charge(&tc.t, ran);
     tc.t.boosted = 0;
     for (CgroupId a = tc.cg;; a = groups_[a].parent) {
@@ -271,9 +272,12 @@ class ScxClass final : public SchedClass {
         const std::uint64_t periods = gr.bw.nr_periods;
         // unused local runtime goes back (burst may carry it); a debt stays
         if (gr.local > 0) agentcg_bw_return(&gr.bw, &gr.local);
-        const bool was = agentcg_bw_refill(&gr.bw, ctx_->now().ns());
+        const std::uint64_t now = ctx_->now().ns();
+        const bool was = agentcg_bw_refill(&gr.bw, now);
         for (std::uint64_t i = periods; i < gr.bw.nr_periods; i++) ctx_->note_period(arg);
-        if (was || gr.throttled) unthrottle(arg);
+        // a debt larger than the new quota keeps the level throttled (BPF too)
+        const bool still = gr.local <= 0 && !agentcg_bw_acquire(&gr.bw, &gr.local, AGENTCG_BW_DEFAULT_SLICE_NS, now);
+        if ((was || gr.throttled) && !still) unthrottle(arg);
         gr.bw_timer = ctx_->arm_timer(ctx_->now() + Time::from_ns(gr.bw.period_ns),
                                       cookie(kTimerBandwidth, arg));
         return;

@@ -7,8 +7,9 @@
  * virtual time (flatcg.h), in the start-time/virtual-deadline form that a
  * single ordered queue can serve:
  *
- *   V          system virtual time: the start tag of the request picked
- *              last (monotonic, agentcg_global.cvtime_now).
+ *   V          system virtual time: advances with the service delivered
+ *              (agentcg_eevdf_advance) and at least to the start tag of
+ *              the request picked last (monotonic, agentcg_global.cvtime_now).
  *   vreq       virtual length of a request: slice_ns x ONE / qshare (a
  *              group with 1/3 of the machine asks for three times the
  *              virtual time of one with all of it).
@@ -217,6 +218,21 @@ static inline void agentcg_eevdf_picked(struct agentcg_global *g, const struct a
 {
 	if (agentcg_before(g->cvtime_now, r->start))
 		g->cvtime_now = r->start;
+}
+
+/*
+ * `ran_ns` of service was delivered (any group, any CPU): V advances with
+ * it. With every CPU busy and every active group at its share, each
+ * group's cvtime grows by (CPUs x dt) and so does the sum of the service,
+ * so V keeps pace with the groups (GPS virtual time). Without this, V
+ * would only follow picked start tags, and a stream of new groups placed
+ * at V (1,000 hogs started one by one) would be picked at V forever while
+ * the groups that already ran wait: the live scale scenario's 13 s stall.
+ * Atomic: every CPU adds its own service.
+ */
+static inline void agentcg_eevdf_advance(struct agentcg_global *g, u64 ran_ns)
+{
+	AGENTCG_ATOMIC_ADD(&g->cvtime_now, ran_ns);
 }
 
 /* Whether a request may run now (S <= V + its slice). */

@@ -53,12 +53,17 @@
  * Who calls it: core/include/agentcg/agentcg.h (the features), the
  * simulator's class sim/cpu/scx_class.cc, and bpf/agentcg.bpf.c.
  *
- * Limitations: scx_flatcg keeps a CPU on one cgroup for a cgroup slice to
- * save cgroup switches; here the caller picks the smallest (effective)
- * cvtime at every dispatch, which is fairer at a small cost. Callers that
- * run on several CPUs at once (BPF) must serialise the activation and
- * weight updates (scx_flatcg uses a spin lock for its tree), as these
- * functions are plain read-modify-write.
+ * The order in which groups run is the base rule's (eevdf.h: start tags
+ * and virtual deadlines over one queue); this file provides the shares and
+ * the cgroup vtime it orders by.
+ *
+ * Concurrency: the counters several CPUs change at once (activation
+ * counts, active weight sums, cvtime, the generation) are updated with
+ * atomic adds (AGENTCG_ATOMIC_ADD), so the BPF program needs no lock
+ * (scx_flatcg serialises its tree with a spin lock). hweight/qshare are
+ * recomputed with plain stores: two CPUs refreshing at once write the same
+ * values. An eff_weight change racing with an activation of the same group
+ * can leave its parent's sum off by the difference until the next flip.
  *
  * C99, BPF-safe: no libc, no floating point, no allocation, bounded loops.
  */
