@@ -76,6 +76,7 @@
 #include "agentcg/bandwidth.h"
 #include "agentcg/counters.h"
 #include "bpf/agentcg_intf.h"
+#include "bpf/strategy_maps.bpf.h" /* seed 001 strategies: strategy_pid, strategy_cgrp */
 
 char _license[] SEC("license") = "GPL";
 
@@ -551,7 +552,18 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_dsq_insert(p, thr, t->req.slice_ns, enq_flags);
 		return;
 	}
-	scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, t->req.slice_ns, t->req.deadline, enq_flags);
+	{
+		/* Strategy hook (sim/cpu/scx_class.cc's queue_task and dispatch
+		 * alike): the task's slice, and an earlier queue key for this
+		 * enqueue only (the request itself is unchanged, so charging and
+		 * the preemption verdict stay the base rule's). */
+		const struct agentcg_strategy_action *sa = agentcg_strategy_of(p, t->cgid);
+		u64 credit = agentcg_strategy_vtime_credit_ns(sa, agentcg_base_slice_ns(tn));
+		u64 key = t->req.deadline > credit ? t->req.deadline - credit : 0;
+
+		scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ,
+					 agentcg_strategy_slice_ns(sa, t->req.slice_ns), key, enq_flags);
+	}
 	if (enq_flags & SCX_ENQ_WAKEUP)
 		wakeup_preempt(p, t, now, tn);
 }
@@ -799,7 +811,8 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 	if (agentcg_fork_tick(&cs->cg, now, tn))
 		sync_weight(cs, tn);
 	qshare = refresh_qshare(t->cgid);
-	agentcg_cgrp_charge(&cs->cg, qshare, ran);
+	/* Strategy hook: weight_pct scales what the cgroup is charged */
+	agentcg_cgrp_charge(&cs->cg, qshare, agentcg_strategy_charge_ns(agentcg_strategy_of_cgrp(t->cgid), ran));
 	agentcg_eevdf_advance(&glob, ran);
 	if (st) {
 		st->eff_weight = cs->cg.eff_weight;
