@@ -66,6 +66,12 @@ class EbpfImporter {
     report_.input = source;
   }
 
+  void line_too_long() {
+    ++report_.lines;
+    malformed(report_, opts_, source_, report_.lines,
+              "line longer than " + std::to_string(kMaxLineBytes) + " bytes (skipped unread)");
+  }
+
   void line(std::string_view text) {
     ++report_.lines;
     text = rstrip(text);
@@ -161,8 +167,10 @@ class EbpfImporter {
       pid = get_u64(j, "child_pid");
       ppid = get_u64(j, "parent_pid");
     }
-    if (!pid || *pid == 0) {
-      malformed(report_, opts_, source_, report_.lines, event + ": expected positive integer 'pid'");
+    // pids are kernel pid_t values: 1..2^31-1 (larger ones are not pids, and
+    // the trace format rejects them, which used to lose the whole import).
+    if (!pid || *pid == 0 || *pid > std::uint64_t{kMaxPid} || ppid.value_or(0) > std::uint64_t{kMaxPid}) {
+      malformed(report_, opts_, source_, report_.lines, event + ": expected 'pid' (and 'ppid') in 1..2147483647");
       return;
     }
     const std::uint64_t t = rel(ts);
@@ -180,6 +188,10 @@ class EbpfImporter {
       return;
     }
     if (event == "EXEC") {
+      if (comm.empty()) {
+        malformed(report_, opts_, source_, report_.lines, "EXEC: expected a non-empty 'comm'");
+        return;
+      }
       if (e == nullptr) {
         e = &spawn(p, pp, comm, t);
         if (e->spec->comm != comm) e->builder.exec(comm);
@@ -265,7 +277,11 @@ class EbpfImporter {
 Result import_agentcgroup_ebpf(std::istream& in, const std::string& source, const Options& opts) {
   EbpfImporter imp(source, opts);
   std::string line;
-  while (std::getline(in, line)) imp.line(line);
+  bool too_long = false;
+  while (read_bounded_line(in, line, too_long)) {
+    if (too_long) imp.line_too_long();
+    else imp.line(line);
+  }
   if (in.bad()) throw ImportError(source, 0, "read error");
   return imp.finish();
 }

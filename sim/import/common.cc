@@ -133,6 +133,51 @@ void add_cgroup_chain(trace::Trace& t, const std::string& path) {
   add(path);
 }
 
+bool read_bounded_line(std::istream& in, std::string& line, bool& too_long) {
+  line.clear();
+  too_long = false;
+  std::streambuf* sb = in.rdbuf();
+  if (sb == nullptr || !in.good()) return false;
+  bool any = false;
+  for (;;) {
+    const int c = sb->sbumpc();
+    if (c == std::char_traits<char>::eof()) {
+      in.setstate(std::ios::eofbit);
+      return any;
+    }
+    any = true;
+    if (c == '\n') return true;
+    if (line.size() < kMaxLineBytes) line.push_back(static_cast<char>(c));
+    else too_long = true;
+  }
+}
+
+std::string utf8_or_replace(const std::string& s) {
+  if (trace::valid_utf8(s)) return s;
+  // Decode greedily: keep each valid sequence, replace each other byte.
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    std::size_t len = 1;
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4;
+    if (c < 0x80) {
+      out += s[i++];
+      continue;
+    }
+    if (c >= 0xC2 && c <= 0xF4 && i + len <= s.size() && trace::valid_utf8(s.substr(i, len))) {
+      out.append(s, i, len);
+      i += len;
+    } else {
+      out += '?';
+      ++i;
+    }
+  }
+  return out;
+}
+
 std::optional<std::uint64_t> parse_seconds_ns(std::string_view s) {
   if (s.empty()) return std::nullopt;
   const auto dot = s.find('.');
