@@ -59,6 +59,12 @@ struct Sampling {
   std::uint64_t last_cpu_ms = 0;
 };
 
+// 2^60 ns of recording, counters up to 2^38 ms each (8.7 years of CPU) and
+// RSS up to 2^50 KiB: sums of runs and sleeps stay below 2^62 ns.
+constexpr std::uint64_t kMaxSpanNs = std::uint64_t{1} << 60;
+constexpr std::uint64_t kMaxCounterMs = std::uint64_t{1} << 38;
+constexpr std::uint64_t kMaxRssKb = std::uint64_t{1} << 50;
+
 class EbpfImporter {
  public:
   EbpfImporter(const std::string& source, const Options& opts) : source_(source), opts_(opts) {
@@ -87,6 +93,23 @@ class EbpfImporter {
       malformed(report_, opts_, source_, report_.lines,
                 "expected string 'event' and non-negative integer 'timestamp'");
       return;
+    }
+    // Bounds that keep every produced time and size far below the trace
+    // format's 2^62 (found by fuzz/import_ebpf_fuzz.cc): a line outside them
+    // is malformed, not a reason to lose the whole import.
+    if (t0_ && *ts > *t0_ && *ts - *t0_ > kMaxSpanNs) {
+      malformed(report_, opts_, source_, report_.lines, "timestamp more than 2^60 ns (36 years) after the first");
+      return;
+    }
+    for (const auto& [key, max] : {std::pair<const char*, std::uint64_t>{"cpu_user_ms", kMaxCounterMs},
+                                   {"cpu_sys_ms", kMaxCounterMs},
+                                   {"duration_ms", kMaxCounterMs},
+                                   {"rss_kb", kMaxRssKb}}) {
+      if (auto v = get_u64(j, key); v && *v > max) {
+        malformed(report_, opts_, source_, report_.lines,
+                  std::string("'") + key + "' out of range; expected at most " + std::to_string(max));
+        return;
+      }
     }
     if (!t0_) t0_ = *ts;
     if (event == "CLOCK_SYNC") {
