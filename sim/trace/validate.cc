@@ -218,6 +218,12 @@ class Validator {
       const std::uint64_t total = check_ops(p.ops, p.loc.pointer + "/ops", p.loc, p.pid, false, 1, tool_open);
       if (sat_add(total, p.start_ns.value_or(0)) > kMaxQuantity)
         fail(p.loc, "start_ns plus the fixed durations of the ops overflow 2^62 ns");
+      // Without duration_ns the run lasts as long as the CPU work: cap its
+      // sum as duration x cpus is capped (about one tick event per busy
+      // CPU per few ms), so a huge run op is an error, not an endless run.
+      if (!t_.duration_ns && run_ns_ / 1000000 > kMaxCpuMs)
+        fail(p.loc, "the fixed run ops of the processes up to this one add up to more than the simulator's cap of " +
+                        std::to_string(kMaxCpuMs) + " CPU-ms; expected less CPU work or a duration_ns");
     }
     // Parent links form a forest.
     for (const ProcessSpec& p : t_.processes) {
@@ -290,6 +296,8 @@ class Validator {
         case OpKind::kIo:
           check_value(op.ns, sub(loc, "/ns"), "ns");
           if (!op.ns.is_random()) total = sat_add(total, op.ns.a);
+          if (op.kind == OpKind::kRun && !op.ns.is_random())
+            run_ns_ = sat_add(run_ns_, sat_mul(op.ns.a, multiplicity));
           break;
         case OpKind::kMem:
           check_value(op.bytes, sub(loc, "/bytes"), "bytes");
@@ -366,6 +374,7 @@ class Validator {
   std::map<std::int64_t, const ProcessSpec*> pids_;
   std::map<std::int64_t, Forker> forked_by_;
   int repeat_depth_ = 0;
+  std::uint64_t run_ns_ = 0;  // fixed run ns of all processes so far, repeats multiplied
 };
 
 }  // namespace
