@@ -117,6 +117,16 @@ void finish_trace(trace::Trace& t, const Report& report, const Options& opts,
   g["report"] = report.to_json();
   t.generator = g;
   t.source = report.input;
+  // Every importer ends here: what it built must be a trace `run` accepts
+  // (the one validate()), or the import fails naming the file, never later.
+  // Bad lines are skipped per line before this; what is left to fail here is
+  // whole-recording limits such as the simulator's cap on CPU work.
+  try {
+    trace::validate(t);
+  } catch (const trace::TraceError& e) {
+    throw ImportError(report.input, 0,
+                      "the imported trace is not one the simulator accepts: " + e.pointer() + ": " + e.message());
+  }
 }
 
 void add_cgroup_chain(trace::Trace& t, const std::string& path) {

@@ -175,6 +175,8 @@ std::string basename_of(std::string_view path) {
   return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
 }
 
+constexpr std::uint64_t kMaxSpanNs = std::uint64_t{1} << 46;
+
 class FtraceImporter {
  public:
   FtraceImporter(const std::string& source, const Options& opts, FtraceDetail* detail)
@@ -248,6 +250,13 @@ class FtraceImporter {
     if (t0_ && *ts < last_ts_) {
       malformed(report_, opts_, source_, report_.lines,
                 "timestamp goes backwards (expected a time-sorted report)");
+      return;
+    }
+    // A jump of more than 2^46 ns (19.5 hours) past the first event is a
+    // corrupt timestamp, not a recording (found by fuzz/import_ftrace_fuzz.cc:
+    // it made a task run for 32 years).
+    if (t0_ && *ts - *t0_ > kMaxSpanNs) {
+      malformed(report_, opts_, source_, report_.lines, "timestamp more than 2^46 ns (19.5 hours) after the first");
       return;
     }
     if (!t0_) t0_ = *ts;

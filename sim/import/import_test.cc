@@ -462,6 +462,18 @@ TEST(HostileImport, BadLineIsSkippedCountedAndTheTraceStaysValid) {
   }
 }
 
+// Found by fuzz/import_ftrace_fuzz.cc: a timestamp 32 years after the first
+// made a task run that long, past the simulator's cap on CPU work; the line
+// is now skipped and counted, and the rest imports.
+TEST(HostileImport, FuzzFoundTimestampJumpIsSkipped) {
+  Result r = import_ftrace_file(std::string(kBad) + "fuzz-ftrace-timestamp-jump.txt", Options{});
+  EXPECT_GE(r.report.malformed, 1u);
+  bool jump = false;
+  for (const std::string& m : r.report.malformed_examples) jump = jump || m.find("19.5 hours") != std::string::npos;
+  EXPECT_TRUE(jump);
+  EXPECT_NO_THROW(trace::validate(r.trace));
+}
+
 TEST(HostileImport, NonUtf8CommIsRepairedNotFatal) {
   Result r = import_ftrace_file(std::string(kBad) + "ftrace-non-utf8-comm.txt", Options{});
   const trace::ProcessSpec& p = proc(r.trace, 1500);
