@@ -11,7 +11,7 @@ want=()
 for group in "${@:-build}"; do
   var="AGENTCG_PKGS_${group}"
   if [ -z "${!var+x}" ]; then
-    echo "setup.sh: unknown package group '$group' (expected: build python live gpu)" >&2
+    echo "setup.sh: unknown package group '$group' (expected: build python live gpu fuzz)" >&2
     exit 2
   fi
   for p in ${!var}; do want+=("$p"); done

@@ -72,6 +72,7 @@ std::vector<std::string> gpu_policies() {
 }
 
 nlohmann::json run(const trace::Trace& trace, const RunOptions& options) {
+  trace::validate_for_policy(trace, options.policy);  // the same check as `trace validate --policy`
   auto cls = make_class(options.policy, options.config);
   Simulator sim;
   ScheduleLog log;

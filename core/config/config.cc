@@ -1,10 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0-only
+// The config loader (config.h): YAML text -> Config, or a ConfigError naming
+// file, line and key. Invariants: no exception other than ConfigError leaves
+// load_string()/load_file() (yaml-cpp's own exceptions, bad_alloc and the
+// like are converted at the edge: a daemon that reloads on SIGHUP must be
+// able to keep its old config on any bad file); every mapping is checked for
+// non-scalar ("complex") keys and duplicate keys, which yaml-cpp accepts and
+// would otherwise make `n[key]` silently return the first; a path that is not
+// a regular file (a directory) is an error, not "all defaults"; files are
+// capped at kMaxConfigBytes so a hostile path (/dev/zero) cannot exhaust
+// memory. Called by the simulator's CLI, agentcgroupd (start, --check-config,
+// SIGHUP), agentcg-gpud, the Python bindings and fuzz/config_fuzz.cc.
 #include "core/config/config.h"
 
+#include <sys/stat.h>
+
 #include <fstream>
+#include <new>
 #include <set>
 #include <sstream>
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 namespace agentcg::config {
@@ -13,12 +28,18 @@ Config::Config() : scheduler(agentcg_tunables_default()) {}
 
 namespace {
 
+// A node's "FILE:LINE". An absent key's node (`section["nope"]`) is a
+// zombie whose Mark() throws YAML::InvalidNode: callers pass the enclosing
+// section for those, and this still never throws (line omitted instead).
 std::string where(const std::string& source, const YAML::Node& n) {
-  const YAML::Mark m = n.Mark();
   std::string s = source;
+  if (!n.IsDefined()) return s;
+  const YAML::Mark m = n.Mark();
   if (m.line >= 0) s += ":" + std::to_string(m.line + 1);
   return s;
 }
+
+constexpr std::size_t kMaxConfigBytes = 1 << 20;  // 1 MiB: real configs are < 10 KB
 
 }  // namespace
 
@@ -32,11 +53,17 @@ void Reader::only_keys(const YAML::Node& section, const std::string& name,
   std::set<std::string> ok;
   std::stringstream ss(allowed);
   for (std::string k; std::getline(ss, k, ',');) ok.insert(k);
+  std::set<std::string> seen;
   for (const auto& kv : section) {
-    const auto key = kv.first.as<std::string>();
+    // `? [a, b]: 1` is a valid YAML mapping with a sequence as its key.
+    if (!kv.first.IsScalar())
+      fail(kv.first, name, "expected a plain key (one of: " + allowed + "), got a complex (non-scalar) key");
+    const auto key = kv.first.Scalar();
     if (!ok.count(key)) {
       fail(kv.first, name + "." + key, "unknown key (expected one of: " + allowed + ")");
     }
+    if (!seen.insert(key).second)
+      fail(kv.first, name + "." + key, "duplicate key (each key at most once per section)");
   }
 }
 
@@ -206,10 +233,16 @@ void parse_cfs(const YAML::Node& n, const Reader& r, CfsConfig& c) {
 
 }  // namespace
 
-Config load_string(const std::string& yaml, const std::string& source) {
+namespace {
+
+Config load_string_unchecked(const std::string& yaml, const std::string& source) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own depth guard (its message is just "bad file").
+    throw ConfigError(source + ":" + std::to_string(e.mark.line + 1) +
+                      ": not valid YAML: nested too deep; expected a shallow config file");
   } catch (const YAML::ParserException& e) {
     throw ConfigError(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
   }
@@ -236,12 +269,41 @@ Config load_string(const std::string& yaml, const std::string& source) {
   return c;
 }
 
+}  // namespace
+
+Config load_string(const std::string& yaml, const std::string& source) {
+  try {
+    return load_string_unchecked(yaml, source);
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const YAML::Exception& e) {
+    // A yaml-cpp check this loader did not anticipate (a bad conversion, an
+    // alias to a missing anchor): still one error type, with the position.
+    std::string at = source;
+    if (e.mark.line >= 0) at += ":" + std::to_string(e.mark.line + 1);
+    throw ConfigError(at + ": " + e.msg);
+  } catch (const std::bad_alloc&) {
+    throw ConfigError(source + ": out of memory while loading the config");
+  } catch (const std::exception& e) {
+    throw ConfigError(source + ": " + e.what());
+  }
+}
+
 Config load_file(const std::string& path) {
-  std::ifstream in(path);
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) throw ConfigError(path + ": cannot open config file (no such file?)");
+  if (S_ISDIR(st.st_mode)) throw ConfigError(path + ": is a directory; expected a YAML config file");
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path + ": cannot open config file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return load_string(ss.str(), path);
+  // Read at most kMaxConfigBytes + 1: a device or a huge file is an error,
+  // not an unbounded allocation.
+  std::string text(kMaxConfigBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) throw ConfigError(path + ": read error");
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxConfigBytes)
+    throw ConfigError(path + ": larger than " + std::to_string(kMaxConfigBytes) + " bytes; expected a small YAML config");
+  return load_string(text, path);
 }
 
 }  // namespace agentcg::config

@@ -27,9 +27,17 @@ void parse_scheduler_section(const YAML::Node& n, const Reader& r, agentcg_tunab
   get("io_bound_wakeup_rate", t.io_bound_wakeup_rate, 1, 1000000);
   get("mem_penalty_max", t.mem_penalty_max, 0, 4);
   get("mem_penalty_decay_sec", t.mem_penalty_decay_sec, 1, 3600);
-  if (t.boosted_slice_ms > t.base_slice_ms)
-    r.fail(n["boosted_slice_ms"], "scheduler.boosted_slice_ms",
-           "must not exceed scheduler.base_slice_ms (" + std::to_string(t.base_slice_ms) + ")");
+  // Point at the key the user wrote: with only base_slice_ms given (below
+  // the default boosted_slice_ms) there is no boosted_slice_ms node, and
+  // asking an absent key for its position throws YAML::InvalidNode.
+  if (t.boosted_slice_ms > t.base_slice_ms) {
+    if (n["boosted_slice_ms"])
+      r.fail(n["boosted_slice_ms"], "scheduler.boosted_slice_ms",
+             "must not exceed scheduler.base_slice_ms (" + std::to_string(t.base_slice_ms) + ")");
+    r.fail(n["base_slice_ms"] ? n["base_slice_ms"] : n, "scheduler.base_slice_ms",
+           "must be at least scheduler.boosted_slice_ms (" + std::to_string(t.boosted_slice_ms) +
+               ", the default; set boosted_slice_ms too)");
+  }
   if (n["features"]) {
     const YAML::Node f = n["features"];
     r.only_keys(f, "scheduler.features", "mem_penalty,auto_boost,wakeup_boost,fork_aware,min_slice");

@@ -382,9 +382,15 @@ void Daemon::reload() {
   Config next;
   try {
     next = agentcg::config::load_file(opt_.config_path);
-  } catch (const ConfigError& e) {
+  } catch (const std::exception& e) {
+    // load_file() throws only ConfigError; any other type is still caught
+    // here: a bad file on SIGHUP must never take the scheduler down.
     reload_errors_++;
     LOGE("SIGHUP: config rejected, keeping the old one: %s", e.what());
+    return;
+  } catch (...) {
+    reload_errors_++;
+    LOGE("SIGHUP: config rejected (unknown error), keeping the old one");
     return;
   }
   const bool fifo_change = (next.daemon.mode == "fifo") != (cfg_.daemon.mode == "fifo");
@@ -539,8 +545,11 @@ int main(int argc, char** argv) {
   if (opt.config_given || access(opt.config_path.c_str(), F_OK) == 0) {
     try {
       cfg = agentcg::config::load_file(opt.config_path);
-    } catch (const ConfigError& e) {
+    } catch (const std::exception& e) {  // ConfigError, or anything unexpected: exit 2, not abort
       std::fprintf(stderr, "agentcgroupd: bad config: %s\n", e.what());
+      return 2;
+    } catch (...) {
+      std::fprintf(stderr, "agentcgroupd: bad config: %s: unknown error\n", opt.config_path.c_str());
       return 2;
     }
   } else {

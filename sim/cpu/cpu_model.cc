@@ -605,8 +605,9 @@ nlohmann::json CpuModel::results() const {
   // Series: at most 200 bins of whole multiples of 100 ms.
   const std::uint64_t end = end_time_.ns();
   std::uint64_t nbins = (end + series_bin_.ns() - 1) / series_bin_.ns();
-  std::uint64_t merge = 1;
-  while (nbins / merge > 200) ++merge;
+  // The smallest merge with nbins / merge <= 200, in O(1): a loop here ran
+  // once per 100 ms of simulated time (a hang for duration_ns near 2^62).
+  const std::uint64_t merge = nbins / 201 + 1;
   const std::uint64_t interval = series_bin_.ns() * merge;
   json series_j = json::object();
   json cgroups = json::object();
@@ -634,8 +635,9 @@ nlohmann::json CpuModel::results() const {
     json s = json::array();
     for (std::uint64_t b = 0; b * merge < nbins; ++b) {
       std::uint64_t sum = 0;
-      for (std::uint64_t k = b * merge; k < std::min(nbins, (b + 1) * merge); ++k)
-        if (k < series[i].size()) sum += series[i][k];
+      // Bins past series[i].size() are empty: stop there, not at nbins.
+      const std::uint64_t k_end = std::min<std::uint64_t>({nbins, (b + 1) * merge, series[i].size()});
+      for (std::uint64_t k = b * merge; k < k_end; ++k) sum += series[i][k];
       const std::uint64_t lo = b * interval, hi = std::min(end, (b + 1) * interval);
       const double width = static_cast<double>(hi - lo) * static_cast<double>(cpus_.size());
       s.push_back(width > 0 ? round6(static_cast<double>(sum) / width) : 0.0);

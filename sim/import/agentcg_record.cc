@@ -206,9 +206,14 @@ class RecordImporter {
     if (!in) throw ImportError(p, 0, "cannot open file (expected a folder written by agentcg-record)");
     std::string line;
     std::uint64_t n = 0;
-    while (std::getline(in, line)) {
+    bool too_long = false;
+    while (read_bounded_line(in, line, too_long)) {
       ++n;
       ++side_lines_;
+      if (too_long) {
+        malformed(report_, opts_, p, n, "line longer than " + std::to_string(kMaxLineBytes) + " bytes");
+        continue;
+      }
       const std::string_view text = rstrip(line);
       if (n == 1) {
         if (text != header) throw ImportError(p, 1, "expected the header '" + std::string(header) + "' (tab-separated)");

@@ -59,11 +59,23 @@ struct Sampling {
   std::uint64_t last_cpu_ms = 0;
 };
 
+// 2^60 ns of recording, counters up to 2^38 ms each (8.7 years of CPU) and
+// RSS up to 2^50 KiB: sums of runs and sleeps stay below 2^62 ns.
+constexpr std::uint64_t kMaxSpanNs = std::uint64_t{1} << 60;
+constexpr std::uint64_t kMaxCounterMs = std::uint64_t{1} << 38;
+constexpr std::uint64_t kMaxRssKb = std::uint64_t{1} << 50;
+
 class EbpfImporter {
  public:
   EbpfImporter(const std::string& source, const Options& opts) : source_(source), opts_(opts) {
     report_.format = "agentcgroup-ebpf";
     report_.input = source;
+  }
+
+  void line_too_long() {
+    ++report_.lines;
+    malformed(report_, opts_, source_, report_.lines,
+              "line longer than " + std::to_string(kMaxLineBytes) + " bytes (skipped unread)");
   }
 
   void line(std::string_view text) {
@@ -81,6 +93,23 @@ class EbpfImporter {
       malformed(report_, opts_, source_, report_.lines,
                 "expected string 'event' and non-negative integer 'timestamp'");
       return;
+    }
+    // Bounds that keep every produced time and size far below the trace
+    // format's 2^62 (found by fuzz/import_ebpf_fuzz.cc): a line outside them
+    // is malformed, not a reason to lose the whole import.
+    if (t0_ && *ts > *t0_ && *ts - *t0_ > kMaxSpanNs) {
+      malformed(report_, opts_, source_, report_.lines, "timestamp more than 2^60 ns (36 years) after the first");
+      return;
+    }
+    for (const auto& [key, max] : {std::pair<const char*, std::uint64_t>{"cpu_user_ms", kMaxCounterMs},
+                                   {"cpu_sys_ms", kMaxCounterMs},
+                                   {"duration_ms", kMaxCounterMs},
+                                   {"rss_kb", kMaxRssKb}}) {
+      if (auto v = get_u64(j, key); v && *v > max) {
+        malformed(report_, opts_, source_, report_.lines,
+                  std::string("'") + key + "' out of range; expected at most " + std::to_string(max));
+        return;
+      }
     }
     if (!t0_) t0_ = *ts;
     if (event == "CLOCK_SYNC") {
@@ -161,8 +190,10 @@ class EbpfImporter {
       pid = get_u64(j, "child_pid");
       ppid = get_u64(j, "parent_pid");
     }
-    if (!pid || *pid == 0) {
-      malformed(report_, opts_, source_, report_.lines, event + ": expected positive integer 'pid'");
+    // pids are kernel pid_t values: 1..2^31-1 (larger ones are not pids, and
+    // the trace format rejects them, which used to lose the whole import).
+    if (!pid || *pid == 0 || *pid > std::uint64_t{kMaxPid} || ppid.value_or(0) > std::uint64_t{kMaxPid}) {
+      malformed(report_, opts_, source_, report_.lines, event + ": expected 'pid' (and 'ppid') in 1..2147483647");
       return;
     }
     const std::uint64_t t = rel(ts);
@@ -180,6 +211,10 @@ class EbpfImporter {
       return;
     }
     if (event == "EXEC") {
+      if (comm.empty()) {
+        malformed(report_, opts_, source_, report_.lines, "EXEC: expected a non-empty 'comm'");
+        return;
+      }
       if (e == nullptr) {
         e = &spawn(p, pp, comm, t);
         if (e->spec->comm != comm) e->builder.exec(comm);
@@ -265,7 +300,11 @@ class EbpfImporter {
 Result import_agentcgroup_ebpf(std::istream& in, const std::string& source, const Options& opts) {
   EbpfImporter imp(source, opts);
   std::string line;
-  while (std::getline(in, line)) imp.line(line);
+  bool too_long = false;
+  while (read_bounded_line(in, line, too_long)) {
+    if (too_long) imp.line_too_long();
+    else imp.line(line);
+  }
   if (in.bad()) throw ImportError(source, 0, "read error");
   return imp.finish();
 }

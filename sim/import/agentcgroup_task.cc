@@ -119,8 +119,19 @@ std::optional<std::uint64_t> parse_mem(std::string_view s) {
   else if (unit == "GiB") mult = 1024ULL * 1024 * 1024;
   else return std::nullopt;
   const long double bytes = static_cast<long double>(*value_e9) * static_cast<long double>(mult) / 1e9L;
+  if (bytes > static_cast<long double>(std::uint64_t{1} << 50)) return std::nullopt;  // > 1 PiB: not a reading
   return static_cast<std::uint64_t>(std::llround(bytes));
 }
+
+// Bounds found by fuzz/import_task_fuzz.cc, so every produced time stays far
+// below the trace format's 2^62 ns: samples and calls within 2^50 ns (13
+// days) of the recording's first time, CPU at most 1024 cores' worth, epochs
+// before the year 2286 (their ns fit in u64).
+constexpr std::uint64_t kMaxSpanNs = std::uint64_t{1} << 50;
+constexpr std::uint64_t kMaxPctHundredths = 1024ULL * 100 * 100;
+constexpr double kMaxEpochS = 1e10;
+
+std::uint64_t distance(std::uint64_t a, std::uint64_t b) { return a > b ? a - b : b - a; }
 
 class TaskImporter {
  public:
@@ -153,9 +164,16 @@ class TaskImporter {
                         ": expected 'timestamp' (ISO 8601 UTC) and 'tool'");
           return false;
         }
+        if (!first_ns_) first_ns_ = *start;
+        if (distance(*start, *first_ns_) > kMaxSpanNs) {
+          malformed(report_, opts_, name, line,
+                    "tool call " + std::to_string(index) + ": more than 13 days from the first tool call");
+          return false;
+        }
         std::optional<std::uint64_t> end;
         if (parsed.contains("end_timestamp") && parsed["end_timestamp"].is_string())
           end = parse_iso8601_utc_ns(parsed["end_timestamp"].get<std::string>());
+        if (end && *end - std::min(*end, *start) > kMaxSpanNs) end.reset();
         if (!end || *end < *start) {
           report_.note_unrepresented("tool calls without a valid end (zero length)");
           end = start;
@@ -171,6 +189,9 @@ class TaskImporter {
         throw ImportError(name, 1, "expected a JSON array of tool calls");
     } catch (const json::parse_error& e) {
       throw ImportError(name, line, std::string("invalid JSON: ") + e.what());
+    } catch (const json::exception& e) {
+      // e.g. out_of_range 406 for a number like 1e400 (found by fuzz/import_task_fuzz.cc)
+      throw ImportError(name, line, std::string("invalid JSON value: ") + e.what());
     }
     std::stable_sort(calls_.begin(), calls_.end(), [](const Call& a, const Call& b) {
       return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns < b.end_ns;
@@ -222,6 +243,9 @@ class TaskImporter {
       if (!top.is_object()) throw ImportError(name, 1, "expected an object with 'samples'");
     } catch (const json::parse_error& e) {
       throw ImportError(name, line, std::string("invalid JSON: ") + e.what());
+    } catch (const json::exception& e) {
+      // e.g. out_of_range 406 for a number like 1e400 (found by fuzz/import_task_fuzz.cc)
+      throw ImportError(name, line, std::string("invalid JSON value: ") + e.what());
     }
   }
 
@@ -258,7 +282,8 @@ class TaskImporter {
 
   void sample(const json& s, const std::string& name, std::uint64_t line) {
     std::optional<std::uint64_t> epoch_ns;
-    if (auto it = s.find("epoch"); it != s.end() && it->is_number() && it->get<double>() > 0)
+    if (auto it = s.find("epoch");
+        it != s.end() && it->is_number() && it->get<double>() > 0 && it->get<double>() < kMaxEpochS)
       epoch_ns = static_cast<std::uint64_t>(std::llround(it->get<double>() * 1e6)) * 1000;
     std::optional<std::uint64_t> pct, mem;
     if (auto it = s.find("cpu_percent"); it != s.end() && it->is_string())
@@ -269,6 +294,12 @@ class TaskImporter {
       malformed(report_, opts_, name, line,
                 "sample: expected 'epoch' (seconds), 'cpu_percent' (\"N.NN%\") and 'mem_usage' "
                 "(\"N.NMB / N.NGB\")");
+      return;
+    }
+    if (!first_ns_) first_ns_ = *epoch_ns;
+    if (distance(*epoch_ns, *first_ns_) > kMaxSpanNs || *pct > kMaxPctHundredths) {
+      malformed(report_, opts_, name, line,
+                "sample: epoch more than 13 days from the recording's first time, or cpu_percent above 102400%");
       return;
     }
     if (!t0_) origin(*epoch_ns);
@@ -398,6 +429,7 @@ class TaskImporter {
   std::vector<ProcessTable::Entry*> children_;
   std::vector<std::size_t> active_;
   std::size_t next_bound_ = 0;
+  std::optional<std::uint64_t> first_ns_;  // first time read (calls, then samples): the span bounds
   std::optional<std::uint64_t> t0_;
   std::uint64_t last_ns_ = 0;
   bool have_sample_ = false;

@@ -77,7 +77,7 @@ class ProcessBuilder {
     if (exited_) return;
     trace::Op op;
     op.kind = trace::OpKind::kExec;
-    op.name = comm;
+    op.name = utf8_or_replace(comm);
     spec_->ops.push_back(std::move(op));
   }
   void simple(trace::OpKind kind, const std::string& name = {}, std::uint64_t step = 0) {
@@ -118,6 +118,11 @@ class ProcessBuilder {
   bool exited_ = false;
 };
 
+// Bounds of the trace format that importers check per line, so that a bad
+// value skips its line instead of making the whole trace invalid.
+inline constexpr std::int64_t kMaxPid = 2147483647;  // pid_t
+inline constexpr std::int64_t kMaxCpus = 4096;       // machine.cpus
+
 // Processes in creation order with lookup by recorded pid. Entries live in a
 // std::deque so an Entry& stays valid while later processes are created.
 class ProcessTable {
@@ -144,7 +149,7 @@ class ProcessTable {
     used_.emplace(recorded_pid, 1);
     auto spec = std::make_unique<trace::ProcessSpec>();
     spec->pid = pid;
-    spec->comm = comm;
+    spec->comm = utf8_or_replace(comm);
     spec->cgroup = cgroup;
     trace::ProcessSpec* raw = spec.get();
     entries_.push_back(Entry{std::move(spec), ProcessBuilder(raw, start_ns), recorded_pid});

@@ -117,6 +117,16 @@ void finish_trace(trace::Trace& t, const Report& report, const Options& opts,
   g["report"] = report.to_json();
   t.generator = g;
   t.source = report.input;
+  // Every importer ends here: what it built must be a trace `run` accepts
+  // (the one validate()), or the import fails naming the file, never later.
+  // Bad lines are skipped per line before this; what is left to fail here is
+  // whole-recording limits such as the simulator's cap on CPU work.
+  try {
+    trace::validate(t);
+  } catch (const trace::TraceError& e) {
+    throw ImportError(report.input, 0,
+                      "the imported trace is not one the simulator accepts: " + e.pointer() + ": " + e.message());
+  }
 }
 
 void add_cgroup_chain(trace::Trace& t, const std::string& path) {
@@ -131,6 +141,51 @@ void add_cgroup_chain(trace::Trace& t, const std::string& path) {
   std::size_t pos = 0;
   while ((pos = path.find('/', pos + 1)) != std::string::npos) add(path.substr(0, pos));
   add(path);
+}
+
+bool read_bounded_line(std::istream& in, std::string& line, bool& too_long) {
+  line.clear();
+  too_long = false;
+  std::streambuf* sb = in.rdbuf();
+  if (sb == nullptr || !in.good()) return false;
+  bool any = false;
+  for (;;) {
+    const int c = sb->sbumpc();
+    if (c == std::char_traits<char>::eof()) {
+      in.setstate(std::ios::eofbit);
+      return any;
+    }
+    any = true;
+    if (c == '\n') return true;
+    if (line.size() < kMaxLineBytes) line.push_back(static_cast<char>(c));
+    else too_long = true;
+  }
+}
+
+std::string utf8_or_replace(const std::string& s) {
+  if (trace::valid_utf8(s)) return s;
+  // Decode greedily: keep each valid sequence, replace each other byte.
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    std::size_t len = 1;
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4;
+    if (c < 0x80) {
+      out += s[i++];
+      continue;
+    }
+    if (c >= 0xC2 && c <= 0xF4 && i + len <= s.size() && trace::valid_utf8(s.substr(i, len))) {
+      out.append(s, i, len);
+      i += len;
+    } else {
+      out += '?';
+      ++i;
+    }
+  }
+  return out;
 }
 
 std::optional<std::uint64_t> parse_seconds_ns(std::string_view s) {

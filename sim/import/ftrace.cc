@@ -118,6 +118,15 @@ std::optional<std::int64_t> to_int(std::string_view s) {
   return v;
 }
 
+// A pid field: 0 (the idle task) .. 2^31-1 (pid_t). Negative or larger
+// values make the line malformed instead of reaching the trace (where they
+// are invalid and used to lose the whole import).
+std::optional<std::int64_t> to_pid(std::string_view s) {
+  const auto v = to_int(s);
+  if (!v || *v < 0 || *v > kMaxPid) return std::nullopt;
+  return v;
+}
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
@@ -134,7 +143,7 @@ bool parse_comm_pid(std::string_view s, std::string_view& comm, std::int64_t& pi
   const auto colon = head.find_last_of(':');
   if (colon == std::string_view::npos) return false;
   comm = head.substr(0, colon);
-  const auto p = to_int(head.substr(colon + 1));
+  const auto p = to_pid(head.substr(colon + 1));
   if (!p) return false;
   pid = *p;
   return true;
@@ -166,12 +175,20 @@ std::string basename_of(std::string_view path) {
   return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
 }
 
+constexpr std::uint64_t kMaxSpanNs = std::uint64_t{1} << 46;
+
 class FtraceImporter {
  public:
   FtraceImporter(const std::string& source, const Options& opts, FtraceDetail* detail)
       : source_(source), opts_(opts), detail_(detail) {
     report_.format = "ftrace";
     report_.input = source;
+  }
+
+  void line_too_long() {
+    ++report_.lines;
+    malformed(report_, opts_, source_, report_.lines,
+              "line longer than " + std::to_string(kMaxLineBytes) + " bytes (skipped unread)");
   }
 
   void line(std::string_view text) {
@@ -198,7 +215,11 @@ class FtraceImporter {
       ts = parse_seconds_ns(text.substr(b, i - b));
       if (ts) {
         after = i + 1;
-        prefix_cpu(text.substr(0, b));
+        if (!prefix_cpu(text.substr(0, b))) {
+          malformed(report_, opts_, source_, report_.lines,
+                    "CPU number out of range; expected [0.." + std::to_string(kMaxCpus - 1) + "]");
+          return;
+        }
         break;
       }
     }
@@ -229,6 +250,13 @@ class FtraceImporter {
     if (t0_ && *ts < last_ts_) {
       malformed(report_, opts_, source_, report_.lines,
                 "timestamp goes backwards (expected a time-sorted report)");
+      return;
+    }
+    // A jump of more than 2^46 ns (19.5 hours) past the first event is a
+    // corrupt timestamp, not a recording (found by fuzz/import_ftrace_fuzz.cc:
+    // it made a task run for 32 years).
+    if (t0_ && *ts - *t0_ > kMaxSpanNs) {
+      malformed(report_, opts_, source_, report_.lines, "timestamp more than 2^46 ns (19.5 hours) after the first");
       return;
     }
     if (!t0_) t0_ = *ts;
@@ -280,15 +308,20 @@ class FtraceImporter {
   void header_cpus(std::string_view s) {
     std::size_t n = 0;
     while (n < s.size() && s[n] >= '0' && s[n] <= '9') ++n;
-    if (auto v = to_int(s.substr(0, n)); v && *v > 0 && *v < 65536)
+    if (auto v = to_int(s.substr(0, n)); v && *v > 0 && *v <= kMaxCpus)
       max_cpu_ = std::max<std::uint32_t>(max_cpu_, static_cast<std::uint32_t>(*v - 1));
   }
-  void prefix_cpu(std::string_view prefix) {
+  // False for a CPU number the trace format cannot hold (>= 4096): the line
+  // is then malformed (skipped and counted) instead of sizing the machine.
+  bool prefix_cpu(std::string_view prefix) {
     const auto a = prefix.find('[');
     const auto b = prefix.find(']', a == std::string_view::npos ? 0 : a);
-    if (a == std::string_view::npos || b == std::string_view::npos) return;
-    if (auto v = to_int(prefix.substr(a + 1, b - a - 1)); v && *v >= 0 && *v < 65536)
-      max_cpu_ = std::max<std::uint32_t>(max_cpu_, static_cast<std::uint32_t>(*v));
+    if (a == std::string_view::npos || b == std::string_view::npos) return true;
+    const auto v = to_int(prefix.substr(a + 1, b - a - 1));
+    if (!v) return true;  // not a CPU field
+    if (*v < 0 || *v >= kMaxCpus) return false;
+    max_cpu_ = std::max<std::uint32_t>(max_cpu_, static_cast<std::uint32_t>(*v));
+    return true;
   }
 
   // The live entry for a tid, created at first sight (already running or
@@ -341,8 +374,8 @@ class FtraceImporter {
       std::int64_t pid = 0;
       const auto kvs = parse_kv(payload);
       if (auto p = get(kvs, "pid")) {
-        const auto v = to_int(*p);
-        if (!v) return (why = "pid is not a number", false);
+        const auto v = to_pid(*p);
+        if (!v) return (why = "pid is not a number in 0..2147483647", false);
         pid = *v;
         comm = get(kvs, "comm").value_or("");
       } else {
@@ -356,9 +389,9 @@ class FtraceImporter {
     }
     const auto kvs = parse_kv(payload);
     if (event == "sched_process_fork") {
-      const auto ppid = to_int(get(kvs, "pid").value_or(""));
-      const auto cpid = to_int(get(kvs, "child_pid").value_or(""));
-      if (!ppid || !cpid || *cpid <= 0) return (why = "expected pid=N and child_pid=N", false);
+      const auto ppid = to_pid(get(kvs, "pid").value_or(""));
+      const auto cpid = to_pid(get(kvs, "child_pid").value_or(""));
+      if (!ppid || !cpid || *cpid <= 0) return (why = "expected pid=N and child_pid=N (pids in 1..2147483647)", false);
       const std::string_view child_comm = get(kvs, "child_comm").value_or(get(kvs, "comm").value_or(""));
       if (*ppid == 0) {  // forked by the idle task (early boot only): a root task
         task_entry(*cpid, child_comm, t);
@@ -382,17 +415,20 @@ class FtraceImporter {
       return true;
     }
     if (event == "sched_process_exec") {
-      const auto pid = to_int(get(kvs, "pid").value_or(""));
+      const auto pid = to_pid(get(kvs, "pid").value_or(""));
       const auto file = get(kvs, "filename");
-      if (!pid || !file) return (why = "expected filename=PATH and pid=N", false);
+      if (!pid || *pid == 0 || !file) return (why = "expected filename=PATH and pid=N (1..2147483647)", false);
+      // An empty name (filename= or a path ending in /) would be an exec
+      // with an empty comm, which the trace format rejects.
+      if (basename_of(*file).empty()) return (why = "expected a non-empty filename=PATH", false);
       ProcessTable::Entry& e = task_entry(*pid, basename_of(*file), t);
       account_run(e, tasks_[*pid], t);
       e.builder.exec(basename_of(*file));
       return true;
     }
     if (event == "sched_process_exit") {
-      const auto pid = to_int(get(kvs, "pid").value_or(""));
-      if (!pid) return (why = "expected pid=N", false);
+      const auto pid = to_pid(get(kvs, "pid").value_or(""));
+      if (!pid) return (why = "expected pid=N (0..2147483647)", false);
       if (*pid == 0) return true;
       ProcessTable::Entry& e = task_entry(*pid, get(kvs, "comm").value_or(""), t);
       Task& task = tasks_[*pid];
@@ -414,10 +450,11 @@ class FtraceImporter {
     std::int64_t prev_pid = 0, next_pid = 0;
     const auto kvs = parse_kv(payload);
     if (get(kvs, "prev_pid")) {
-      const auto pp = to_int(get(kvs, "prev_pid").value_or(""));
-      const auto np = to_int(get(kvs, "next_pid").value_or(""));
+      const auto pp = to_pid(get(kvs, "prev_pid").value_or(""));
+      const auto np = to_pid(get(kvs, "next_pid").value_or(""));
       const auto st = get(kvs, "prev_state");
-      if (!pp || !np || !st) return (why = "expected prev_pid=, prev_state= and next_pid=", false);
+      if (!pp || !np || !st)
+        return (why = "expected prev_pid=, prev_state= and next_pid= (pids in 0..2147483647)", false);
       prev_pid = *pp;
       next_pid = *np;
       state_text = *st;
@@ -503,7 +540,11 @@ Result import_ftrace(std::istream& in, const std::string& source, const Options&
                      FtraceDetail* detail) {
   FtraceImporter imp(source, opts, detail);
   std::string line;
-  while (std::getline(in, line)) imp.line(line);
+  bool too_long = false;
+  while (read_bounded_line(in, line, too_long)) {
+    if (too_long) imp.line_too_long();
+    else imp.line(line);
+  }
   if (in.bad()) throw ImportError(source, 0, "read error");
   return imp.finish();
 }

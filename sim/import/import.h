@@ -121,6 +121,20 @@ Result import_any(const std::string& format, const std::string& path, const Opti
 // Formats import_any knows, comma-separated, for usage text.
 std::string formats();
 
+// Longest line an importer stores (1 MiB; real lines are < 1 KB): a longer
+// one is read to its end without being kept and skipped as malformed, so a
+// single-line multi-GB file costs constant memory (issue 17).
+inline constexpr std::size_t kMaxLineBytes = std::size_t{1} << 20;
+
+// Reads the next line (without '\n') into `line`; false at the end of the
+// input. A line longer than kMaxLineBytes leaves `line` holding its first
+// kMaxLineBytes bytes and sets `too_long`.
+bool read_bounded_line(std::istream& in, std::string& line, bool& too_long);
+
+// `s` with every byte that is not part of valid UTF-8 replaced by '?'
+// (process names are raw bytes in the kernel; trace JSON is UTF-8).
+std::string utf8_or_replace(const std::string& s);
+
 // Parses "SSS.fff" seconds (any number of fraction digits, truncated to ns)
 // into integer ns without floating point; nullopt if not a number.
 std::optional<std::uint64_t> parse_seconds_ns(std::string_view text);

@@ -6,6 +6,7 @@
 // streaming (RSS does not grow with a 200k-line input of ignored events).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -403,6 +404,133 @@ TEST(ImportHelpers, ParseTimes) {
   EXPECT_FALSE(parse_iso8601_utc_ns("2026-02-07 nonsense"));
   EXPECT_THROW(import_any("nope", "x", Options{}), std::invalid_argument);
 }
+
+
+// --- hostile inputs (issue 17) ---------------------------------------------
+// Each fixture in tests/data/bad-imports/ has one bad line (line 14 of the
+// ftrace files, line 3 of the JSON lines files) that used to make the whole
+// import fail (or produce a trace that `run` rejects). Non-strict: the line
+// is skipped and counted and the trace is valid; strict: ImportError names
+// the line.
+namespace hostile {
+
+constexpr const char* kBad = "tests/data/bad-imports/";
+
+struct Case {
+  const char* file;
+  std::uint64_t line;
+  const char* why;
+};
+
+TEST(HostileImport, BadLineIsSkippedCountedAndTheTraceStaysValid) {
+  const Case cases[] = {
+      {"ftrace-pid-above-int32.txt", 14, "child_pid"},
+      {"ftrace-cpu-20000.txt", 14, "CPU number out of range"},
+      {"ftrace-empty-exec-filename.txt", 14, "non-empty filename"},
+      {"ftrace-prev-pid-negative.txt", 14, "prev_pid"},
+      {"ebpf-pid-above-int32.jsonl", 3, "1..2147483647"},
+      {"ebpf-empty-exec-comm.jsonl", 3, "non-empty 'comm'"},
+  };
+  // The recordings the fixtures extend have malformed lines of their own.
+  const std::uint64_t base_ebpf =
+      import_agentcgroup_ebpf_file(std::string(kData) + "ebpf_small.jsonl", Options{}).report.malformed;
+  const std::uint64_t base_ftrace =
+      import_ftrace_file(std::string(kData) + "ftrace_tracefs.txt", Options{}).report.malformed;
+  for (const Case& c : cases) {
+    const std::string path = std::string(kBad) + c.file;
+    const bool ebpf = std::string(c.file).rfind("ebpf", 0) == 0;
+    Result r = ebpf ? import_agentcgroup_ebpf_file(path, Options{}) : import_ftrace_file(path, Options{});
+    EXPECT_EQ(r.report.malformed, (ebpf ? base_ebpf : base_ftrace) + 1) << c.file;
+    ASSERT_FALSE(r.report.malformed_examples.empty()) << c.file;
+    EXPECT_NE(r.report.malformed_examples[0].find(std::string(c.file) + ":" + std::to_string(c.line) + ": "),
+              std::string::npos)
+        << r.report.malformed_examples[0];
+    EXPECT_NE(r.report.malformed_examples[0].find(c.why), std::string::npos) << r.report.malformed_examples[0];
+    EXPECT_NO_THROW(trace::validate(r.trace)) << c.file;
+    EXPECT_LE(r.trace.machine.cpus, 4096u) << c.file;
+    // The written text parses back (what `run` reads).
+    EXPECT_NO_THROW(trace::parse_trace(trace::to_json_text(r.trace), c.file)) << c.file;
+    Options strict;
+    strict.strict = true;
+    try {
+      if (ebpf) import_agentcgroup_ebpf_file(path, strict);
+      else import_ftrace_file(path, strict);
+      ADD_FAILURE() << c.file << ": strict import accepted it";
+    } catch (const ImportError& e) {
+      EXPECT_EQ(e.line(), c.line) << e.what();
+    }
+  }
+}
+
+// Found by fuzz/import_ftrace_fuzz.cc: a timestamp 32 years after the first
+// made a task run that long, past the simulator's cap on CPU work; the line
+// is now skipped and counted, and the rest imports.
+TEST(HostileImport, FuzzFoundTimestampJumpIsSkipped) {
+  Result r = import_ftrace_file(std::string(kBad) + "fuzz-ftrace-timestamp-jump.txt", Options{});
+  EXPECT_GE(r.report.malformed, 1u);
+  bool jump = false;
+  for (const std::string& m : r.report.malformed_examples) jump = jump || m.find("19.5 hours") != std::string::npos;
+  EXPECT_TRUE(jump);
+  EXPECT_NO_THROW(trace::validate(r.trace));
+}
+
+TEST(HostileImport, NonUtf8CommIsRepairedNotFatal) {
+  Result r = import_ftrace_file(std::string(kBad) + "ftrace-non-utf8-comm.txt", Options{});
+  const trace::ProcessSpec& p = proc(r.trace, 1500);
+  EXPECT_EQ(p.comm, "b?d");
+  EXPECT_NO_THROW(trace::validate(r.trace));
+  const std::string text = trace::to_json_text(r.trace);  // used to throw type_error 316
+  EXPECT_NE(text.find("\"b?d\""), std::string::npos);
+}
+
+// A stream of `n` bytes without a newline, generated on the fly (a 2 GB
+// single-line file without the file).
+class EndlessLine : public std::streambuf {
+ public:
+  explicit EndlessLine(std::uint64_t n) : left_(n) { buf_.fill('x'); }
+
+ protected:
+  int_type underflow() override {
+    if (left_ == 0) return traits_type::eof();
+    const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(left_, buf_.size()));
+    left_ -= k;
+    setg(buf_.data(), buf_.data(), buf_.data() + k);
+    return traits_type::to_int_type(buf_[0]);
+  }
+
+ private:
+  std::array<char, 65536> buf_{};
+  std::uint64_t left_;
+};
+
+TEST(HostileImport, LongSingleLineIsSkippedWithoutBeingKept) {
+  // 64 MiB: 64x the line cap. The line is read through, not stored, so the
+  // importer holds at most kMaxLineBytes of it (README: constant memory).
+  for (const bool ebpf : {false, true}) {
+    EndlessLine src(std::uint64_t{64} << 20);
+    std::istream in(&src);
+    Result r = ebpf ? import_agentcgroup_ebpf(in, "huge.txt", Options{}) : import_ftrace(in, "huge.txt", Options{});
+    EXPECT_EQ(r.report.lines, 1u);
+    EXPECT_EQ(r.report.malformed, 1u);
+    ASSERT_FALSE(r.report.malformed_examples.empty());
+    EXPECT_NE(r.report.malformed_examples[0].find("huge.txt:1: line longer than"), std::string::npos)
+        << r.report.malformed_examples[0];
+  }
+}
+
+TEST(HostileImport, BoundedLineReaderKeepsShortLinesIntact) {
+  std::istringstream in("a\n\nbc\r\nlast");
+  std::string line;
+  bool too_long = true;
+  std::vector<std::string> got;
+  while (read_bounded_line(in, line, too_long)) {
+    EXPECT_FALSE(too_long);
+    got.push_back(line);
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"a", "", "bc\r", "last"}));
+}
+
+}  // namespace hostile
 
 }  // namespace
 }  // namespace agentcg::import

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // The suite of broken traces in tests/data/bad-traces/: each must be
 // rejected with the line, JSON pointer and message fragment its manifest
-// (expected.json) names, and every file there must be in the manifest.
+// (expected.json) names, and every file there must be in the manifest. An
+// entry with "policy" is valid in general and rejected by that policy's
+// limits (validate_for_policy, which `run` and `trace validate --policy` call).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -24,7 +26,8 @@ TEST(BadTraces, EachFailsWhereAndHowTheManifestSays) {
     listed.insert(name);
     const std::string path = (dir / name).string();
     try {
-      load_trace_file(path);
+      const Trace t = load_trace_file(path);
+      if (want.contains("policy")) validate_for_policy(t, want.at("policy").get<std::string>());
       ADD_FAILURE() << name << ": accepted, expected an error";
     } catch (const TraceError& e) {
       EXPECT_EQ(e.file(), path) << name;

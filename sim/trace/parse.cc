@@ -9,6 +9,13 @@
 // the "gpu" section) can still name the line. A second, ordinary parse builds
 // the DOM that the typed parser below walks.
 //
+// Nesting is capped at kMaxJsonDepth containers, checked in the SAX pass
+// before the DOM exists: a hostile 100k-deep `[[[...]]]` used to cost memory
+// quadratic in depth (a pointer string per frame and per value) and a stack
+// overflow in the recursive dump() of the error path; now it is one error
+// naming the line where the limit was crossed, and nothing recursive below
+// (the typed walk, show(), validate()) ever sees more than that depth.
+//
 // Invariants: every error is a TraceError naming file, line, JSON pointer,
 // what was found and what was expected; unknown keys are errors (so a typo
 // never passes silently); "gpu" is the only section kept untyped (in
@@ -81,6 +88,12 @@ std::string escape_token(const std::string& key) {
   return out;
 }
 
+// Deepest nesting of objects and arrays accepted. A valid trace needs about
+// 2 per repeat level (at most 8), 3 per nested fork template and a few for
+// the top-level structure: 128 leaves room for any hand-written trace while
+// keeping every recursive walk shallow.
+constexpr std::size_t kMaxJsonDepth = 128;
+
 // Shared newline counter for the iterator below. `line_before_last` is the
 // line before the most recently consumed character: nlohmann's lexer reads
 // one character past a number before it reports it, so a number's line is
@@ -142,6 +155,7 @@ class LineMapHandler : public nlohmann::json_sax<json> {
   bool string(string_t&) override { return scalar(false); }
   bool binary(binary_t&) override { return scalar(false); }
   bool start_object(std::size_t) override {
+    if (!enter()) return false;
     begin_value(false);
     frames_.push_back(Frame{false, 0, current_path(), {}, {}});
     return true;
@@ -162,6 +176,7 @@ class LineMapHandler : public nlohmann::json_sax<json> {
     return true;
   }
   bool start_array(std::size_t) override {
+    if (!enter()) return false;
     begin_value(false);
     frames_.push_back(Frame{true, 0, current_path(), {}, {}});
     return true;
@@ -170,6 +185,10 @@ class LineMapHandler : public nlohmann::json_sax<json> {
     frames_.pop_back();
     return true;
   }
+  std::string depth_pointer;  // the container that crossed kMaxJsonDepth
+  std::uint32_t depth_line = 0;
+  bool too_deep = false;
+
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) override {
     error_byte = position;
     error_pointer = frames_.empty() ? std::string() : element_path();
@@ -185,6 +204,18 @@ class LineMapHandler : public nlohmann::json_sax<json> {
     std::string key;    // objects: the current member's key
     std::set<std::string> keys;
   };
+
+  // Refuses a container past kMaxJsonDepth (the caller then stops the
+  // parse: sax_parse returns false without calling parse_error).
+  bool enter() {
+    if (frames_.size() < kMaxJsonDepth) return true;
+    too_deep = true;
+    depth_pointer = element_path();
+    // "/a/0/0/0/..." 128 levels deep: keep the head, enough to find it.
+    if (depth_pointer.size() > 64) depth_pointer = depth_pointer.substr(0, 60) + "/...";
+    depth_line = counter_->line;
+    return false;
+  }
 
   // Pointer of the element being parsed in the innermost container.
   std::string element_path() const {
@@ -564,6 +595,10 @@ Trace parse_trace(const std::string& text, const std::string& source) {
   const char* begin = text.data();
   const char* end = text.data() + text.size();
   const bool ok = json::sax_parse(CountingIterator(begin, &counter), CountingIterator(end, &counter), &handler);
+  if (!ok && handler.too_deep)
+    throw TraceError(source, handler.depth_line, handler.depth_pointer,
+                     "nested more than " + std::to_string(kMaxJsonDepth) +
+                         " arrays/objects deep; expected a trace of at most that depth");
   if (!ok) {
     const std::uint32_t line = line_at_byte(text, handler.error_byte);
     throw TraceError(source, line, handler.error_pointer, "invalid JSON: " + syntax_message(handler.error_message));

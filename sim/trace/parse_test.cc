@@ -42,8 +42,8 @@ const char* kFull = R"({
   ]},
   {"pid": 2, "parent": 1, "cgroup": "/a/b", "comm": "bash", "ops": [{"op": "mem", "bytes": 4096}]}
  ],
- "gpu": {"devices": [{"memory_bytes": 100}], "jobs": [
-  {"x": 1}
+ "gpu": {"gpus": [{"memory_gb": 16}], "jobs": [
+  {"id": "j", "memory_bytes": 100, "iterations": 1, "kernel_ns": 1}
  ]}
 })";
 
@@ -103,7 +103,7 @@ TEST(Parse, ReadsEveryField) {
   EXPECT_EQ(p.ops[8].loc.line, 26u);
   EXPECT_FALSE(t.processes[1].start_ns);
   EXPECT_EQ(t.processes[1].parent, 1);
-  EXPECT_EQ(t.extra["gpu"]["devices"][0]["memory_bytes"], 100);
+  EXPECT_EQ(t.extra["gpu"]["gpus"][0]["memory_gb"], 16);
 }
 
 TEST(Parse, LineOfFindsNearestEnclosingPointer) {
@@ -219,6 +219,97 @@ TEST(Validate, ForkOfListedPidStartsIt) {
     {"pid": 1, "start_ns": 0, "ops": [{"op": "fork", "pid": 2}]},
     {"pid": 2, "start_ns": 5, "ops": []}]})";
   EXPECT_THROW(parse_trace(started_twice, "bad.json"), TraceError);
+}
+
+// Issue 17: a 100k-deep array (200 KB) took 47 s and 13.6 GB before a
+// bad_alloc, a 1,000-deep one overflowed the stack in the error path. Now
+// both stop at the depth limit with the line where it was crossed.
+TEST(Parse, HostileNestingStopsAtTheDepthLimit) {
+  for (const std::size_t depth : {std::size_t{1000}, std::size_t{100000}}) {
+    const std::string text = "{\"format\": \"agentcg-trace\",\n \"generator\": " + std::string(depth, '[') +
+                             std::string(depth, ']') + "}";
+    try {
+      parse_trace(text, "deep.json");
+      FAIL() << depth;
+    } catch (const TraceError& e) {
+      EXPECT_EQ(e.line(), 2u) << e.what();
+      EXPECT_NE(e.message().find("nested more than 128"), std::string::npos) << e.what();
+    }
+  }
+  // 120 levels inside the generator object is still a valid trace.
+  const std::string ok = R"({"format": "agentcg-trace", "version": 1, "machine": {"cpus": 1}, "generator": {"a": )" +
+                         std::string(120, '[') + std::string(120, ']') + R"(}, "processes": []})";
+  EXPECT_NO_THROW(parse_trace(ok, "ok.json"));
+}
+
+// Issue 17: a Trace built in code with a non-UTF-8 name was written by
+// to_json_text() with an uncaught nlohmann type_error 316; validate()
+// rejects it with the pointer, and writing never throws.
+TEST(Validate, NonUtf8NameIsAnErrorAndWritingDoesNotThrow) {
+  Trace t;
+  ProcessSpec p;
+  p.pid = 1;
+  p.start_ns = 0;
+  p.comm = std::string("b\xff" "d");
+  t.processes.push_back(p);
+  try {
+    validate(t);
+    FAIL();
+  } catch (const TraceError& e) {
+    // A Trace built in code has no pointers of its own: the field's name is what is known.
+    EXPECT_EQ(e.pointer(), "/comm") << e.what();
+    EXPECT_NE(e.message().find("UTF-8"), std::string::npos) << e.what();
+  }
+  std::string text;
+  EXPECT_NO_THROW(text = to_json_text(t));
+  EXPECT_NE(text.find("b\xef\xbf\xbd" "d"), std::string::npos);  // U+FFFD in place of the bad byte
+  EXPECT_TRUE(valid_utf8("caf\xc3\xa9"));
+  EXPECT_FALSE(valid_utf8("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(valid_utf8("\xed\xa0\x80"));      // surrogate
+  EXPECT_FALSE(valid_utf8("\xe2\x82"));          // truncated
+}
+
+TEST(Validate, PidAboveInt32IsRejectedAsRunWould) {
+  Trace t;
+  ProcessSpec p;
+  p.pid = std::int64_t{1} << 31;
+  p.start_ns = 0;
+  t.processes.push_back(p);
+  EXPECT_THROW(validate(t), TraceError);
+  t.processes[0].pid = 2147483647;
+  EXPECT_NO_THROW(validate(t));
+}
+
+TEST(Validate, DurationTimesCpusIsCapped) {
+  Trace t;
+  t.machine.cpus = 64;
+  t.duration_ns = std::uint64_t{30} * 1000000000;  // 30 s: fine
+  EXPECT_NO_THROW(validate(t));
+  t.duration_ns = std::uint64_t{1} << 62;
+  try {
+    validate(t);
+    FAIL();
+  } catch (const TraceError& e) {
+    EXPECT_EQ(e.pointer(), "/duration_ns");
+    EXPECT_NE(e.message().find("CPU-ms"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Validate, PolicyDepthLimitOnlyForScx) {
+  Trace t;
+  std::string path;
+  for (int i = 0; i < 16; ++i) {
+    path += "/c" + std::to_string(i);
+    CgroupSpec c;
+    c.path = path;
+    t.cgroups.push_back(c);
+  }
+  EXPECT_NO_THROW(validate(t));
+  EXPECT_NO_THROW(validate_for_policy(t, "cfs"));
+  EXPECT_THROW(validate_for_policy(t, "agentcg"), TraceError);
+  EXPECT_THROW(validate_for_policy(t, "flatcg"), TraceError);
+  t.cgroups.pop_back();  // 15 levels: the deepest flatcg/agentcg take
+  EXPECT_NO_THROW(validate_for_policy(t, "agentcg"));
 }
 
 TEST(Load, MissingFileIsATraceError) {

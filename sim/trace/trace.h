@@ -167,6 +167,15 @@ Trace load_trace_file(const std::string& path);
 // Semantic checks on a Trace built in code (parse_trace calls it too):
 // unknown cgroups, duplicate pids, parent cycles, missing start times, ...
 void validate(const Trace& trace);
+// RFC 3629 UTF-8 (what JSON strings hold): validate() checks every name
+// with it; importers repair raw kernel names with it.
+bool valid_utf8(const std::string& s);
+
+// What only some policies require of a trace (today: flatcg and agentcg take
+// cgroups at most AGENTCG_MAX_DEPTH - 1 = 15 levels deep). sim::run() calls
+// it before building the model; `trace validate --policy P` calls it too, so
+// validate and run agree. Throws TraceError naming the cgroup's line.
+void validate_for_policy(const Trace& trace, const std::string& policy);
 // Trace -> JSON (deterministic: fixed key order, no floats except sigma).
 nlohmann::json to_json(const Trace& trace);
 // The canonical text of a trace (what write_trace_file writes): 1-space

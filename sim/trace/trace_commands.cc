@@ -15,7 +15,10 @@ namespace {
 constexpr const char* kGenerateUsage =
     "usage: agentcg trace generate KIND [--seed N] -o FILE|- [--OPTION VALUE ...]\n"
     "       agentcg trace generate --help   (kinds and their options)\n";
-constexpr const char* kValidateUsage = "usage: agentcg trace validate FILE...\n";
+constexpr const char* kValidateUsage =
+    "usage: agentcg trace validate [--policy NAME] FILE...\n"
+    "  every check `run` makes before simulating (the gpu section included);\n"
+    "  --policy adds that policy's own limits (flatcg/agentcg: cgroups <= 15 deep)\n";
 
 }  // namespace
 
@@ -114,20 +117,37 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out, st
     err << "agentcg trace validate: no files given\n" << kValidateUsage;
     return 2;
   }
-  for (const std::string& a : args) {
+  std::vector<std::string> files;
+  std::string policy;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
     if (a == "-h" || a == "--help") {
       out << kValidateUsage;
       return 0;
+    }
+    if (a == "--policy" || a.rfind("--policy=", 0) == 0) {
+      if (a == "--policy" && i + 1 >= args.size()) {
+        err << "agentcg trace validate: --policy needs a policy name\n" << kValidateUsage;
+        return 2;
+      }
+      policy = a == "--policy" ? args[++i] : a.substr(9);
+      continue;
     }
     if (a.size() > 1 && a[0] == '-') {
       err << "agentcg trace validate: unknown option " << a << "\n" << kValidateUsage;
       return 2;
     }
+    files.push_back(a);
+  }
+  if (files.empty()) {
+    err << "agentcg trace validate: no files given\n" << kValidateUsage;
+    return 2;
   }
   int rc = 0;
-  for (const std::string& path : args) {
+  for (const std::string& path : files) {
     try {
       const Trace t = load_trace_file(path);
+      if (!policy.empty()) validate_for_policy(t, policy);
       out << path << ": valid (" << t.processes.size() << " processes, " << t.cgroups.size() << " cgroups)\n";
     } catch (const TraceError& e) {
       err << e.what() << "\n";

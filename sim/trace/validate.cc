@@ -10,11 +10,24 @@
 // traces built in code (their SourceLoc line is 0, the pointer still says
 // where). Cgroups may be listed in any order here (parse_trace sorts them
 // parents first; the generators emit them parents first).
+//
+// One validation path (issue 13): validate() also parses the "gpu" section
+// with the GPU model's own parser (sim/gpu/gpu_trace.h), so `trace validate`
+// rejects every trace `run` would; validate_for_policy() adds what only some
+// policies require (the sched_ext classes' cgroup depth) and is called by
+// sim::run() and by `trace validate --policy`. Importers call validate() on
+// what they build before writing it.
+// Also bounded here: pids fit the kernel's pid_t (1..2^31-1), names are
+// valid UTF-8 (JSON text is), and duration_ns x cpus stays within
+// kMaxCpuMs, so a run's event count (about one tick per busy CPU per few ms)
+// cannot reach the billions that would look like a hang.
 #include <algorithm>
 #include <limits>
 #include <map>
 #include <set>
 
+#include "agentcg/flatcg.h"  // AGENTCG_MAX_DEPTH
+#include "sim/gpu/gpu_trace.h"
 #include "sim/trace/trace.h"
 
 namespace agentcg::trace {
@@ -29,6 +42,43 @@ std::uint64_t sat_mul(std::uint64_t a, std::uint64_t b) {
   if (a == 0 || b == 0) return 0;
   return a > std::numeric_limits<std::uint64_t>::max() / b ? std::numeric_limits<std::uint64_t>::max() : a * b;
 }
+
+// CPU-milliseconds of simulated time a trace may ask for (duration_ns x
+// cpus): 2^34 ms is ~199 CPU-days, e.g. 3 days on 64 CPUs; about 4e9 tick
+// events at most, minutes of run time rather than the years that
+// duration_ns = 2^62 used to mean.
+constexpr std::uint64_t kMaxCpuMs = std::uint64_t{1} << 34;
+constexpr std::int64_t kMaxPid = std::numeric_limits<std::int32_t>::max();
+
+}  // namespace
+
+// RFC 3629 UTF-8 (no overlongs, no surrogates, at most U+10FFFF).
+bool valid_utf8(const std::string& s) {
+  std::size_t i = 0;
+  const std::size_t n = s.size();
+  while (i < n) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t len = 0;
+    std::uint32_t cp = 0;
+    if (c < 0x80) { ++i; continue; }
+    if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; }
+    else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; }
+    else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; }
+    else return false;
+    if (i + len > n) return false;
+    for (std::size_t k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+      return false;
+    i += len;
+  }
+  return true;
+}
+
+namespace {
 
 std::string parent_path(const std::string& path) {
   const auto slash = path.rfind('/');
@@ -46,8 +96,18 @@ class Validator {
     check_machine();
     if (t_.duration_ns && (*t_.duration_ns == 0 || *t_.duration_ns > kMaxQuantity))
       fail(at("/duration_ns"), "expected a duration in 1..2^62 ns, got " + std::to_string(*t_.duration_ns));
+    if (t_.duration_ns && *t_.duration_ns / 1000000 > kMaxCpuMs / t_.machine.cpus)
+      fail(at("/duration_ns"), "duration_ns " + std::to_string(*t_.duration_ns) + " on " +
+                                   std::to_string(t_.machine.cpus) + " CPUs is more than the simulator's cap of " +
+                                   std::to_string(kMaxCpuMs) + " CPU-ms (duration x cpus); expected at most " +
+                                   std::to_string(kMaxCpuMs / t_.machine.cpus * 1000000) + " ns");
+    check_text(t_.name, at("/name"));
+    check_text(t_.description, at("/description"));
     check_cgroups();
     check_processes();
+    // The gpu section, parsed by the GPU model's parser exactly as run()
+    // parses it (it throws TraceError with file, line and pointer).
+    if (t_.extra.is_object() && t_.extra.contains("gpu")) (void)sim::gpu::parse_gpu_section(t_);
   }
 
  private:
@@ -55,6 +115,13 @@ class Validator {
     throw TraceError(t_.source, loc.line, loc.pointer, message);
   }
   SourceLoc at(const std::string& ptr) const { return SourceLoc{line_of(t_, ptr), ptr}; }
+  void check_text(const std::string& s, const SourceLoc& loc) const {
+    if (!valid_utf8(s)) fail(loc, "not valid UTF-8; expected UTF-8 text (JSON strings are UTF-8)");
+  }
+  void check_pid(std::int64_t pid, const SourceLoc& loc) const {
+    if (pid <= 0 || pid > kMaxPid)
+      fail(loc, "expected a pid in 1..2147483647 (a kernel pid_t), got " + std::to_string(pid));
+  }
   // A child element's location: the parsed line of ptr + suffix if known.
   SourceLoc sub(const SourceLoc& loc, const std::string& suffix) const {
     const std::string p = loc.pointer + suffix;
@@ -76,6 +143,7 @@ class Validator {
     known_cgroups_.insert("/");
     for (const CgroupSpec& c : t_.cgroups) {
       const std::string& p = c.path;
+      check_text(p, sub(c.loc, "/path"));
       bool ok = !p.empty() && p[0] == '/' && (p == "/" || p.back() != '/') && p.find("//") == std::string::npos;
       for (std::size_t i = 0; ok && i < p.size();) {
         const auto next = p.find('/', i + 1);
@@ -129,13 +197,16 @@ class Validator {
 
   void check_processes() {
     for (const ProcessSpec& p : t_.processes) {
-      if (p.pid <= 0) fail(sub(p.loc, "/pid"), "expected a positive pid, got " + std::to_string(p.pid));
+      check_pid(p.pid, sub(p.loc, "/pid"));
       if (!pids_.emplace(p.pid, &p).second)
         fail(sub(p.loc, "/pid"), "duplicate pid " + std::to_string(p.pid) + "; expected each listed pid once");
     }
     for (const ProcessSpec& p : t_.processes) {
       check_cgroup_ref(p.cgroup, p.loc, false);
+      check_text(p.comm, sub(p.loc, "/comm"));
+      if (p.agent) check_text(p.agent->session, sub(p.loc, "/agent/session"));
       if (p.parent) {
+        check_pid(*p.parent, sub(p.loc, "/parent"));
         if (*p.parent == p.pid) fail(sub(p.loc, "/parent"), "a process cannot be its own parent");
         if (pids_.count(*p.parent) == 0)
           fail(sub(p.loc, "/parent"), "unknown parent pid " + std::to_string(*p.parent) + "; expected a listed pid");
@@ -147,6 +218,12 @@ class Validator {
       const std::uint64_t total = check_ops(p.ops, p.loc.pointer + "/ops", p.loc, p.pid, false, 1, tool_open);
       if (sat_add(total, p.start_ns.value_or(0)) > kMaxQuantity)
         fail(p.loc, "start_ns plus the fixed durations of the ops overflow 2^62 ns");
+      // Without duration_ns the run lasts as long as the CPU work: cap its
+      // sum as duration x cpus is capped (about one tick event per busy
+      // CPU per few ms), so a huge run op is an error, not an endless run.
+      if (!t_.duration_ns && run_ns_ / 1000000 > kMaxCpuMs)
+        fail(p.loc, "the fixed run ops of the processes up to this one add up to more than the simulator's cap of " +
+                        std::to_string(kMaxCpuMs) + " CPU-ms; expected less CPU work or a duration_ns");
     }
     // Parent links form a forest.
     for (const ProcessSpec& p : t_.processes) {
@@ -219,6 +296,8 @@ class Validator {
         case OpKind::kIo:
           check_value(op.ns, sub(loc, "/ns"), "ns");
           if (!op.ns.is_random()) total = sat_add(total, op.ns.a);
+          if (op.kind == OpKind::kRun && !op.ns.is_random())
+            run_ns_ = sat_add(run_ns_, sat_mul(op.ns.a, multiplicity));
           break;
         case OpKind::kMem:
           check_value(op.bytes, sub(loc, "/bytes"), "bytes");
@@ -231,12 +310,14 @@ class Validator {
             if (c.pid != 0 || c.parent || c.start_ns)
               fail(cloc, "an inline child template takes no pid, parent or start_ns");
             check_cgroup_ref(c.cgroup, cloc, true);
+            check_text(c.comm, sub(cloc, "/comm"));
             bool child_tool_open = false;
             const int saved_depth = repeat_depth_;  // a template's repeats nest from 0, as in the parser
             repeat_depth_ = 0;
             check_ops(c.ops, cloc.pointer + "/ops", cloc, 0, true, multiplicity, child_tool_open);
             repeat_depth_ = saved_depth;
           } else {
+            check_pid(op.pid, sub(loc, "/pid"));
             if (pids_.count(op.pid) == 0)
               fail(sub(loc, "/pid"), "fork of unknown pid " + std::to_string(op.pid) + "; expected a listed pid");
             if (templ)
@@ -254,6 +335,7 @@ class Validator {
           break;
         case OpKind::kExec:
           if (op.name.empty()) fail(sub(loc, "/comm"), "expected a non-empty comm");
+          check_text(op.name, sub(loc, "/comm"));
           break;
         case OpKind::kWait:
         case OpKind::kExit:
@@ -261,6 +343,7 @@ class Validator {
           break;
         case OpKind::kToolBegin:
           if (op.name.empty()) fail(sub(loc, "/tool"), "expected a non-empty tool name");
+          check_text(op.name, sub(loc, "/tool"));
           if (tool_open) fail(loc, "tool_begin while a tool call is open; expected tool_end first");
           tool_open = true;
           break;
@@ -291,10 +374,29 @@ class Validator {
   std::map<std::int64_t, const ProcessSpec*> pids_;
   std::map<std::int64_t, Forker> forked_by_;
   int repeat_depth_ = 0;
+  std::uint64_t run_ns_ = 0;  // fixed run ns of all processes so far, repeats multiplied
 };
 
 }  // namespace
 
 void validate(const Trace& trace) { Validator(trace).run(); }
+
+void validate_for_policy(const Trace& trace, const std::string& policy) {
+  // flatcg and agentcg walk at most AGENTCG_MAX_DEPTH ancestors (the BPF
+  // verifier needs the bound): their cgroup_init() refuses deeper cgroups,
+  // without a file or line; here the error names the cgroup's line.
+  if (policy != "flatcg" && policy != "agentcg") return;
+  for (const CgroupSpec& c : trace.cgroups) {
+    const auto depth = c.path == "/" ? 0 : static_cast<std::size_t>(std::count(c.path.begin(), c.path.end(), '/'));
+    if (depth + 1 > AGENTCG_MAX_DEPTH) {
+      const std::string ptr = c.loc.pointer.empty() ? std::string("/cgroups") : c.loc.pointer + "/path";
+      const std::uint32_t line = c.loc.pointer.empty() ? 0 : line_of(trace, ptr);
+      throw TraceError(trace.source, line != 0 ? line : c.loc.line, ptr,
+                       "cgroup \"" + c.path + "\" is " + std::to_string(depth) + " levels deep; policy " + policy +
+                           " supports at most " + std::to_string(AGENTCG_MAX_DEPTH - 1) +
+                           " (cfs, eevdf and fifo have no limit)");
+    }
+  }
+}
 
 }  // namespace agentcg::trace

@@ -10,6 +10,9 @@
 // gives t back and to_json_text(parse(text)) is a fixed point.
 // Called by the CLI (`trace generate`), the generators' tests and the
 // bundled-traces test that keeps traces/*.json from drifting.
+// Strings that are not valid UTF-8 (possible only in a Trace built in code:
+// validate() and the parser reject them) are written with U+FFFD in place of
+// the bad bytes instead of throwing nlohmann's type_error 316.
 #include <fstream>
 
 #include "sim/trace/trace.h"
@@ -19,6 +22,8 @@ namespace agentcg::trace {
 using nlohmann::json;
 
 namespace {
+
+std::string dump_text(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 json value_json(const Value& v) {
   switch (v.dist) {
@@ -126,7 +131,7 @@ void write_compact(const json& j, std::string& out) {
     for (const std::string& k : ordered_keys(j)) {
       if (!first) out += ", ";
       first = false;
-      out += json(k).dump();
+      out += dump_text(json(k));
       out += ": ";
       write_compact(j.at(k), out);
     }
@@ -139,7 +144,7 @@ void write_compact(const json& j, std::string& out) {
     }
     out += ']';
   } else {
-    out += j.dump();
+    out += dump_text(j);
   }
 }
 
@@ -158,7 +163,7 @@ void write_pretty(const json& j, std::size_t indent, std::string& out) {
     const auto keys = ordered_keys(j);
     for (std::size_t i = 0; i < keys.size(); ++i) {
       out += pad;
-      out += json(keys[i]).dump();
+      out += dump_text(json(keys[i]));
       out += ": ";
       write_pretty(j.at(keys[i]), indent + 1, out);
       out += i + 1 < keys.size() ? ",\n" : "\n";

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Trace loading cost (issue 21): wall time and peak RSS of load_trace_file()
+// on one file, median of N loads in one process (the first load's RSS peak
+// is the one that counts: later loads reuse the freed heap). Prints figures;
+// asserts nothing about speed.
+//   trace_load_bench FILE [REPEATS]
+// e.g. agentcg trace generate agent --sessions 10000 --cpus 64 --duration 30s -o agent10k.json
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "sim/trace/trace.h"
+
+namespace {
+
+long rss_kb(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(field, 0) == 0) return std::stol(line.substr(std::string(field).size()));
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s TRACE.json [REPEATS]\n", argv[0]);
+    return 2;
+  }
+  const std::string path = argv[1];
+  const int repeats = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
+  const double file_mb = static_cast<double>(std::filesystem::file_size(path)) / 1e6;
+  const long before_kb = rss_kb("VmRSS:");
+  std::vector<double> secs;
+  long peak_kb = 0;
+  std::size_t processes = 0;
+  for (int i = 0; i < repeats; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    {
+      const agentcg::trace::Trace t = agentcg::trace::load_trace_file(path);
+      processes = t.processes.size();
+      secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    if (i == 0) peak_kb = rss_kb("VmHWM:");
+  }
+  std::sort(secs.begin(), secs.end());
+  const double peak_mb = static_cast<double>(peak_kb - before_kb) / 1024.0;
+  std::printf("file %s: %.1f MB, %zu processes\n", path.c_str(), file_mb, processes);
+  std::printf("load: median %.3f s (min %.3f, max %.3f, %d runs)\n", secs[secs.size() / 2], secs.front(),
+              secs.back(), repeats);
+  std::printf("peak RSS above start: %.0f MB = %.1fx the file\n", peak_mb, peak_mb / file_mb);
+  return 0;
+}
