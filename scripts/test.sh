@@ -7,7 +7,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-./scripts/setup.sh build python live
+./scripts/setup.sh build python live gpu
 if [ ! -f build/ci/build.ninja ]; then
   cmake --preset ci
 fi
