@@ -1058,6 +1058,14 @@ json Player::results(std::uint64_t wall) {
   r["tasks"] = all_tasks;
   r["wakeup_latency_ns"] = latency_summary(wake_all);
   r["tool_call_latency_ns"] = latency_summary(tool_all);
+  r["tool_calls_completed"] = static_cast<std::uint64_t>(tool_all.size());
+  // The simulator scores its new-step detector against the trace's step
+  // annotations; live, the detector runs in BPF and its detections are not
+  // time-stamped here, so only the annotated count is known (same keys).
+  r["new_step_detection"] = {{"annotated", W.sh->agent_steps.load()}, {"detected", nullptr},
+                             {"matched", nullptr},  {"unannotated", nullptr},
+                             {"tolerance_ns", nullptr}, {"precision", nullptr},
+                             {"recall", nullptr}};
   r["context_switches"] = W.sh->ctx_switches.load();
   r["max_runnable_wait_ns"] = max_wait;
   const std::uint64_t dt = proc_total1_ - proc_total0_;

@@ -367,7 +367,7 @@ def cmd_fleet(a: argparse.Namespace) -> int:
         raise UsageError("fleet needs either TRACE... (one host each) or --generate KIND --hosts N")
     if a.generate and a.hosts is None:
         raise UsageError("fleet --generate needs --hosts N")
-    gen = Generator(a.generate, _overrides(a.gen) if a.gen else {}) if a.generate else None
+    gen = Generator(a.generate, _key_values(a.gen, "--gen") if a.gen else {}) if a.generate else None
     fs = run_fleet(a.hosts if a.generate else a.traces, gen, a.sessions, policy=a.policy,
                    seed=a.seed, config=a.config, workers=a.workers, scheduler=a.dask,
                    dask_local=a.dask_local, progress=not a.quiet)
