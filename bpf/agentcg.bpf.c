@@ -534,7 +534,8 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 					 enq_flags);
 		return;
 	}
-	qshare = refresh_qshare(t->cgid);
+	/* Strategy hook: weight_pct scales the share (scx_class.cc alike) */
+	qshare = agentcg_strategy_qshare(agentcg_strategy_of_cgrp(t->cgid), refresh_qshare(t->cgid));
 	t->at.weight = p->scx.weight;
 	before = AGENTCG_ATOMIC_ADD(&cs->cg.nr_queued, 1u);
 	t->queued = 1;
@@ -810,9 +811,9 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 	}
 	if (agentcg_fork_tick(&cs->cg, now, tn))
 		sync_weight(cs, tn);
-	qshare = refresh_qshare(t->cgid);
-	/* Strategy hook: weight_pct scales what the cgroup is charged */
-	agentcg_cgrp_charge(&cs->cg, qshare, agentcg_strategy_charge_ns(agentcg_strategy_of_cgrp(t->cgid), ran));
+	/* Strategy hook: weight_pct scales the share (scx_class.cc alike) */
+	qshare = agentcg_strategy_qshare(agentcg_strategy_of_cgrp(t->cgid), refresh_qshare(t->cgid));
+	agentcg_cgrp_charge(&cs->cg, qshare, ran);
 	agentcg_eevdf_advance(&glob, ran);
 	if (st) {
 		st->eff_weight = cs->cg.eff_weight;

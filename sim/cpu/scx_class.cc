@@ -94,7 +94,8 @@ class ScxClass final : public SchedClass {
     if (agentcg_fork_tick(&gr.cg, now, &t_)) sync_weight(p.cgroup);
     tc.t.weight = p.weight ? p.weight : AGENTCG_WEIGHT_DFL;
     tc.cg = p.cgroup;
-    const u32 qshare = qshare_of(p.cgroup);
+    // Strategy hook: weight_pct scales the share (as bpf/agentcg.bpf.c)
+    const u32 qshare = agentcg_strategy_qshare(ctx_->strategy_of_cgroup(p.cgroup), qshare_of(p.cgroup));
     // a woken task goes at its group's virtual time, ahead of its queued
     // siblings (fair.c places a wakee by its own lag); new and requeued
     // tasks go behind them
@@ -172,8 +173,8 @@ class ScxClass final : public SchedClass {
     const std::uint64_t ran = (ctx_->now() - p.started_at).ns();
     Group& gr = groups_[tc.cg];
     if (agentcg_fork_tick(&gr.cg, now, &t_)) sync_weight(tc.cg);
-    // Strategy hook: weight_pct scales the cgroup's charge (as bpf/agentcg.bpf.c)
-    agentcg_cgrp_charge(&gr.cg, qshare_of(tc.cg), agentcg_strategy_charge_ns(ctx_->strategy_of_cgroup(tc.cg), ran));
+    // Strategy hook: weight_pct scales the share (as bpf/agentcg.bpf.c)
+    agentcg_cgrp_charge(&gr.cg, agentcg_strategy_qshare(ctx_->strategy_of_cgroup(tc.cg), qshare_of(tc.cg)), ran);
     agentcg_eevdf_advance(&g_, ran);
     agentcg_task_charge(&tc.t, ran);
     tc.t.boosted = 0;
