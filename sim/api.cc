@@ -10,10 +10,7 @@
 #include "sim/event_queue.h"
 #include "sim/gpu/gpu_sim.h"
 #include "sim/schedule_log.h"
-#if __has_include("sim/cpu/scx_class.h")
 #include "sim/cpu/scx_class.h"
-#define AGENTCG_HAVE_SCX 1
-#endif
 
 namespace agentcg::sim {
 
@@ -23,9 +20,7 @@ std::unique_ptr<SchedClass> make_class(const std::string& policy, const config::
   if (policy == "cfs") return make_cfs_class(cfg.cfs);
   if (policy == "eevdf") return make_eevdf_class(cfg.cfs);
   if (policy == "fifo") return make_fifo_class();
-#ifdef AGENTCG_HAVE_SCX
   if (auto c = make_scx_class(policy, cfg.scheduler)) return c;
-#endif
   std::string known;
   for (const auto& p : cpu_policies()) known += (known.empty() ? "" : ", ") + p;
   throw std::invalid_argument("unknown policy '" + policy + "' (expected one of: " + known + ")");
@@ -60,11 +55,7 @@ nlohmann::json config_json(const config::Config& c) {
 }  // namespace
 
 std::vector<std::string> cpu_policies() {
-#ifdef AGENTCG_HAVE_SCX
   return {"cfs", "eevdf", "fifo", "flatcg", "agentcg"};
-#else
-  return {"cfs", "eevdf", "fifo"};
-#endif
 }
 
 std::vector<std::string> gpu_policies() {
@@ -81,11 +72,9 @@ nlohmann::json run(const trace::Trace& trace, const RunOptions& options) {
   const StrategyTable strategies(options.strategies);
   if (!strategies.empty()) cpu.set_strategies(&strategies);
   std::unique_ptr<gpu::GpuSimulation> gpu_sim;
-#ifdef AGENTCG_HAVE_GPU_SIM
   if (gpu::trace_has_gpu(trace)) {
     gpu_sim = gpu::make_gpu_simulation(sim, trace, options.gpu_policy, options.config.gpu, options.seed);
   } else
-#endif
   if (options.gpu_policy != "none") {
     bool known = false;
     for (const auto& g : gpu_policies()) known = known || g == options.gpu_policy;
@@ -117,11 +106,7 @@ nlohmann::json run(const trace::Trace& trace, const RunOptions& options) {
   }
   if (gpu_sim) r["gpu"] = gpu_sim->results();
   if (want_log) {
-#ifdef AGENTCG_HAVE_PERFETTO
     write_perfetto(log, options.perfetto_path);
-#else
-    throw std::runtime_error("this build has no Perfetto writer (sim/perfetto.cc)");
-#endif
   }
   return r;
 }

@@ -421,7 +421,7 @@ def cmd_report(a: argparse.Namespace) -> int:
 def cmd_demo(a: argparse.Namespace) -> int:
     from . import demo
 
-    return demo.run_demo(a.out, quick=a.quick, quiet=a.quiet, root=a.traces, seeds=_seeds(a.seeds))
+    return demo.run_demo(a.out, quiet=a.quiet, root=a.traces, seeds=_seeds(a.seeds))
 
 
 def _durations(items: Sequence[str]) -> Dict[str, str]:
@@ -512,59 +512,7 @@ def cmd_trace(argv: List[str]) -> int:
     sys.stderr.flush()
     if sub in _core.trace_commands():
         return int(_core.trace_command(sub, rest))
-    if sub == "generate":
-        return _trace_generate(rest)
-    if sub == "validate":
-        return _trace_validate(rest)
-    raise UsageError(f"trace {sub} is not built into agentcg._core (rebuild with sim/cli/import_cmd.cc present)")
-
-
-def _trace_generate(rest: List[str]) -> int:
-    # Fallback used only when sim/cli/trace_cmd.cc was not compiled in.
-    from .traces import generate, split_options
-
-    if not rest or rest[0].startswith("-"):
-        raise UsageError("trace generate needs KIND")
-    kind, opts_argv = rest[0], rest[1:]
-    seed, out = 1, None
-    other: List[str] = []
-    i = 0
-    while i < len(opts_argv):
-        tok = opts_argv[i]
-        if tok in ("--seed", "-o", "--out") and i + 1 < len(opts_argv):
-            if tok == "--seed":
-                try:
-                    seed = int(opts_argv[i + 1])
-                except ValueError:
-                    raise UsageError(f"--seed {opts_argv[i + 1]}: expected an integer") from None
-            else:
-                out = opts_argv[i + 1]
-            i += 2
-            continue
-        other.append(tok)
-        i += 1
-    if out is None:
-        raise UsageError("trace generate needs -o FILE")
-    t = generate(kind, seed, **split_options(other))
-    t.write(out)
-    print(f"wrote {out} ({t.nr_processes} processes, {len(t.cgroup_paths)} cgroups)")
-    return EXIT_OK
-
-
-def _trace_validate(rest: List[str]) -> int:
-    from . import _core
-
-    if not rest:
-        raise UsageError("trace validate needs FILE...")
-    rc = EXIT_OK
-    for f in rest:
-        try:
-            t = _core.Trace.from_file(f)
-            print(f"{f}: valid ({t.nr_processes} processes, {len(t.cgroup_paths)} cgroups)")
-        except _core.TraceError as e:
-            print(f"agentcg: {e}", file=sys.stderr)
-            rc = EXIT_INPUT
-    return rc
+    raise UsageError(f"trace {sub}: unknown trace command; expected one of: {', '.join(_core.trace_commands())}")
 
 
 def _version() -> str:
@@ -590,7 +538,6 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default=os.path.join("out", "demo"), help="output directory (default out/demo)")
     d.add_argument("--seeds", default="1-3", help="seeds of the repetitions (default 1-3)")
     d.add_argument("--traces", default=None, help="folder of the bundled traces (default: the repository's traces/)")
-    d.add_argument("--quick", action="store_true", help="shorter generated GPU scenarios")
     d.add_argument("--quiet", action="store_true")
     d.set_defaults(func=cmd_demo)
 

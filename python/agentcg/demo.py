@@ -64,7 +64,7 @@ def _scenarios(root: str, seed: int) -> List[Tuple[str, Any, List[Tuple[str, str
     return out
 
 
-def run_demo(out_dir: str, seed: int = 1, quick: bool = False, quiet: bool = False,
+def run_demo(out_dir: str, seed: int = 1, quiet: bool = False,
              root: Optional[str] = None, seeds: Optional[Sequence[int]] = None) -> int:
     from . import cli, plots, report, table
 

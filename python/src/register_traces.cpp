@@ -13,14 +13,8 @@
 #include "sim/gpu/gpu_sim.h"
 #include "sim/trace/trace.h"
 #include <sstream>
-#if __has_include("sim/trace/trace_commands.h")
 #include "sim/trace/trace_commands.h"
-#define AGENTCG_PY_TRACE_CMD 1
-#endif
-#if __has_include("sim/import/commands.h")
 #include "sim/import/commands.h"
-#define AGENTCG_PY_IMPORT_CMD 1
-#endif
 
 namespace py = pybind11;
 
@@ -96,15 +90,11 @@ void register_traces(py::module_& m) {
   // interleaves correctly with Python output and can be captured.
   m.def("trace_commands", []() {
     std::vector<std::string> v;
-#ifdef AGENTCG_PY_TRACE_CMD
     v.push_back("generate");
     v.push_back("validate");
-#endif
-#ifdef AGENTCG_PY_IMPORT_CMD
     v.push_back("import");
     v.push_back("stats");
     v.push_back("merge");
-#endif
     return v;
   });
   m.def(
@@ -114,15 +104,11 @@ void register_traces(py::module_& m) {
         std::ostringstream out, err;
         {
           py::gil_scoped_release release;
-#ifdef AGENTCG_PY_TRACE_CMD
           if (sub == "generate") rc = trace::generate_command(args, out, err);
           if (sub == "validate") rc = trace::validate_command(args, out, err);
-#endif
-#ifdef AGENTCG_PY_IMPORT_CMD
           if (sub == "import") rc = import::import_command(args, out, err);
           if (sub == "stats") rc = import::stats_command(args, out, err);
           if (sub == "merge") rc = import::merge_command(args, out, err);
-#endif
         }
         py::module_ sys = py::module_::import("sys");
         if (!out.str().empty()) sys.attr("stdout").attr("write")(out.str());

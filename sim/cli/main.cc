@@ -25,14 +25,8 @@
 #include "sim/api.h"
 #include "sim/cli/args.h"
 #include "sim/trace/trace.h"
-#if __has_include("sim/cli/trace_cmd.h")
 #include "sim/cli/trace_cmd.h"
-#define AGENTCG_HAVE_TRACE_CMD 1
-#endif
-#if __has_include("sim/cli/import_cmd.h")
 #include "sim/cli/import_cmd.h"
-#define AGENTCG_HAVE_IMPORT_CMD 1
-#endif
 #include "sim/calibrate/calibrate.h"
 
 #ifndef AGENTCG_VERSION
@@ -260,16 +254,12 @@ int cmd_trace(const std::vector<std::string>& argv) {
   if (argv.empty()) throw UsageError("trace needs a subcommand: generate, validate, import, stats, merge, mix");
   const std::string sub = argv[0];
   const std::vector<std::string> rest(argv.begin() + 1, argv.end());
-#ifdef AGENTCG_HAVE_TRACE_CMD
   if (sub == "generate") return trace_generate_main(rest);
   if (sub == "validate") return trace_validate_main(rest);
-#endif
-#ifdef AGENTCG_HAVE_IMPORT_CMD
   if (sub == "import") return trace_import_main(rest);
   if (sub == "stats") return trace_stats_main(rest);
   if (sub == "merge") return trace_merge_main(rest);
   if (sub == "mix") return trace_mix_main(rest);
-#endif
   throw UsageError("unknown trace subcommand '" + sub + "'");
 }
 

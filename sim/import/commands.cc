@@ -13,9 +13,7 @@
 #include "sim/import/mix.h"
 #include "sim/import/stats.h"
 #include "sim/trace/trace.h"
-#if __has_include("sim/gpu/gpu_csv_import.h")
 #include "sim/gpu/gpu_csv_import.h"
-#endif
 
 namespace agentcg::import {
 
@@ -126,7 +124,6 @@ GpuMachine gpu_machine(const Args& a) {
 Result import_with(const std::string& format, const std::string& input, const Options& o,
                    const GpuMachine& machine = {}) {
   if (format == "gpu-csv") {
-#if __has_include("sim/gpu/gpu_csv_import.h")
     // The GPU model's importer; it reports malformed and refused lines in
     // its own provenance (import_summary()).
     sim::gpu::ImportOptions g;
@@ -139,9 +136,6 @@ Result import_with(const std::string& format, const std::string& input, const Op
     r.report.format = "gpu-csv";
     r.report.input = input;
     return r;
-#else
-    throw std::invalid_argument("format 'gpu-csv': the GPU CSV importer is not built into this binary");
-#endif
   }
   return import_any(format, input, o);
 }
@@ -159,9 +153,7 @@ int import_command(const std::vector<std::string>& args, std::ostream& out, std:
     if (format != "gpu-csv" && (a.get("gpus") || a.get("gpu-mem-gb")))
       throw UsageError("options --gpus and --gpu-mem-gb apply to --from gpu-csv only");
     Result r = import_with(format, a.positional()[0], import_options(a), gpu_machine(a));
-#if __has_include("sim/gpu/gpu_csv_import.h")
     if (format == "gpu-csv") err << sim::gpu::import_summary(r.trace);
-#endif
     if (format != "gpu-csv") err << r.report.summary();
     trace::validate(r.trace);
     write(r.trace, out_path, out);

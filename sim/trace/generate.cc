@@ -31,14 +31,7 @@
 
 #include "sim/trace/trace.h"
 
-#if __has_include("sim/gpu/gpu_generate.h")
 #include "sim/gpu/gpu_generate.h"
-#define AGENTCG_HAVE_GPU_GENERATE 1
-#else
-// TODO(gpu): sim/gpu/gpu_generate.h (generate_gpu_trace, gpu_generator_help)
-// is not in the tree yet; gpu-* kinds report that they are unavailable.
-#define AGENTCG_HAVE_GPU_GENERATE 0
-#endif
 
 namespace agentcg::trace {
 namespace {
@@ -856,17 +849,11 @@ Trace generate(const std::string& kind, std::uint64_t seed, const std::map<std::
   for (const Kind& k : kKinds)
     if (kind == k.name) return k.fn(seed, options);
   if (kind.rfind("gpu-", 0) == 0) {
-#if AGENTCG_HAVE_GPU_GENERATE
     return agentcg::sim::gpu::generate_gpu_trace(kind, seed, options);
-#else
-    throw std::invalid_argument("generator " + kind + ": GPU generators are not built into this binary");
-#endif
   }
   std::string list;
   for (const Kind& k : kKinds) list += std::string(list.empty() ? "" : ", ") + k.name;
-#if AGENTCG_HAVE_GPU_GENERATE
   list += ", gpu-* (see --help)";
-#endif
   throw std::invalid_argument("unknown generator kind \"" + kind + "\"; expected one of: " + list);
 }
 
@@ -890,9 +877,7 @@ std::string generator_help() {
   out +=
       "Durations: 10s, 500ms, 250us, 1000ns (decimals allowed: 2.5s). Distributions: a duration, or "
       "uniform:MIN:MAX, exp:MEAN[:CAP], lognormal:MEDIAN:SIGMA[:CAP]. Sizes: 185MiB, 1GiB, 512KB, bytes, or max.\n";
-#if AGENTCG_HAVE_GPU_GENERATE
   out += agentcg::sim::gpu::gpu_generator_help();
-#endif
   return out;
 }
 

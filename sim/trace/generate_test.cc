@@ -223,7 +223,6 @@ TEST(Generate, DurationsAndDistributionsAcceptTheDocumentedForms) {
 }
 
 TEST(Generate, GpuKindsAreDispatchedAndRoundTrip) {
-#if __has_include("sim/gpu/gpu_generate.h")
   for (const char* kind : {"gpu-oversub", "gpu-fit", "gpu-quota"}) {
     const Trace t = generate(kind, 3, {});
     ASSERT_TRUE(t.extra.contains("gpu")) << kind;
@@ -232,9 +231,6 @@ TEST(Generate, GpuKindsAreDispatchedAndRoundTrip) {
     EXPECT_EQ(parsed.extra["gpu"], t.extra["gpu"]) << kind;
     EXPECT_TRUE(same_text(to_json_text(parsed), text)) << kind;
   }
-#else
-  GTEST_SKIP() << "sim/gpu/gpu_generate.h is not in this tree";
-#endif
 }
 
 TEST(Generate, HelpListsEveryKindAndOption) {
