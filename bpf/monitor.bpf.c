@@ -201,8 +201,8 @@ int BPF_PROG(mon_sched_switch, bool preempt, struct task_struct *prev, struct ta
 	return 0;
 }
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(mon_sched_wakeup, struct task_struct *p)
+/* sched_wakeup and sched_wakeup_new count alike: the task starts waiting. */
+static __always_inline int on_wakeup(struct task_struct *p)
 {
 	struct agentcg_mon_cgrp_stat *s;
 
@@ -216,19 +216,16 @@ int BPF_PROG(mon_sched_wakeup, struct task_struct *p)
 	return 0;
 }
 
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(mon_sched_wakeup, struct task_struct *p)
+{
+	return on_wakeup(p);
+}
+
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(mon_sched_wakeup_new, struct task_struct *p)
 {
-	struct agentcg_mon_cgrp_stat *s;
-
-	count_global(AGENTCG_MON_G_events);
-	if (!p->pid)
-		return 0;
-	start_wait(p, bpf_ktime_get_ns(), 1);
-	s = cgrp_stat(p);
-	if (s)
-		s->wakeups++;
-	return 0;
+	return on_wakeup(p);
 }
 
 SEC("tp_btf/sched_migrate_task")
