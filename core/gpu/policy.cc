@@ -391,6 +391,24 @@ class Policy final : public GpuPolicy {
     out.list.push_back({DecisionKind::kDrop, c.id, *c.gpu, c.generation, 0, 0});
   }
 
+  // Holders, memory they hold, and contexts on GPU g: the totals fits() and
+  // context_admissible() need, computed once per evaluation and kept up to
+  // date by the caller across its grants.
+  struct GpuTotals {
+    std::uint64_t holders = 0, held_bytes = 0, contexts = 0;
+  };
+  GpuTotals gpu_totals(GpuIndex g) const {
+    GpuTotals t;
+    for (const auto& [id, o] : clients_) {
+      if (o.gpu != g) continue;
+      if (o.granted) {
+        ++t.holders;
+        t.held_bytes += o.allocated;
+      }
+      if (o.has_context) ++t.contexts;
+    }
+    return t;
+  }
   std::uint64_t ctx_bytes(GpuIndex g) const {
     return gpus_[g].context_overhead_bytes ? gpus_[g].context_overhead_bytes : cfg_.context_overhead_mb * kMiB;
   }
@@ -621,15 +639,7 @@ class Policy final : public GpuPolicy {
         // fits() and context_admissible() with the GPU's totals computed
         // once and kept up to date across grants (O(waiters), not
         // O(waiters x clients) per event).
-        std::uint64_t nh = 0, run = 0, nctx = 0;
-        for (const auto& [id, o] : clients_) {
-          if (o.gpu != g) continue;
-          if (o.granted) {
-            ++nh;
-            run += o.allocated;
-          }
-          if (o.has_context) ++nctx;
-        }
+        auto [nh, run, nctx] = gpu_totals(g);
         const std::uint64_t cap = gpus_[g].memory_bytes, cb = ctx_bytes(g);
         const std::uint64_t reserve = cfg_.memory_reserve_mb * kMiB;
         auto fits_now = [&](const Client& c) {
@@ -693,15 +703,7 @@ class Policy final : public GpuPolicy {
   void forced_switch(GpuIndex g, std::uint64_t now, Decisions& out, Want& want) {
     Client* head = nullptr;
     // fits() / context_admissible() on cached totals (see evaluate()).
-    std::uint64_t nh = 0, run = 0, nctx = 0;
-    for (const auto& [id, o] : clients_) {
-      if (o.gpu != g) continue;
-      if (o.granted) {
-        ++nh;
-        run += o.allocated;
-      }
-      if (o.has_context) ++nctx;
-    }
+    auto [nh, run, nctx] = gpu_totals(g);
     const std::uint64_t cap = gpus_[g].memory_bytes, cb = ctx_bytes(g);
     const std::uint64_t reserve = cfg_.memory_reserve_mb * kMiB;
     for (Client* c : waiters(g)) {
