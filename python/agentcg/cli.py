@@ -430,6 +430,9 @@ def _durations(items: Sequence[str]) -> Dict[str, str]:
         name, sep, d = it.partition("=")
         if not sep or not name or not d:
             raise UsageError(f"--duration: expected TRACE=DURATION (e.g. agent=30s), got '{it}'")
+        from .units import try_parse_duration_ns, DURATION_FORMS
+        if try_parse_duration_ns(d) is None:  # checked here, not after the VM booted
+            raise UsageError(f"--duration {name}: expected {DURATION_FORMS}, got '{d}'")
         out[name] = d
     return out
 

@@ -36,20 +36,17 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ._errors import AgentcgError
-from . import live
+from . import live, units
 
 SIM_POLICY = {"eevdf": "eevdf", "flatcg": "flatcg", "agentcg": "agentcg"}
 DEFAULT_CONTEXT_SWITCH_NS = 2000
 DEFAULT_WAKEUP_OVERHEAD_NS = 1000
 CALIBRATION_ROUNDS = 15
-_UNITS = {"ns": 1, "us": 1000, "ms": 1000000, "s": 1000000000}
 
 
 def parse_duration(text: str) -> int:
-    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(ns|us|ms|s)\s*", text)
-    if not m:
-        raise AgentcgError(f"--duration: expected a duration such as 20s or 500ms, got '{text}'")
-    return int(float(m.group(1)) * _UNITS[m.group(2)])
+    """The one duration grammar (agentcg.units), errors naming --duration."""
+    return units.parse_duration_ns(text, "--duration")
 
 
 # --- preparing the trace ------------------------------------------------------

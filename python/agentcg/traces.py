@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _core
+from . import units
 from ._errors import AgentcgError
 
 Trace = _core.Trace
@@ -76,18 +76,12 @@ def s(v: float) -> int:
     return int(round(v * 1_000_000_000))
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|ms|s)?\s*$")
-_UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
-
-
 def parse_duration(text: Union[str, int]) -> int:
-    """'10s', '500ms', '250us', '1000ns' or a bare integer (ns) -> ns."""
+    """'10s', '500ms', '250us', '1000ns', '2m' -> ns (the one grammar, agentcg.units);
+    an int is already ns."""
     if isinstance(text, int):
         return text
-    m = _DURATION.match(str(text))
-    if not m:
-        raise AgentcgError(f"bad duration '{text}': expected e.g. 10s, 500ms, 250us, 1000ns")
-    return int(round(float(m.group(1)) * _UNIT_NS[m.group(2) or "ns"]))
+    return units.parse_duration_ns(str(text))
 
 
 # --- distributions (JSON form of a Value) -------------------------------------

@@ -132,17 +132,6 @@ TEST(Merge, SubCgroupsAndDuration) {
   EXPECT_NO_THROW(trace::validate(m));
 }
 
-TEST(Merge, ParseDuration) {
-  EXPECT_EQ(parse_duration_ns("5s"), std::optional<std::uint64_t>(5000000000ULL));
-  EXPECT_EQ(parse_duration_ns("250ms"), std::optional<std::uint64_t>(250000000ULL));
-  EXPECT_EQ(parse_duration_ns("7us"), std::optional<std::uint64_t>(7000ULL));
-  EXPECT_EQ(parse_duration_ns("12"), std::optional<std::uint64_t>(12ULL));
-  EXPECT_EQ(parse_duration_ns("2m"), std::optional<std::uint64_t>(120000000000ULL));
-  EXPECT_FALSE(parse_duration_ns("5 s"));
-  EXPECT_FALSE(parse_duration_ns("s"));
-  EXPECT_FALSE(parse_duration_ns("1h"));
-}
-
 TEST(Commands, ImportToStdoutIsDeterministicAndParses) {
   const std::vector<std::string> args = {"--from", "agentcgroup-ebpf",
                                          std::string(kData) + "ebpf_small.jsonl", "-o", "-"};

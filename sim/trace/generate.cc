@@ -29,6 +29,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/units/units.h"
 #include "sim/trace/trace.h"
 
 #include "sim/gpu/gpu_generate.h"
@@ -74,26 +75,11 @@ bool parse_decimal(const std::string& num, std::uint64_t unit, std::uint64_t& ou
   }
   if (!digits) return false;
   if (whole > std::numeric_limits<std::uint64_t>::max() / unit) return false;
-  // frac < 10^9 and unit <= 2^30 (GiB), so frac * unit cannot overflow.
+  // frac < 10^9 and unit <= 1000 (counts and sigma; sizes and durations are
+  // core/units/units.h), so frac * unit cannot overflow.
   out = whole * unit + frac * unit / frac_div;
   return true;
 }
-
-bool parse_with_units(const std::string& s, const std::vector<std::pair<const char*, std::uint64_t>>& units,
-                      std::uint64_t& out) {
-  // Longest suffix first, so "ms" is not read as "s".
-  for (const auto& [suffix, mult] : units) {
-    const std::string suf(suffix);
-    if (s.size() > suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0)
-      return parse_decimal(s.substr(0, s.size() - suf.size()), mult, out);
-  }
-  return false;
-}
-
-const std::vector<std::pair<const char*, std::uint64_t>> kTimeUnits = {
-    {"ms", kMs}, {"us", kUs}, {"ns", 1}, {"s", kSec}};
-const std::vector<std::pair<const char*, std::uint64_t>> kSizeUnits = {
-    {"KiB", 1024}, {"MiB", kMiB}, {"GiB", kGiB}, {"KB", 1000}, {"MB", 1000000}, {"GB", 1000000000}, {"B", 1}};
 
 struct OptSpec {
   const char* key;
@@ -138,22 +124,20 @@ class Options {
   }
   std::uint64_t duration(const std::string& key, std::uint64_t lo_ns, std::uint64_t hi_ns) {
     const std::string s = raw(key);
-    std::uint64_t v = 0;
-    if (!parse_with_units(s, kTimeUnits, v) || v < lo_ns || v > hi_ns)
-      bad_option(kind_, key, s,
-                 "a duration like 10s, 500ms, 250us or 1000ns in " + show_ns(lo_ns) + ".." + show_ns(hi_ns));
+    const auto v = units::parse_duration_ns(s);
+    if (!v || *v < lo_ns || *v > hi_ns)
+      bad_option(kind_, key, s, std::string(units::kDurationForms) + " in " + show_ns(lo_ns) + ".." + show_ns(hi_ns));
     record(key, s);
-    return v;
+    return *v;
   }
   std::optional<std::uint64_t> size(const std::string& key) {
     const std::string s = raw(key);
     record(key, s);
     if (s == "max") return std::nullopt;
-    std::uint64_t v = 0;
-    if (!parse_with_units(s, kSizeUnits, v) && !(s.find('.') == std::string::npos && parse_decimal(s, 1, v)))
-      bad_option(kind_, key, s, "a size like 185MiB, 1GiB, 512KB or a byte count, or \"max\"");
-    if (v == 0 || v > (std::uint64_t{1} << 50)) bad_option(kind_, key, s, "a size in 1 B..1 PiB");
-    return v;
+    const auto v = units::parse_size_bytes(s);
+    if (!v) bad_option(kind_, key, s, std::string(units::kSizeForms) + ", or \"max\"");
+    if (*v == 0 || *v > (std::uint64_t{1} << 50)) bad_option(kind_, key, s, "a size in 1 B..1 PiB");
+    return *v;
   }
   // "8ms" | "uniform:MIN:MAX" | "exp:MEAN[:CAP]" | "lognormal:MEDIAN:SIGMA[:CAP]" (durations).
   Value dist(const std::string& key) {
@@ -167,7 +151,9 @@ class Options {
     if (s.empty() || s.back() == ':') bad_option(kind_, key, s, expected);
     const auto time = [&](const std::string& p) {
       std::uint64_t v = 0;
-      if (!parse_with_units(p, kTimeUnits, v) || v > (std::uint64_t{1} << 50)) bad_option(kind_, key, s, expected);
+      const auto d = units::parse_duration_ns(p);
+      if (!d || *d > (std::uint64_t{1} << 50)) bad_option(kind_, key, s, expected);
+      v = *d;
       return v;
     };
     Value v;
@@ -875,8 +861,9 @@ std::string generator_help() {
     }
   }
   out +=
-      "Durations: 10s, 500ms, 250us, 1000ns (decimals allowed: 2.5s). Distributions: a duration, or "
-      "uniform:MIN:MAX, exp:MEAN[:CAP], lognormal:MEDIAN:SIGMA[:CAP]. Sizes: 185MiB, 1GiB, 512KB, bytes, or max.\n";
+      "Durations: a number with a unit ns, us, ms, s, m or h (10s, 500ms, 2.5s). Distributions: a duration, or "
+      "uniform:MIN:MAX, exp:MEAN[:CAP], lognormal:MEDIAN:SIGMA[:CAP]. Sizes: bytes, K/M/G/T or KiB/MiB/GiB/TiB "
+      "(binary), kB/MB/GB/TB (SI), or max.\n";
   out += agentcg::sim::gpu::gpu_generator_help();
   return out;
 }

@@ -180,7 +180,7 @@ TEST(Generate, BadOptionsNameTheKeyAndTheExpectedForm) {
   };
   EXPECT_NE(message("hogs", {{"wieghts", "1"}}).find("unknown option --wieghts"), std::string::npos);
   EXPECT_NE(message("hogs", {{"weights", "100,0"}}).find("--weights"), std::string::npos);
-  EXPECT_NE(message("hogs", {{"duration", "10"}}).find("a duration like 10s"), std::string::npos);
+  EXPECT_NE(message("hogs", {{"duration", "10"}}).find("a duration with a unit"), std::string::npos);
   EXPECT_NE(message("hogs", {{"duration", "10 s"}}).find("--duration"), std::string::npos);
   EXPECT_NE(message("hogs", {{"cpus", "0"}}).find("an integer in 1..4096"), std::string::npos);
   EXPECT_NE(message("hogs", {{"cpu-max", "500,100000"}}).find("QUOTA_US,PERIOD_US"), std::string::npos);

@@ -136,9 +136,10 @@ TEST(gpud_bytes, ParsesSizes) {
   EXPECT_EQ(parse_bytes("4096"), 4096u);
   EXPECT_EQ(parse_bytes("4G"), 4ull << 30);
   EXPECT_EQ(parse_bytes("4GiB"), 4ull << 30);
-  EXPECT_EQ(parse_bytes("16GB"), 16ull << 30);
+  EXPECT_EQ(parse_bytes("16GB"), 16000000000ull);  // SI, as everywhere (core/units/units.h)
   EXPECT_EQ(parse_bytes("512k"), 512ull << 10);
-  EXPECT_FALSE(parse_bytes("1.5G"));
+  EXPECT_EQ(parse_bytes("1.5G"), 3ull << 29);
+  EXPECT_FALSE(parse_bytes(nullptr));
   EXPECT_FALSE(parse_bytes("G"));
   EXPECT_FALSE(parse_bytes(""));
   EXPECT_FALSE(parse_bytes("-1"));
