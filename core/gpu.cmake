@@ -8,5 +8,5 @@ target_include_directories(agentcg_core_gpu PUBLIC
 
 if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/gpu/policy_test.cc)
   agentcg_add_test(core_gpu_tests SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/gpu/policy_test.cc
-    LIBS agentcg_core_gpu agentcg_config LABELS gpu)
+    LIBS agentcg_core_gpu LABELS gpu)
 endif()

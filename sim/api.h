@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/config/config.h"
-#include "core/config/strategy_file.h"
+#include "config/config.h"
+#include "config/strategy_file.h"
 #include "sim/trace/trace.h"
 
 namespace agentcg::sim {

@@ -19,7 +19,7 @@
 #include <tuple>
 #include <vector>
 
-#include "core/config/strategy_file.h"
+#include "config/strategy_file.h"
 
 namespace agentcg::sim {
 

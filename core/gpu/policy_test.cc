@@ -10,7 +10,7 @@
 
 #include <set>
 
-#include "core/config/config.h"
+#include "agentcg/gpu/gpu_config.h"
 
 namespace agentcg::gpu {
 namespace {
@@ -356,29 +356,6 @@ TEST(GpuPolicyErrors, BadInput) {
   EXPECT_THROW((void)p->set_limits(0, 42, {50, 0}), PolicyError);
   // Unknown clients in protocol events are ignored (a race after disconnect).
   EXPECT_TRUE(p->lock_request(0, 42).list.empty());
-}
-
-TEST(GpuConfigYaml, KeysRangesAndErrors) {
-  auto c = config::load_string(
-      "gpu:\n  switch_time_mode: fixed\n  switch_time_fixed_s: 45\n  compute_window_ms: 2000\n"
-      "  carryover_pct: 10\n  memory_reserve_mb: 1024\n",
-      "t.yaml");
-  EXPECT_EQ(c.gpu.switch_time_mode, "fixed");
-  EXPECT_EQ(c.gpu.switch_time_fixed_s, 45u);
-  EXPECT_EQ(c.gpu.compute_window_ms, 2000u);
-  EXPECT_EQ(c.gpu.carryover_pct, 10u);
-  EXPECT_EQ(c.gpu.memory_reserve_mb, 1024u);
-  EXPECT_EQ(c.gpu.time_quantum_ms, 30000u);  // untouched default
-  try {
-    (void)config::load_string("gpu:\n  switch_time_mode: sometimes\n", "t.yaml");
-    ADD_FAILURE();
-  } catch (const config::ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("t.yaml:2"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("auto or fixed"), std::string::npos) << e.what();
-  }
-  EXPECT_THROW((void)config::load_string("gpu:\n  carryover_pct: 101\n", "t.yaml"), config::ConfigError);
-  EXPECT_THROW((void)config::load_string("gpu:\n  quantum: 5\n", "t.yaml"), config::ConfigError);
-  EXPECT_THROW((void)config::load_string("gpu:\n  switch_time_min_s: 400\n", "t.yaml"), config::ConfigError);
 }
 
 }  // namespace

@@ -19,7 +19,7 @@
 #include "agentcg/agentcg.h"
 #include "agentcg/counters.h"
 #include "bpf/agentcg_intf.h"
-#include "core/config/config.h"
+#include "config/config.h"
 
 namespace agentcg::live {
 

@@ -22,7 +22,7 @@
 #include <string>
 #include <thread>
 
-#include "core/config/config.h"
+#include "config/config.h"
 #include "live/agentcgroupd/supervisor.h"
 #include "live/monitor/pod_map.h"
 #include "live/strategy/store.h"

@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "agentcg/gpu/policy.h"
-#include "core/config/gpu_config.h"
+#include "agentcg/gpu/gpu_config.h"
 #include "core/gpu/protocol/protocol.h"
 
 namespace agentcg::gpud {

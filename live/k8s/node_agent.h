@@ -30,7 +30,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/config/strategy_file.h"
+#include "config/strategy_file.h"
 #include "live/k8s/reflector.h"
 #include "live/monitor/pod_map.h"
 

@@ -17,7 +17,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "core/config/config.h"
+#include "config/config.h"
 
 namespace agentcg::strategy {
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config/strategy_file.h"
+#include "config/strategy_file.h"
 #include "live/monitor/pod_map.h"
 
 namespace agentcg::strategy {

@@ -6,7 +6,7 @@
 // print one clear line. Invariant: no C++ exception escapes as a crash.
 #include <pybind11/pybind11.h>
 
-#include "core/config/config.h"
+#include "config/config.h"
 #include "python/src/bindings.h"
 #include "sim/trace/trace.h"
 

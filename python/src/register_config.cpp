@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// Bindings of the config loader (core/config/config.h): load and validate a
+// Bindings of the config loader (config/config.h): load and validate a
 // YAML config (file or text) and return the resolved values as a dict, so
 // Python can show defaults and check a config before a sweep starts. The
 // dict's keys are the YAML keys, so a value read here can be written back.
@@ -9,7 +9,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "core/config/config.h"
+#include "config/config.h"
 #include "sim/calibrate/calibrate.h"
 #include "python/src/bindings.h"
 

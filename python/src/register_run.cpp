@@ -11,7 +11,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "core/config/config.h"
+#include "config/config.h"
 #include "python/src/bindings.h"
 #include "sim/api.h"
 #include "sim/metrics.h"

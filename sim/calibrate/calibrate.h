@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Calibration: fits the simulator's machine parameters (MachineConfig in
-// core/config/config.h: context_switch_ns, wakeup_overhead_ns, speed_pct) to
+// config/config.h: context_switch_ns, wakeup_overhead_ns, speed_pct) to
 // live measurements by linear least squares (Eigen), and writes/reads the
 // result as a machine profile (YAML with a `machine:` section that the
 // shared config loader reads).
@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config/config.h"
+#include "config/config.h"
 
 namespace agentcg::calibrate {
 

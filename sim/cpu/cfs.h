@@ -52,7 +52,7 @@
 
 #include <memory>
 
-#include "core/config/config.h"
+#include "config/config.h"
 #include "sim/cpu/sched_class.h"
 
 namespace agentcg::sim {

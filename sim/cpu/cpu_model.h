@@ -45,7 +45,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agentcg/counters.h"
-#include "core/config/config.h"
+#include "config/config.h"
 #include "sim/strategy_table.h"
 #include "sim/cpu/cgroup_tree.h"
 #include "sim/cpu/sched_class.h"

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/config/gpu_config.h"
+#include "agentcg/gpu/gpu_config.h"
 #include "sim/event_queue.h"
 #include "sim/trace/trace.h"
 

@@ -3,7 +3,7 @@
  * agentcg tunables: one definition, with the defaults of the design (seed
  * 000 section 6), used by the simulator, agentcgroupd (which sets them as
  * the BPF program's read-only data before load) and the YAML config
- * (`scheduler:` section, core/config/scheduler_yaml.cc).
+ * (`scheduler:` section, config/scheduler_yaml.cc).
  *
  * C99, BPF-safe: fixed-width integers only, no libc.
  */

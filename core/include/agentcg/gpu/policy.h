@@ -59,7 +59,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config/gpu_config.h"
+#include "agentcg/gpu/gpu_config.h"
 
 namespace agentcg::gpu {
 

@@ -3,7 +3,7 @@
 // JSON path and the expected form, all-or-nothing, selector matching; and
 // core's action functions (identity for no action, the worked example of
 // agentcg/strategy.h).
-#include "core/config/strategy_file.h"
+#include "config/strategy_file.h"
 
 #include <gtest/gtest.h>
 

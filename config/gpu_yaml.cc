@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // The `gpu:` section of the config: every key of config::GpuConfig with its
-// range. Called by load_string() (core/config/config.cc). The key list and
+// range. Called by load_string() (config/config.cc). The key list and
 // the AGENTCG_GPU_* environment names are documented in gpu_config.h and
 // sim/gpu/README.md.
 #include <yaml-cpp/yaml.h>
 
-#include "core/config/config.h"
+#include "config/config.h"
 
 namespace agentcg::config {
 

@@ -10,7 +10,7 @@
 // capped at kMaxConfigBytes so a hostile path (/dev/zero) cannot exhaust
 // memory. Called by the simulator's CLI, agentcgroupd (start, --check-config,
 // SIGHUP), agentcg-gpud, the Python bindings and fuzz/config_fuzz.cc.
-#include "core/config/config.h"
+#include "config/config.h"
 
 #include <sys/stat.h>
 

@@ -4,7 +4,7 @@
 // exception type) naming the file, the line and the key its manifest
 // (expected.json) lists; the findings of issue 17 (absent-key positions,
 // complex keys, duplicate keys, directories) each have a fixture or a case.
-#include "core/config/config.h"
+#include "config/config.h"
 
 #include <unistd.h>
 
@@ -115,6 +115,30 @@ TEST(Config, ValidConfigStillLoads) {
   EXPECT_EQ(c.daemon.metrics_port, 0u);
   EXPECT_EQ(c.monitor.poll_interval_ms, 5u);
   EXPECT_EQ(c.scheduler.features & AGENTCG_F_FORK_AWARE, 0u);
+}
+
+// The gpu: section (moved from core/gpu/policy_test.cc with the loader).
+TEST(GpuConfigYaml, KeysRangesAndErrors) {
+  auto c = config::load_string(
+      "gpu:\n  switch_time_mode: fixed\n  switch_time_fixed_s: 45\n  compute_window_ms: 2000\n"
+      "  carryover_pct: 10\n  memory_reserve_mb: 1024\n",
+      "t.yaml");
+  EXPECT_EQ(c.gpu.switch_time_mode, "fixed");
+  EXPECT_EQ(c.gpu.switch_time_fixed_s, 45u);
+  EXPECT_EQ(c.gpu.compute_window_ms, 2000u);
+  EXPECT_EQ(c.gpu.carryover_pct, 10u);
+  EXPECT_EQ(c.gpu.memory_reserve_mb, 1024u);
+  EXPECT_EQ(c.gpu.time_quantum_ms, 30000u);  // untouched default
+  try {
+    (void)config::load_string("gpu:\n  switch_time_mode: sometimes\n", "t.yaml");
+    ADD_FAILURE();
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("t.yaml:2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("auto or fixed"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)config::load_string("gpu:\n  carryover_pct: 101\n", "t.yaml"), config::ConfigError);
+  EXPECT_THROW((void)config::load_string("gpu:\n  quantum: 5\n", "t.yaml"), config::ConfigError);
+  EXPECT_THROW((void)config::load_string("gpu:\n  switch_time_min_s: 400\n", "t.yaml"), config::ConfigError);
 }
 
 }  // namespace

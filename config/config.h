@@ -13,7 +13,7 @@
 #include <string>
 
 #include "agentcg/tunables.h"      // struct agentcg_tunables (core, C99)
-#include "core/config/gpu_config.h"  // struct GpuConfig (core GPU policies)
+#include "agentcg/gpu/gpu_config.h"  // struct GpuConfig (core GPU policies)
 
 namespace YAML { class Node; }
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Configuration of the GPU policies: the `gpu:` section of the shared YAML
-// config (parsed by core/config/gpu_yaml.cc), used by the simulator
+// config (parsed by config/gpu_yaml.cc), used by the simulator
 // (sim/gpu/) and by the GPU daemon (live/gpud) through
 // core/include/agentcg/gpu/policy.h. Defaults are those of the design
-// (seeds 002/003, GPU_NOTES.md); every field says where its default comes
+// (seeds 002/003, docs/sources.md); every field says where its default comes
 // from. Invariant (checked by the parser): ranges below hold.
 //
 // Mapping of the seed's environment settings (the daemon may also read the
@@ -63,7 +63,7 @@ struct GpuConfig {
   std::uint64_t carryover_pct = 25;           // seed 003 section 5 item 2 (fork default)
   std::uint64_t drop_tail_billing_pct = 70;   // seed 003 section 5 item 3: default 70
   // Most work (ns of kernels) a limited client may have queued; queued
-  // kernels that run after a DROP made the fork's 25 % deliver ~35 % (GPU_NOTES).
+  // kernels that run after a DROP made the fork's 25 % deliver ~35 % (docs/sources.md).
   std::uint64_t max_queued_work_ms = 20;
 };
 

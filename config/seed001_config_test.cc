@@ -5,7 +5,7 @@
 // bad value names file, line and key.
 #include <gtest/gtest.h>
 
-#include "core/config/config.h"
+#include "config/config.h"
 
 namespace agentcg::config {
 namespace {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // See strategy_file.h.
-#include "core/config/strategy_file.h"
+#include "config/strategy_file.h"
 
 #include <fnmatch.h>
 

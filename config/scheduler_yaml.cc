@@ -3,7 +3,7 @@
 // struct agentcg_tunables (core/include/agentcg/tunables.h).
 #include <yaml-cpp/yaml.h>
 
-#include "core/config/config.h"
+#include "config/config.h"
 
 namespace agentcg::config {
 
