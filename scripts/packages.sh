@@ -18,7 +18,7 @@
 #         preset (fuzz/README.md); the `ci` build runs the same targets
 #         through a gcc replay driver without these.
 
-AGENTCG_PKGS_build="build-essential cmake ninja-build pkg-config git libboost-graph-dev libeigen3-dev nlohmann-json3-dev libyaml-cpp-dev libgtest-dev libgmock-dev googletest libbenchmark-dev"
+AGENTCG_PKGS_build="build-essential cmake ninja-build pkg-config git libboost-graph-dev libeigen3-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libgtest-dev libgmock-dev googletest libbenchmark-dev"
 AGENTCG_PKGS_python="python3 python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pandas python3-matplotlib python3-jinja2 python3-pytest python3-tqdm python3-yaml python3-jsonschema python3-distributed python3-nbclient python3-nbformat python3-ipykernel jupyter-nbconvert"
 AGENTCG_PKGS_live="clang llvm libelf-dev zlib1g-dev libzstd-dev zstd qemu-system-x86 busybox-static cpio libcpp-httplib-dev libssl-dev rt-tests stress-ng"
 AGENTCG_PKGS_gpu="libsystemd-dev prometheus"

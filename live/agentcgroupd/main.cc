@@ -43,7 +43,8 @@
 
 #include "agentcg/tunables.h"
 #include "bpf/agentcg_intf.h"
-#include "core/config/config.h"
+#include "config/cli.h"
+#include "config/config.h"
 #include "live/agentcgroupd/daemon_logic.h"
 #include "live/agentcgroupd/extensions.h"
 #include "agentcg.skel.h"
@@ -92,15 +93,6 @@ struct Options {
   std::string mode_override;  // fifo, flatcg, agentcg, scx, none
   bool check_only = false;
 };
-
-void usage() {
-  std::fprintf(stderr,
-               "usage: agentcgroupd [--config FILE] [--mode agentcg|flatcg|fifo|scx|none|monitor] [--check-config]\n"
-               "  --config FILE    YAML config (default /etc/agentcg/config.yaml; built-in\n"
-               "                   defaults when the default file does not exist)\n"
-               "  --mode MODE      override daemon.mode (fifo: trivial baseline scheduler)\n"
-               "  --check-config   validate the config and exit (0 ok, 2 bad)\n");
-}
 
 class Daemon {
  public:
@@ -516,31 +508,19 @@ int Daemon::run() {
 
 int main(int argc, char** argv) {
   Options opt;
-  for (int i = 1; i < argc; i++) {
-    const std::string a = argv[i];
-    if (a == "--config" && i + 1 < argc) {
-      opt.config_path = argv[++i];
-      opt.config_given = true;
-    } else if (a == "--mode" && i + 1 < argc) {
-      opt.mode_override = argv[++i];
-      if (opt.mode_override == "monitor") opt.mode_override = "none";
-      if (opt.mode_override != "fifo" && opt.mode_override != "flatcg" && opt.mode_override != "agentcg" &&
-          opt.mode_override != "scx" && opt.mode_override != "none") {
-        std::fprintf(stderr, "agentcgroupd: --mode: expected agentcg, flatcg, fifo, scx, none or monitor, got '%s'\n",
-                     opt.mode_override.c_str());
-        return 2;
-      }
-    } else if (a == "--check-config") {
-      opt.check_only = true;
-    } else if (a == "--help" || a == "-h") {
-      usage();
-      return 0;
-    } else {
-      std::fprintf(stderr, "agentcgroupd: unknown argument '%s'\n", a.c_str());
-      usage();
-      return 2;
-    }
-  }
+  CLI::App app{"Loads the agentcg sched_ext scheduler, watches the cgroup tree and exports metrics.", "agentcgroupd"};
+  agentcg::cli::setup(app);
+  auto* config = app.add_option("--config", opt.config_path,
+                                "YAML config (default /etc/agentcg/config.yaml; built-in defaults when the default "
+                                "file does not exist)")
+                     ->type_name("FILE");
+  app.add_option("--mode", opt.mode_override, "override daemon.mode (fifo: trivial baseline scheduler)")
+      ->check(CLI::IsMember({"agentcg", "flatcg", "fifo", "scx", "none", "monitor"}))
+      ->type_name("MODE");
+  app.add_flag("--check-config", opt.check_only, "validate the config and exit (0 ok, 2 bad)");
+  if (auto rc = agentcg::cli::parse(app, argc, argv)) return *rc;
+  opt.config_given = config->count() > 0;
+  if (opt.mode_override == "monitor") opt.mode_override = "none";
   Config cfg;
   if (opt.config_given || access(opt.config_path.c_str(), F_OK) == 0) {
     try {

@@ -7,7 +7,7 @@
  *   agentcg-gpuctl [--socket PATH] set-mode on|off
  *   agentcg-gpuctl [--socket PATH] set-core-limit CLIENT PCT
  *   agentcg-gpuctl [--socket PATH] set-memory-limit CLIENT SIZE
- *   agentcg-gpuctl --help
+ *   agentcg-gpuctl --help | --version   (CLI11 via config/cli.h)
  * Exit status: 0 ok (and --help), 1 the daemon refused or is unreachable,
  * 2 bad usage.
  */
@@ -22,25 +22,12 @@
 #include <string>
 #include <vector>
 
-#include "core/gpu/protocol/bytes.h"
+#include "config/cli.h"
 #include "core/gpu/protocol/protocol.h"
 
 namespace proto = agentcg::gpu::proto;
 
 namespace {
-
-const char* kUsage =
-    "usage: agentcg-gpuctl [--socket PATH] COMMAND\n"
-    "  list                          clients: id, pid, name, gpu, memory, state, share, limits\n"
-    "  set-quantum MS                time quantum in ms\n"
-    "  set-mode on|off               scheduler on (serialise) or off (everyone runs)\n"
-    "  set-core-limit CLIENT PCT     compute limit 1..100 % of a client (takes effect at once)\n"
-    "  set-memory-limit CLIENT SIZE  memory limit of a client (e.g. 4G; 0 = none)\n";
-
-[[noreturn]] void usage(const std::string& msg) {
-  std::fprintf(stderr, "agentcg-gpuctl: %s\n%s", msg.c_str(), kUsage);
-  std::exit(2);
-}
 
 bool read_full(int fd, void* buf, std::size_t n) {
   auto* p = static_cast<unsigned char*>(buf);
@@ -54,14 +41,6 @@ bool read_full(int fd, void* buf, std::size_t n) {
   return true;
 }
 
-std::uint64_t number(const std::string& what, const char* s, std::uint64_t min, std::uint64_t max) {
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(s, &end, 10);
-  if (end == s || *end != '\0' || v < min || v > max) {
-    usage(what + " '" + s + "': expected an integer " + std::to_string(min) + ".." + std::to_string(max));
-  }
-  return v;
-}
 
 std::string human(std::uint64_t b) {
   char buf[32];
@@ -76,50 +55,42 @@ std::string human(std::uint64_t b) {
 int main(int argc, char** argv) {
   std::string sock = "/run/agentcg/gpud.sock";
   if (const char* s = std::getenv("AGENTCG_GPU_SOCKET"); s && *s) sock = s;
-  int i = 1;
-  if (i + 1 < argc && std::strcmp(argv[i], "--socket") == 0) {
-    sock = argv[i + 1];
-    i += 2;
-  }
-  if (i >= argc) usage("no command");
-  if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  const std::string cmd = argv[i++];
-  const int rest = argc - i;
+  CLI::App app{"The control CLI of agentcg-gpud.", "agentcg-gpuctl"};
+  agentcg::cli::setup(app);
+  app.require_subcommand(1);
+  app.add_option("--socket", sock, "the daemon's socket (default /run/agentcg/gpud.sock; env AGENTCG_GPU_SOCKET)")
+      ->type_name("PATH");
+  proto::CtlSetMsg m{};
+  std::string mode;
+  app.add_subcommand("list", "clients: id, pid, name, gpu, memory, state, share, limits");
+  auto* quantum = app.add_subcommand("set-quantum", "time quantum in ms");
+  quantum->add_option("MS", m.value, "milliseconds")->required()->check(CLI::Range(std::uint64_t{1}, std::uint64_t{86400000}));
+  auto* set_mode = app.add_subcommand("set-mode", "scheduler on (serialise) or off (everyone runs)");
+  set_mode->add_option("MODE", mode, "on or off")->required()->check(CLI::IsMember({"on", "off"}));
+  auto* core = app.add_subcommand("set-core-limit", "compute limit 1..100 % of a client (takes effect at once)");
+  core->add_option("CLIENT", m.client_id, "client id (see list)")->required()->check(CLI::PositiveNumber);
+  core->add_option("PCT", m.value, "percent")->required()->check(CLI::Range(std::uint64_t{1}, std::uint64_t{100}));
+  auto* mem = app.add_subcommand("set-memory-limit", "memory limit of a client (e.g. 4G; 0 = none)");
+  mem->add_option("CLIENT", m.client_id, "client id (see list)")->required()->check(CLI::PositiveNumber);
+  std::uint64_t mem_bytes = 0;
+  agentcg::cli::add_size(*mem, "SIZE", mem_bytes, "bytes or a size such as 4G")->required();
+  if (auto rc = agentcg::cli::parse(app, argc, argv)) return *rc;
 
   unsigned char msg[proto::kMaxFixedMessage];
   std::size_t n = 0;
-  if (cmd == "list") {
-    if (rest != 0) usage("list takes no arguments");
+  if (app.got_subcommand("list")) {
     n = proto::encode(proto::MsgType::kCtlList, proto::CtlListMsg{0}, msg);
   } else {
-    proto::CtlSetMsg m{};
-    if (cmd == "set-quantum") {
-      if (rest != 1) usage("set-quantum needs MS");
+    if (quantum->parsed()) {
       m.knob = static_cast<std::uint32_t>(proto::CtlKnob::kQuantumMs);
-      m.value = number("quantum", argv[i], 1, 86400000);
-    } else if (cmd == "set-mode") {
-      if (rest != 1 || (std::strcmp(argv[i], "on") != 0 && std::strcmp(argv[i], "off") != 0)) {
-        usage("set-mode needs on or off");
-      }
+    } else if (set_mode->parsed()) {
       m.knob = static_cast<std::uint32_t>(proto::CtlKnob::kMode);
-      m.value = std::strcmp(argv[i], "on") == 0 ? 1 : 0;
-    } else if (cmd == "set-core-limit") {
-      if (rest != 2) usage("set-core-limit needs CLIENT PCT");
+      m.value = mode == "on" ? 1 : 0;
+    } else if (core->parsed()) {
       m.knob = static_cast<std::uint32_t>(proto::CtlKnob::kCoreLimit);
-      m.client_id = number("client", argv[i], 1, UINT64_MAX);
-      m.value = number("core limit", argv[i + 1], 1, 100);
-    } else if (cmd == "set-memory-limit") {
-      if (rest != 2) usage("set-memory-limit needs CLIENT SIZE");
-      m.knob = static_cast<std::uint32_t>(proto::CtlKnob::kMemoryLimit);
-      m.client_id = number("client", argv[i], 1, UINT64_MAX);
-      auto b = agentcg::gpu::parse_bytes(argv[i + 1]);
-      if (!b) usage(std::string("memory limit '") + argv[i + 1] + "': expected a size such as 4G");
-      m.value = *b;
     } else {
-      usage("unknown command '" + cmd + "'");
+      m.knob = static_cast<std::uint32_t>(proto::CtlKnob::kMemoryLimit);
+      m.value = mem_bytes;
     }
     n = proto::encode(proto::MsgType::kCtlSet, m, msg);
   }
@@ -127,7 +98,10 @@ int main(int argc, char** argv) {
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  if (sock.size() >= sizeof addr.sun_path) usage("socket path too long");
+  if (sock.size() >= sizeof addr.sun_path) {
+    std::fprintf(stderr, "agentcg-gpuctl: error: --socket: path longer than %zu bytes\n", sizeof addr.sun_path - 1);
+    return agentcg::cli::kUsageExit;
+  }
   std::memcpy(addr.sun_path, sock.c_str(), sock.size() + 1);
   if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     std::fprintf(stderr, "agentcg-gpuctl: cannot connect to %s: %s\n", sock.c_str(), std::strerror(errno));

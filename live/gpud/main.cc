@@ -20,7 +20,8 @@
 #include <string>
 #include <thread>
 
-#include "core/config/config.h"
+#include "config/cli.h"
+#include "config/config.h"
 #include "core/gpu/protocol/bytes.h"
 #include "live/gpud/daemon.h"
 
@@ -32,29 +33,9 @@ void on_signal(int) {
   if (g_daemon != nullptr) g_daemon->stop();
 }
 
-const char* kUsage =
-    "usage: agentcg-gpud [options]\n"
-    "  --socket PATH            Unix socket (default /run/agentcg/gpud.sock; env AGENTCG_GPU_SOCKET)\n"
-    "  --policy KIND            none | nvshare | memory-aware | compute-limit |\n"
-    "                           memory-aware+compute-limit (default nvshare)\n"
-    "  --config FILE            YAML config; its gpu: section sets the policy knobs\n"
-    "  --gpu-memory SIZE[,SIZE] scheduled capacity per GPU (e.g. 16G), below the real one\n"
-    "                           to test safely on a large GPU; default: detected\n"
-    "  --quantum-ms MS          time quantum (nvshare TQ, memory-aware fixed quantum)\n"
-    "  --compute-window-ms MS   compute-limit window\n"
-    "  --swap-bandwidth BYTES/S effective switch bandwidth for the auto quantum (default 3G)\n"
-    "  --metrics-port PORT      Prometheus endpoint on 127.0.0.1 (default 9401, 0 = off)\n"
-    "  --metrics-address ADDR   address of the endpoint (default 127.0.0.1)\n"
-    "  --release-timeout-ms MS  disconnect a holder that ignores DROP_LOCK this long; default\n"
-    "                           max(10000, 2 x quantum) ms (hung or SIGSTOPped holders); 0 = never\n"
-    "  --max-connections N      connection limit (default 1024, at most RLIMIT_NOFILE - 32)\n"
-    "  --handshake-timeout-ms MS close a connection that sends no complete first message (5000)\n"
-    "  --max-clients-per-uid N  registered clients per uid, root exempt (default 64, 0 = no limit)\n"
-    "  --verbose                log every grant and drop\n";
-
 [[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr, "agentcg-gpud: %s\n%s", msg.c_str(), kUsage);
-  std::exit(2);
+  std::fprintf(stderr, "agentcg-gpud: error: %s\nRun agentcg-gpud --help for the options.\n", msg.c_str());
+  std::exit(agentcg::cli::kUsageExit);
 }
 
 std::uint64_t parse_u64(const std::string& flag, const char* v, std::uint64_t min, std::uint64_t max) {
@@ -67,7 +48,7 @@ std::uint64_t parse_u64(const std::string& flag, const char* v, std::uint64_t mi
   return x;
 }
 
-// AGENTCG_GPU_* environment overrides of the file (core/config/gpu_config.h).
+// AGENTCG_GPU_* environment overrides of the file (core/include/agentcg/gpu/gpu_config.h).
 void env_overrides(agentcg::config::GpuConfig& g) {
   struct U64 {
     const char* name;
@@ -102,36 +83,57 @@ int main(int argc, char** argv) {
   std::string config_path, gpu_memory;
   std::optional<std::uint64_t> window_ms;
   std::uint64_t swap_bps = 3000000000ull;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) usage_error(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--socket") opt.socket_path = value();
-    else if (a == "--policy") opt.policy = value();
-    else if (a == "--config") config_path = value();
-    else if (a == "--gpu-memory") gpu_memory = value();
-    else if (a == "--quantum-ms") opt.quantum_ms = parse_u64(a, value(), 1, 86400000);
-    else if (a == "--compute-window-ms") window_ms = parse_u64(a, value(), 10, 86400000);
-    else if (a == "--swap-bandwidth") {
-      const char* v = value();
-      auto b = agentcg::gpu::parse_bytes(v);
-      if (!b || *b == 0) usage_error(a + " '" + v + "': expected bytes per second such as 3G");
-      swap_bps = *b;
-    } else if (a == "--metrics-port") opt.metrics_port = static_cast<std::uint32_t>(parse_u64(a, value(), 0, 65535));
-    else if (a == "--metrics-address") opt.metrics_address = value();
-    else if (a == "--release-timeout-ms") opt.release_timeout_ms = parse_u64(a, value(), 0, 86400000);
-    else if (a == "--handshake-timeout-ms") opt.handshake_timeout_ms = parse_u64(a, value(), 1, 3600000);
-    else if (a == "--max-connections") opt.max_connections = parse_u64(a, value(), 1, 1000000);
-    else if (a == "--max-clients-per-uid") opt.max_clients_per_uid = static_cast<std::uint32_t>(parse_u64(a, value(), 0, 1000000));
-    else if (a == "--verbose") opt.verbose = true;
-    else if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else {
-      usage_error("unknown option '" + a + "'");
-    }
+  {
+    CLI::App app{"The GPU scheduler daemon: grants the GPU to the CUDA shim's clients by a policy of core/.",
+                 "agentcg-gpud"};
+    agentcg::cli::setup(app);
+    app.add_option("--socket", opt.socket_path, "Unix socket (default /run/agentcg/gpud.sock; env AGENTCG_GPU_SOCKET)")
+        ->type_name("PATH");
+    app.add_option("--policy", opt.policy,
+                   "none | nvshare | memory-aware | compute-limit | memory-aware+compute-limit (default nvshare)")
+        ->type_name("KIND");
+    app.add_option("--config", config_path, "YAML config; its gpu: section sets the policy knobs")->type_name("FILE");
+    app.add_option("--gpu-memory", gpu_memory,
+                   "scheduled capacity per GPU (e.g. 16G), below the real one to test safely on a large GPU; "
+                   "default: detected")
+        ->type_name("SIZE[,SIZE]");
+    app.add_option_function<std::uint64_t>(
+           "--quantum-ms", [&](std::uint64_t v) { opt.quantum_ms = v; }, "time quantum (nvshare TQ, memory-aware fixed quantum)")
+        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{86400000}))
+        ->type_name("MS");
+    app.add_option_function<std::uint64_t>(
+           "--compute-window-ms", [&](std::uint64_t v) { window_ms = v; }, "compute-limit window")
+        ->check(CLI::Range(std::uint64_t{10}, std::uint64_t{86400000}))
+        ->type_name("MS");
+    agentcg::cli::add_size(app, "--swap-bandwidth", swap_bps,
+                           "effective switch bandwidth per second for the auto quantum (default 3G)")
+        ->type_name("BYTES/S")
+        ->check(CLI::Validator([](std::string& v) { return v == "0" ? "expected a bandwidth above 0" : ""; }, ""));
+    app.add_option("--metrics-port", opt.metrics_port, "Prometheus endpoint on 127.0.0.1 (default 9401, 0 = off)")
+        ->check(CLI::Range(0u, 65535u))
+        ->type_name("PORT");
+    app.add_option("--metrics-address", opt.metrics_address, "address of the endpoint (default 127.0.0.1)")
+        ->type_name("ADDR");
+    app.add_option_function<std::uint64_t>(
+           "--release-timeout-ms", [&](std::uint64_t v) { opt.release_timeout_ms = v; },
+           "disconnect a holder that ignores DROP_LOCK this long; default max(10000, 2 x quantum) ms "
+                   "(hung or SIGSTOPped holders); 0 = never")
+        ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{86400000}))
+        ->type_name("MS");
+    app.add_option("--max-connections", opt.max_connections,
+                   "connection limit (default 1024, at most RLIMIT_NOFILE - 32)")
+        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1000000}))
+        ->type_name("N");
+    app.add_option("--handshake-timeout-ms", opt.handshake_timeout_ms,
+                   "close a connection that sends no complete first message (5000)")
+        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{3600000}))
+        ->type_name("MS");
+    app.add_option("--max-clients-per-uid", opt.max_clients_per_uid,
+                   "registered clients per uid, root exempt (default 64, 0 = no limit)")
+        ->check(CLI::Range(0u, 1000000u))
+        ->type_name("N");
+    app.add_flag("--verbose", opt.verbose, "log every grant and drop");
+    if (auto rc = agentcg::cli::parse(app, argc, argv)) return *rc;
   }
   try {
     if (!config_path.empty()) opt.gpu = agentcg::config::load_file(config_path).gpu;
@@ -153,7 +155,8 @@ int main(int argc, char** argv) {
       std::size_t comma = gpu_memory.find(',', pos);
       std::string item = gpu_memory.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
       auto b = agentcg::gpu::parse_bytes(item.c_str());
-      if (!b || *b == 0) usage_error("--gpu-memory '" + item + "': expected a size such as 16G");
+      if (!b || *b == 0)
+        usage_error("--gpu-memory: expected " + std::string(agentcg::units::kSizeForms) + " above 0, got '" + item + "'");
       sizes.push_back(*b);
       if (comma == std::string::npos) break;
       pos = comma + 1;

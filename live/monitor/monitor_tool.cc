@@ -6,7 +6,8 @@
 // line "agentcg-monitor: progstat RUN_CNT RUN_TIME_NS" summed over its BPF
 // programs: the monitor's own CPU cost. Used by live/monitor/bench_hackbench.sh (overhead with
 // and without the monitor) and for debugging on a node.
-// Exit codes: 0 ok, 2 bad command line, 3 the monitor could not load.
+// Exit codes: 0 ok (and --help, --version), 2 bad command line, 3 the monitor
+// could not load.
 #include <signal.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "config/cli.h"
 #include "live/monitor/sched_monitor.h"
 
 namespace {
@@ -25,24 +27,14 @@ int main(int argc, char** argv) {
   long seconds = -1;
   bool print = false;
   bool prog_stats = false;
-  for (int i = 1; i < argc; i++) {
-    const std::string a = argv[i];
-    if (a == "--seconds" && i + 1 < argc) {
-      char* end = nullptr;
-      seconds = std::strtol(argv[++i], &end, 10);
-      if (!end || *end || seconds < 0) {
-        std::fprintf(stderr, "agentcg-monitor: --seconds: expected a number >= 0, got '%s'\n", argv[i]);
-        return 2;
-      }
-    } else if (a == "--print") {
-      print = true;
-    } else if (a == "--prog-stats") {
-      prog_stats = true;
-    } else {
-      std::fprintf(stderr, "usage: agentcg-monitor [--seconds S] [--print] [--prog-stats]\n");
-      return 2;
-    }
-  }
+  CLI::App app{"The scheduler monitor on its own (bpf/monitor.bpf.c), without agentcgroupd.", "agentcg-monitor"};
+  agentcg::cli::setup(app);
+  app.add_option("--seconds", seconds, "stop after S seconds (default: at SIGINT/SIGTERM)")
+      ->check(CLI::NonNegativeNumber)
+      ->type_name("S");
+  app.add_flag("--print", print, "print the monitor's Prometheus text at the end");
+  app.add_flag("--prog-stats", prog_stats, "print the monitor's BPF run count and time (kernel.bpf_stats_enabled=1)");
+  if (auto rc = agentcg::cli::parse(app, argc, argv)) return *rc;
   agentcg::monitor::SchedMonitor mon;
   if (!mon.start()) {
     std::fprintf(stderr, "agentcg-monitor: %s\n", mon.why().c_str());

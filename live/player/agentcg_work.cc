@@ -12,7 +12,8 @@
 //                                intended wakeup) as "wakelat_us p50 p90 p99 max n"
 //
 // Times are CLOCK_MONOTONIC; results go to stdout as one line each so the
-// guest scripts can parse them with awk. Bad arguments exit 2 with a message.
+// guest scripts can parse them with awk. Bad arguments exit 2 with a message
+// (CLI11 via config/cli.h; --help, --version).
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include "config/cli.h"
+
 namespace {
 
 std::uint64_t now_ns() {
@@ -35,22 +38,9 @@ std::uint64_t now_ns() {
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-bool parse_u64(const char* s, std::uint64_t* out) {
-  if (!s || !*s) return false;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(s, &end, 10);
-  if (errno || *end || s[0] == '-') return false;
-  *out = v;
-  return true;
-}
-
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr,
-               "agentcg-work: %s\nusage: agentcg-work spin SECONDS | mem MB SECONDS | "
-               "forkstorm N [PARALLEL] | wakelat PERIOD_US SECONDS\n",
-               why);
-  std::exit(2);
+  std::fprintf(stderr, "agentcg-work: error: %s\nRun agentcg-work --help for the commands.\n", why);
+  std::exit(agentcg::cli::kUsageExit);
 }
 
 volatile std::uint64_t g_sink;
@@ -141,26 +131,25 @@ int wakelat(std::uint64_t period_us, std::uint64_t secs) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) usage("missing command");
-  const std::string cmd = argv[1];
+  CLI::App app{"Calibrated workload primitives for the live tests and the live comparison.", "agentcg-work"};
+  agentcg::cli::setup(app);
+  app.require_subcommand(1);
   std::uint64_t a = 0, b = 0;
-  if (cmd == "spin") {
-    if (argc != 3 || !parse_u64(argv[2], &a)) usage("spin: expected SECONDS");
-    return spin(a);
-  }
-  if (cmd == "mem") {
-    if (argc != 4 || !parse_u64(argv[2], &a) || !parse_u64(argv[3], &b) || !a) usage("mem: expected MB SECONDS");
-    return mem(a, b);
-  }
-  if (cmd == "forkstorm") {
-    if (argc < 3 || argc > 4 || !parse_u64(argv[2], &a)) usage("forkstorm: expected N [PARALLEL]");
-    b = 64;
-    if (argc == 4 && (!parse_u64(argv[3], &b) || !b)) usage("forkstorm: PARALLEL must be a positive integer");
-    return forkstorm(a, b);
-  }
-  if (cmd == "wakelat") {
-    if (argc != 4 || !parse_u64(argv[2], &a) || !parse_u64(argv[3], &b) || !a) usage("wakelat: expected PERIOD_US SECONDS");
-    return wakelat(a, b);
-  }
-  usage(("unknown command '" + cmd + "'").c_str());
+  auto* sp = app.add_subcommand("spin", "burn CPU for SECONDS");
+  sp->add_option("SECONDS", a)->required();
+  auto* me = app.add_subcommand("mem", "keep MB of anonymous memory and rewrite every page for SECONDS");
+  me->add_option("MB", a)->required()->check(CLI::PositiveNumber);
+  me->add_option("SECONDS", b)->required();
+  auto* fs = app.add_subcommand("forkstorm", "fork N children that exit at once, at most PARALLEL (64) alive");
+  fs->add_option("N", a)->required();
+  b = 64;
+  fs->add_option("PARALLEL", b)->check(CLI::PositiveNumber);
+  auto* wl = app.add_subcommand("wakelat", "periodic sleeper every PERIOD_US for SECONDS: wakeup latency");
+  wl->add_option("PERIOD_US", a)->required()->check(CLI::PositiveNumber);
+  wl->add_option("SECONDS", b)->required();
+  if (auto rc = agentcg::cli::parse(app, argc, argv)) return *rc;
+  if (sp->parsed()) return spin(a);
+  if (me->parsed()) return mem(a, b);
+  if (fs->parsed()) return forkstorm(a, b);
+  return wakelat(a, b);
 }

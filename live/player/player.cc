@@ -9,6 +9,7 @@
 //
 //   agentcg-player TRACE -o RESULTS.json [--label NAME] [--seed N]
 //                  [--cgroup-root DIR | --no-cgroups] [--mem-scale F] [--duration DUR]
+//                  [--version] [--help]   (CLI11 via config/cli.h; usage errors exit 2)
 //
 // Semantics (how each trace element becomes real work):
 // - One real process per trace process. Listed processes with start_ns are
@@ -86,17 +87,14 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/api.h"
-#include "sim/cli/args.h"
 #include "sim/cpu/cgroup_tree.h"
-#include "sim/import/merge.h"
+#include "config/cli.h"
 #include "sim/metrics.h"
 #include "sim/random.h"
 #include "sim/trace/trace.h"
 
 namespace {
 
-using agentcg::cli::Args;
-using agentcg::cli::UsageError;
 using agentcg::sim::CgroupId;
 using agentcg::sim::CgroupTree;
 using agentcg::sim::kRootCgroup;
@@ -107,16 +105,6 @@ constexpr std::size_t kMaxSamples = 1u << 20;  // 16 MiB of samples
 constexpr std::size_t kMaxProcs = 1u << 16;
 constexpr std::uint64_t kTickNs = 100'000'000;  // series bin (100 ms)
 constexpr std::uint64_t kChunkNs = 50'000;      // spin chunk between clock reads
-
-const char* const kUsage =
-    "usage: agentcg-player TRACE -o RESULTS.json [--label NAME] [--seed N]\n"
-    "                      [--cgroup-root DIR | --no-cgroups] [--mem-scale F] [--duration DUR]\n"
-    "  --label NAME        results.json policy (default live)\n"
-    "  --seed N            seeds the distribution draws (default 1)\n"
-    "  --cgroup-root DIR   where the trace's cgroups are created (default /sys/fs/cgroup/agentcg-player)\n"
-    "  --no-cgroups        run every process in the player's own cgroup\n"
-    "  --mem-scale F       scale every memory size (mem ops, memory.high/max), default 1.0\n"
-    "  --duration DUR      stop after DUR (e.g. 20s, 500ms), overriding the trace's duration_ns\n";
 
 class RuntimeError : public std::runtime_error {
  public:
@@ -1104,56 +1092,54 @@ json Player::results(std::uint64_t wall) {
   return r;
 }
 
-Options parse_options(int argc, char** argv) {
-  std::vector<std::string> av(argv + 1, argv + argc);
-  for (const auto& a : av)
-    if (a == "-h" || a == "--help") {
-      std::cout << kUsage;
-      std::exit(0);
-    }
-  Args args(av, {"out", "label", "seed", "cgroup-root", "mem-scale", "duration"}, {"no-cgroups"});
-  Options o;
-  if (args.positional().size() != 1)
-    throw UsageError(args.positional().empty() ? "missing TRACE" : "expected one TRACE, got " +
-                                                                       std::to_string(args.positional().size()));
-  o.trace_path = args.positional()[0];
-  o.out = args.require("out");
-  if (auto v = args.get("label")) {
-    if (v->empty()) throw UsageError("option --label: expected a non-empty name");
-    o.label = *v;
-  }
-  o.seed = args.get_u64("seed", 1);
-  o.no_cgroups = args.flag("no-cgroups");
-  if (auto v = args.get("cgroup-root")) {
-    if (o.no_cgroups) throw UsageError("--cgroup-root and --no-cgroups exclude each other");
-    if (v->empty() || (*v)[0] != '/' || v->back() == '/' || v->find_last_of('/') == 0)
-      throw UsageError("option --cgroup-root: expected an absolute directory below a cgroup v2 mount, got '" + *v + "'");
-    o.cgroup_root = *v;
-  }
-  if (auto v = args.get("mem-scale")) {
-    char* end = nullptr;
-    o.mem_scale = std::strtod(v->c_str(), &end);
-    if (v->empty() || *end != '\0' || !(o.mem_scale > 0) || !std::isfinite(o.mem_scale))
-      throw UsageError("option --mem-scale: expected a positive number, got '" + *v + "'");
-  }
-  if (auto v = args.get("duration")) {
-    auto d = agentcg::import::parse_duration_ns(*v);
-    if (!d || *d == 0) throw UsageError("option --duration: expected a duration like 20s or 500ms, got '" + *v + "'");
-    o.duration_ns = d;
-  }
-  return o;
+// nullopt: run with `o`; else the exit code (--help/--version 0, usage 2).
+std::optional<int> parse_options(int argc, char** argv, Options& o) {
+  CLI::App app{"Re-enacts a trace as real processes in real cgroups and writes a results.json with the "
+               "simulator's keys.",
+               "agentcg-player"};
+  agentcg::cli::setup(app);
+  app.add_option("TRACE", o.trace_path, "the trace (format v1, traces/README.md)")->required();
+  app.add_option("-o,--out", o.out, "where results.json is written")->required()->type_name("RESULTS.json");
+  app.add_option("--label", o.label, "results.json policy (default live)")
+      ->check(CLI::Validator([](std::string& v) { return v.empty() ? std::string("expected a non-empty name") : ""; },
+                             "NAME"));
+  app.add_option("--seed", o.seed, "seeds the distribution draws (default 1)")->type_name("N");
+  auto* no_cg = app.add_flag("--no-cgroups", o.no_cgroups, "run every process in the player's own cgroup");
+  app.add_option("--cgroup-root", o.cgroup_root,
+                 "where the trace's cgroups are created (default /sys/fs/cgroup/agentcg-player)")
+      ->excludes(no_cg)
+      ->type_name("DIR")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            return (v.empty() || v[0] != '/' || v.back() == '/' || v.find_last_of('/') == 0)
+                       ? "expected an absolute directory below a cgroup v2 mount, got '" + v + "'"
+                       : std::string();
+          },
+          "DIR"));
+  app.add_option("--mem-scale", o.mem_scale, "scale every memory size (mem ops, memory.high/max), default 1.0")
+      ->type_name("F")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            char* end = nullptr;
+            const double f = std::strtod(v.c_str(), &end);
+            return (v.empty() || *end != '\0' || !(f > 0) || !std::isfinite(f))
+                       ? "expected a positive number, got '" + v + "'"
+                       : std::string();
+          },
+          "F"));
+  std::uint64_t duration_ns = 0;
+  auto* dur = agentcg::cli::add_duration(app, "--duration", duration_ns,
+                                         "stop after DURATION (e.g. 20s, 500ms), overriding the trace's duration_ns", 1);
+  if (auto rc = agentcg::cli::parse(app, argc, argv)) return rc;
+  if (dur->count() > 0) o.duration_ns = duration_ns;
+  return std::nullopt;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Options opt;
-  try {
-    opt = parse_options(argc, argv);
-  } catch (const UsageError& e) {
-    std::cerr << "agentcg-player: " << e.what() << "\n" << kUsage;
-    return 2;
-  }
+  if (auto rc = parse_options(argc, argv, opt)) return *rc;
   try {
     const trace::Trace tr = trace::load_trace_file(opt.trace_path);
     Player player(tr, opt);

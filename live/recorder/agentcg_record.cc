@@ -15,6 +15,7 @@
 //                start/end CLOCK_MONOTONIC ns, command, exit code, lost events
 // Usage: agentcg-record -o DIR [--interval-ms 100] [--cgroup-root /sys/fs/cgroup]
 //          [--buffer-kb N] (--duration DUR | -- COMMAND [ARGS...])
+//          [--version] [--help]   (CLI11 via config/cli.h)
 // Exit: the command's exit code (128+signal if it was killed), 0 after
 // --duration, 2 on a usage error, 1 on a runtime error (not root, no tracefs).
 // The tracing instance is removed on every exit path we control (normal end,
@@ -52,14 +53,9 @@
 #include <thread>
 #include <vector>
 
-namespace {
+#include "config/cli.h"
 
-constexpr const char* kUsage =
-    "usage: agentcg-record -o DIR [--interval-ms 100] [--cgroup-root /sys/fs/cgroup]\n"
-    "                      [--buffer-kb N] (--duration DUR | -- COMMAND [ARGS...])\n"
-    "  Records the scheduler tracepoints (tracefs), cgroup membership, cgroup settings and\n"
-    "  memory.current of the whole machine into DIR until COMMAND exits or DUR (10s, 500ms,\n"
-    "  2m) passes. Import: agentcg trace import --from agentcg-record DIR -o trace.json\n";
+namespace {
 
 constexpr const char* kEvents[] = {"sched_switch",       "sched_wakeup",       "sched_wakeup_new",
                                    "sched_waking",       "sched_process_fork", "sched_process_exec",
@@ -80,10 +76,6 @@ std::uint64_t mono_ns() {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
 }
-
-struct UsageError {
-  std::string msg;
-};
 
 bool read_file(const std::string& path, std::string& out) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -125,27 +117,6 @@ bool write_file(const std::string& path, const std::string& value, std::string* 
   return true;
 }
 
-// "10s", "500ms", "2m", "1.5s", "250us", plain number = seconds.
-bool parse_duration_ns(const std::string& s, std::uint64_t& out) {
-  std::size_t i = 0;
-  while (i < s.size() && ((s[i] >= '0' && s[i] <= '9') || s[i] == '.')) ++i;
-  if (i == 0) return false;
-  char* end = nullptr;
-  const double v = std::strtod(s.substr(0, i).c_str(), &end);
-  if (end == nullptr || *end != '\0' || v <= 0) return false;
-  const std::string unit = s.substr(i);
-  double mult = 0;
-  if (unit.empty() || unit == "s") mult = 1e9;
-  else if (unit == "ms") mult = 1e6;
-  else if (unit == "us") mult = 1e3;
-  else if (unit == "ns") mult = 1;
-  else if (unit == "m") mult = 60e9;
-  else if (unit == "h") mult = 3600e9;
-  else return false;
-  out = static_cast<std::uint64_t>(v * mult);
-  return out > 0;
-}
-
 std::string json_str(const std::string& s) {
   std::string o = "\"";
   for (unsigned char c : s) {
@@ -179,52 +150,37 @@ struct Config {
   std::vector<std::string> command;
 };
 
-Config parse_args(int argc, char** argv) {
-  Config c;
-  auto value = [&](int& i, const std::string& opt) -> std::string {
-    if (i + 1 >= argc) throw UsageError{"option " + opt + ": expected a value"};
-    return argv[++i];
-  };
-  auto number = [](const std::string& opt, const std::string& v, unsigned lo, unsigned hi) {
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long n = std::strtoul(v.c_str(), &end, 10);
-    if (v.empty() || *end != '\0' || errno != 0 || n < lo || n > hi)
-      throw UsageError{"option " + opt + ": expected an integer " + std::to_string(lo) + ".." +
-                       std::to_string(hi) + ", got '" + v + "'"};
-    return static_cast<unsigned>(n);
-  };
-  bool have_duration = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--") {
-      for (int j = i + 1; j < argc; ++j) c.command.push_back(argv[j]);
-      if (c.command.empty()) throw UsageError{"'--' must be followed by a COMMAND"};
+// nullopt: record with `c`; else the exit code (--help/--version 0, usage 2).
+std::optional<int> parse_args(int argc, char** argv, Config& c) {
+  CLI::App app{"Records the scheduler tracepoints (tracefs), cgroup membership, cgroup settings and "
+               "memory.current of the whole machine into DIR until COMMAND exits or DURATION passes. "
+               "Import: agentcg trace import --from agentcg-record DIR -o trace.json",
+               "agentcg-record"};
+  agentcg::cli::setup(app);
+  app.add_option("-o,--out", c.out_dir, "the recording's folder")->required()->type_name("DIR");
+  app.add_option("--interval-ms", c.interval_ms, "cgroup/membership sampling interval (default 100)")
+      ->check(CLI::Range(10u, 60000u));
+  app.add_option("--cgroup-root", c.cgroup_root, "the cgroup v2 mount (default /sys/fs/cgroup)")->type_name("DIR");
+  app.add_option("--buffer-kb", c.buffer_kb, "per-CPU tracefs buffer")->check(CLI::Range(64u, 4u * 1024 * 1024));
+  auto* dur = agentcg::cli::add_duration(app, "--duration", c.duration_ns, "record for DURATION (10s, 500ms, 2m)", 1);
+  app.footer("  -- COMMAND [ARGS...]     record until COMMAND exits (instead of --duration)");
+  // Everything after "--" is the command, options included.
+  std::vector<std::string> command;
+  int n = argc;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--") {
+      n = i;
+      command.assign(argv + i + 1, argv + argc);
       break;
-    } else if (a == "-o" || a == "--out") {
-      c.out_dir = value(i, a);
-    } else if (a == "--interval-ms") {
-      c.interval_ms = number(a, value(i, a), 10, 60000);
-    } else if (a == "--cgroup-root") {
-      c.cgroup_root = value(i, a);
-    } else if (a == "--buffer-kb") {
-      c.buffer_kb = number(a, value(i, a), 64, 4 * 1024 * 1024);
-    } else if (a == "--duration") {
-      const std::string v = value(i, a);
-      if (!parse_duration_ns(v, c.duration_ns))
-        throw UsageError{"option --duration: expected a duration such as 10s, 500ms or 2m, got '" + v + "'"};
-      have_duration = true;
-    } else if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else {
-      throw UsageError{"unknown option '" + a + "'"};
     }
-  }
-  if (c.out_dir.empty()) throw UsageError{"missing -o DIR"};
-  if (have_duration == !c.command.empty())
-    throw UsageError{"give exactly one of --duration DUR or -- COMMAND"};
-  return c;
+  if (auto rc = agentcg::cli::parse(app, n, argv)) return rc;
+  c.command = command;
+  const char* bad = nullptr;
+  if (n < argc && c.command.empty()) bad = "'--' must be followed by a COMMAND";
+  else if ((dur->count() > 0) == !c.command.empty()) bad = "give exactly one of --duration DURATION or -- COMMAND";
+  if (bad == nullptr) return std::nullopt;
+  std::fprintf(stderr, "agentcg-record: error: %s\nRun agentcg-record --help for the options.\n", bad);
+  return agentcg::cli::kUsageExit;
 }
 
 // ---- tracefs ---------------------------------------------------------------
@@ -769,11 +725,6 @@ int run(const Config& cfg) {
 
 int main(int argc, char** argv) {
   Config cfg;
-  try {
-    cfg = parse_args(argc, argv);
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "agentcg-record: %s\n%s", e.msg.c_str(), kUsage);
-    return 2;
-  }
+  if (auto rc = parse_args(argc, argv, cfg)) return *rc;
   return run(cfg);
 }

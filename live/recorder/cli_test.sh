@@ -16,11 +16,19 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 expect 2 "no arguments"
 expect 2 "unknown option" --bogus -o "$tmp/r" --duration 1s
 expect 2 "bad duration" -o "$tmp/r" --duration 1x
+expect 2 "duration without a unit" -o "$tmp/r" --duration 10
 expect 2 "bad interval" -o "$tmp/r" --interval-ms 0 --duration 1s
 expect 2 "duration and command" -o "$tmp/r" --duration 1s -- true
 expect 2 "neither duration nor command" -o "$tmp/r"
 expect 2 "empty command" -o "$tmp/r" --
 expect 0 "help" --help
+expect 0 "version" --version
+# A usage error names the flag and what was expected.
+out=$("$rec" -o "$tmp/r" --duration 10 2>&1)
+echo "$out" | grep -q "error: --duration: expected a duration with a unit" || fail "--duration message: $out"
+out=$("$rec" -o "$tmp/r" --interval-ms 5 --duration 1s 2>&1)
+echo "$out" | grep -q -- "--interval-ms" || fail "--interval-ms message: $out"
+"$rec" --version | grep -q "^agentcg-record [0-9]" || fail "--version output"
 if [ "$(id -u)" != 0 ]; then
 	expect 1 "not root" -o "$tmp/r" --duration 1s
 else

@@ -13,7 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "sim/cli/args.h"
+#include "sim/args.h"
 
 namespace agentcg::calibrate {
 

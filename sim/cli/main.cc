@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "core/config/config.h"
+#include "config/config.h"
 #include "sim/api.h"
-#include "sim/cli/args.h"
+#include "sim/args.h"
 #include "sim/trace/trace.h"
 #include "sim/cli/trace_cmd.h"
 #include "sim/cli/import_cmd.h"

@@ -7,13 +7,14 @@
 
 #include <fstream>
 
-#include "sim/cli/args.h"
+#include "core/units/units.h"
+#include "sim/args.h"
 #include "sim/import/import.h"
 #include "sim/import/merge.h"
 #include "sim/import/mix.h"
 #include "sim/import/stats.h"
 #include "sim/trace/trace.h"
-#include "sim/gpu/gpu_csv_import.h"
+#include "sim/import/gpu_csv_import.h"
 
 namespace agentcg::import {
 
@@ -199,8 +200,8 @@ int merge_command(const std::vector<std::string>& args, std::ostream& out, std::
     if (a.positional().empty()) throw UsageError("expected at least one input trace");
     MergeOptions mo;
     if (auto s = a.get("stagger")) {
-      auto ns = parse_duration_ns(*s);
-      if (!ns) throw UsageError("option --stagger: expected a duration such as 5s or 250ms, got '" + *s + "'");
+      auto ns = units::parse_duration_ns(*s);
+      if (!ns) throw UsageError("option --stagger: expected " + std::string(units::kDurationForms) + ", got '" + *s + "'");
       mo.stagger_ns = *ns;
     }
     const std::uint64_t cpus = a.get_u64("cpus", 0);
@@ -239,8 +240,9 @@ int mix_command(const std::vector<std::string>& args, std::ostream& out, std::os
     mo.seed = a.get_u64("seed", 1);
     for (const char* key : {"stagger", "duration"}) {
       if (auto s = a.get(key)) {
-        auto ns = parse_duration_ns(*s);
-        if (!ns) throw UsageError(std::string("option --") + key + ": expected a duration such as 5s or 250ms, got '" + *s + "'");
+        auto ns = units::parse_duration_ns(*s);
+        if (!ns)
+          throw UsageError(std::string("option --") + key + ": expected " + units::kDurationForms + ", got '" + *s + "'");
         if (std::string(key) == "stagger") mo.stagger_ns = *ns;
         else mo.duration_ns = *ns;
       }

@@ -156,14 +156,19 @@ def main():
         check(not os.path.exists(os.path.join(tmp, "x.json")), "results written for a bad trace")
         r = run([player, os.path.join(tmp, "missing.json"), "-o", os.path.join(tmp, "x.json"), "--no-cgroups"])
         check(r.returncode == 1 and "missing.json" in r.stderr, f"missing trace: exit {r.returncode} {r.stderr}")
-        # Usage errors: exit 2.
-        for args in (["--bogus"], ["--seed", "x"], ["--mem-scale", "0"], ["--duration", "soon"],
-                     ["--no-cgroups", "--cgroup-root", "/sys/fs/cgroup/x"], []):
+        # Usage errors: exit 2, the message names the flag (or TRACE) and
+        # points at --help.
+        for args, names in ((["--bogus"], "--bogus"), (["--seed", "x"], "--seed"), (["--mem-scale", "0"], "--mem-scale"),
+                            (["--duration", "soon"], "--duration"), (["--duration", "10"], "--duration"),
+                            (["--no-cgroups", "--cgroup-root", "/sys/fs/cgroup/x"], "--cgroup-root"), ([], "TRACE")):
             cmd = [player, tpath, "-o", os.path.join(tmp, "x.json")] + args
             if args == []:
                 cmd = [player, "-o", os.path.join(tmp, "x.json")]
             r = run(cmd)
-            check(r.returncode == 2 and "usage:" in r.stderr, f"{args}: exit {r.returncode} (want 2) {r.stderr}")
+            check(r.returncode == 2 and "agentcg-player: error:" in r.stderr and names in r.stderr
+                  and "--help" in r.stderr, f"{args}: exit {r.returncode} (want 2, naming {names}) {r.stderr}")
+        r = run([player, "--version"])
+        check(r.returncode == 0 and r.stdout.startswith("agentcg-player "), f"--version: {r.returncode} {r.stdout}")
         # Without --no-cgroups on a host without writable cgroup v2: a clear failure.
         r = run([player, tpath, "-o", os.path.join(tmp, "x.json"), "--cgroup-root", "/nonexistent/agentcg-player"])
         check(r.returncode == 1 and "--no-cgroups" in r.stderr, f"unwritable cgroup root: {r.returncode} {r.stderr}")

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// A small, strict argument parser for the CLI: --key value and --key=value
-// for declared options, declared --flags, positionals; anything else is a
-// UsageError naming the argument.
+// A small, strict argument parser for agentcg-sim's subcommands: --key
+// value and --key=value for declared options, declared --flags,
+// positionals; anything else is a UsageError naming the argument. Below
+// sim/cli/ (which dispatches) and the libraries that parse their own
+// subcommand's arguments (sim/import/commands.cc, sim/calibrate), so their
+// includes point down. The other C++ binaries use CLI11 (config/cli.h).
 #pragma once
 
 #include <cstdint>

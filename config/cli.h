@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * What every agentcg C++ binary does the same way with its arguments, on top
+ * of CLI11 (Debian libcli11-dev):
+ *   - `--version` prints "NAME VERSION" (VERSION = the CMake project version,
+ *     AGENTCG_VERSION from the agentcg_cli target) and exits 0;
+ *   - `-h/--help` prints the options and exits 0;
+ *   - a bad argument prints "NAME: error: WHAT" (which flag, what was
+ *     expected, what was given) and "Run NAME --help for the options." on
+ *     stderr and exits 2 (the project's usage-error code);
+ *   - durations and sizes use the one grammar of core/units/units.h.
+ * Invariant: parse() never exits the process itself; the caller returns its
+ * code from main(). Who uses it: agentcg-player, agentcg-record,
+ * agentcg-gpud, agentcg-gpuctl, agentcgroupd, agentcg-monitor.
+ */
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "core/units/units.h"
+
+#ifndef AGENTCG_VERSION
+#error "AGENTCG_VERSION is defined by the agentcg_cli CMake target (link it)"
+#endif
+
+namespace agentcg::cli {
+
+inline constexpr int kUsageExit = 2;
+
+inline std::string version_line(const std::string& name) { return name + " " + AGENTCG_VERSION; }
+
+// The shared settings; call right after constructing the App.
+inline void setup(CLI::App& app) {
+  app.set_version_flag("--version", version_line(app.get_name()), "print the version and exit");
+  app.set_help_flag("-h,--help", "print this help and exit");
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    return a->get_name() + ": error: " + e.what() + "\nRun " + a->get_name() + " --help for the options.\n";
+  });
+}
+
+// nullopt: parsed, go on. Otherwise the exit code for main(): 0 after
+// --help/--version, kUsageExit after a bad argument (message printed).
+inline std::optional<int> parse(CLI::App& app, int argc, const char* const* argv) {
+  try {
+    app.parse(argc, argv);
+    return std::nullopt;
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kUsageExit;
+  }
+}
+
+// --NAME DURATION (core/units grammar) into `ns`; `min_ns` is the smallest
+// value accepted.
+inline CLI::Option* add_duration(CLI::App& app, const std::string& name, std::uint64_t& ns, const std::string& help,
+                                 std::uint64_t min_ns = 0) {
+  const std::string flag = name.substr(0, name.find(','));
+  return app
+      .add_option_function<std::string>(
+          name,
+          [&ns, flag, min_ns](const std::string& s) {
+            const auto v = units::parse_duration_ns(s);
+            if (!v || *v < min_ns)
+              throw CLI::ValidationError(flag, "expected " + std::string(units::kDurationForms) +
+                                                   (min_ns > 0 ? " of at least " + std::to_string(min_ns) + " ns" : "") +
+                                                   ", got '" + s + "'");
+            ns = *v;
+          },
+          help)
+      ->type_name("DURATION");
+}
+
+// --NAME SIZE (core/units grammar) into `bytes`.
+inline CLI::Option* add_size(CLI::App& app, const std::string& name, std::uint64_t& bytes, const std::string& help) {
+  const std::string flag = name.substr(0, name.find(','));
+  return app
+      .add_option_function<std::string>(
+          name,
+          [&bytes, flag](const std::string& s) {
+            const auto v = units::parse_size_bytes(s);
+            if (!v) throw CLI::ValidationError(flag, "expected " + std::string(units::kSizeForms) + ", got '" + s + "'");
+            bytes = *v;
+          },
+          help)
+      ->type_name("SIZE");
+}
+
+}  // namespace agentcg::cli
