@@ -6,7 +6,7 @@
  * send_mu_) and wait on cv_.
  *
  * Corrections to the seed pseudo-code (seed 002/003 and nvshare as described
- * in GPU_NOTES.md):
+ * in docs/sources.md):
  *  - seed 002 sends MEM_UPDATE and then blocks reading the reply inside
  *    cuMemAlloc; that deadlocks with the reader thread and stalls allocation
  *    on the scheduler. Here MEM_UPDATE is fire-and-forget and the only
@@ -16,7 +16,7 @@
  *    prefetch flag and targets only allocations that GPU work has touched.
  *  - a grant that bounds queued work (a limited client) keeps at most
  *    max_queued_ns of kernels queued, so a DROP_LOCK is not followed by 16-32
- *    queued kernels that overshoot the quota (GPU_NOTES.md).
+ *    queued kernels that overshoot the quota (docs/sources.md).
  */
 #include "cuda-shim/client.h"
 

@@ -12,7 +12,7 @@
  *    2048) when the grant is unbounded; when the grant bounds queued work
  *    (max_queued_ns, a limited client) the window is max_queued_ns divided
  *    by the measured time per launch, because kernels queued after a DROP
- *    run past the quota (GPU_NOTES.md);
+ *    run past the quota (docs/sources.md);
  *  - prefetches the allocations it has touched when a grant says so.
  *
  * Invariants: never exits or aborts the process; one warning when the daemon

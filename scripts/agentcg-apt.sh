@@ -6,7 +6,7 @@
 #
 # The archive's URIs and Signed-By are read from the machine's own
 # /etc/apt/sources.list.d/debian.sources (the first stanza), so no host
-# name is written into the repository (see ../shared/LIVE_VM.md).
+# name is written into the repository (see docs/sources.md, "Live VM").
 #
 # Usage: agentcg_apt_init DIR SUITE   then   agentcg_apt get|cache ARGS...
 set -euo pipefail

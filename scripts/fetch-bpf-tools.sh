@@ -3,7 +3,7 @@
 # Fetch bookworm-backports' bpftool (7.5: emits the scx kfunc prototypes
 # into vmlinux.h) and libbpf-dev (1.4+: .struct_ops.link; static libbpf.a)
 # into a cache: $AGENTCG_CACHE (default ~/.cache/agentcg)/bpf-tools/.
-# bookworm's own libbpf 1.1 is too old for sched_ext (../shared/LIVE_VM.md).
+# bookworm's own libbpf 1.1 is too old for sched_ext (docs/sources.md, "Live VM").
 # Prints the directory, which then holds bin/bpftool, include/bpf/*.h and
 # lib/libbpf.a. Idempotent: a complete cache is reused offline.
 # Suite: $AGENTCG_BPF_SUITE (default bookworm-backports).

@@ -19,7 +19,7 @@
 
 #include "agentcg/gpu/policy.h"
 #include "sim/event_queue.h"
-#include "sim/gpu/gpu_csv_import.h"
+#include "sim/import/gpu_csv_import.h"
 #include "sim/gpu/gpu_sim.h"
 
 namespace {

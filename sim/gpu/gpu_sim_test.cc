@@ -11,7 +11,7 @@
 #include <fstream>
 #include <set>
 
-#include "sim/gpu/gpu_csv_import.h"
+#include "sim/import/gpu_csv_import.h"
 #include "sim/gpu/gpu_generate.h"
 #include "sim/gpu/gpu_trace.h"
 
@@ -61,7 +61,7 @@ GpuJob job(const std::string& id, std::uint64_t mem, std::uint64_t iterations,
 
 double makespan(const json& r) { return r["makespan_ns"].get<double>(); }
 
-// nvshare's published experiment (GPU_NOTES: P100 16 GB, Gen3, two 15.3 GB
+// nvshare's published experiment (docs/sources.md: P100 16 GB, Gen3, two 15.3 GB
 // jobs): serial 1438 s, unserialised 11434 s (8x), TQ 30 s 1521 s (+6 %).
 TEST(GpuSim, NvshareReproducesPublishedShape) {
   const std::uint64_t mem = 15300000000ull;

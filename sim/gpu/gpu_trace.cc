@@ -150,7 +150,7 @@ std::optional<PcieSpec> pcie_preset(const std::string& name) {
   s.name = name;
   if (name == "gen3") return s;
   // Link rate doubles per generation: 15.75 / 31.5 / 63 GB/s per direction
-  // for x16 (GPU_NOTES); the rates above scale with it.
+  // for x16 (docs/sources.md); the rates above scale with it.
   if (name == "gen4") {
     s.copy_bytes_per_s *= 2;
     s.fault_bytes_per_s *= 2;

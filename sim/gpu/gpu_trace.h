@@ -19,21 +19,21 @@
 
 namespace agentcg::sim::gpu {
 
-// PCIe link presets. Sources: GPU_NOTES.md ("PCIe and Unified Memory figures").
+// PCIe link presets. Sources: docs/sources.md ("PCIe and Unified Memory figures").
 struct PcieSpec {
   std::string name = "gen3";
   // Prefetch / copy rate: the UVMSmart bandwidth curve's asymptote, a = 12 GB/s
   // for a 16 GB/s (Gen3 x16) link, scaled by link rate for Gen4/Gen5.
   std::uint64_t copy_bytes_per_s = 12000000000ull;
   // Demand-paging (fault-driven migration) rate: ~3 GB/s measured on Gen3
-  // systems (GPU_NOTES); scaled by link rate for Gen4/Gen5 (an assumption:
+  // systems (docs/sources.md); scaled by link rate for Gen4/Gen5 (an assumption:
   // no published figure; measure on a lent GPU).
   std::uint64_t fault_bytes_per_s = 3000000000ull;
   // The UVM driver's density prefetcher promotes the rest of a 2 MB VA block
   // to a prefetch once 51 % of it is resident (NVIDIA open UVM); so only
   // this share of faulted bytes moves at fault_bytes_per_s, the rest at
   // copy_bytes_per_s. With Gen3 figures this gives ~4.7 GB/s, matching
-  // nvshare's measured effective swap-in of 3-5 GB/s (GPU_NOTES).
+  // nvshare's measured effective swap-in of 3-5 GB/s (docs/sources.md).
   std::uint32_t density_promote_pct = 51;
   // Cost of one far fault, charged per 2 MB VA block faulted: ~45 us
   // (UVMSmart: 66,645 cycles); 2 MB VA blocks from NVIDIA's open UVM driver.
@@ -62,7 +62,7 @@ std::optional<PcieSpec> pcie_preset(const std::string& name);
 struct GpuSpec {
   std::uint64_t memory_bytes = 0;
   PcieSpec pcie;
-  // Memory each CUDA context takes on its GPU: ~0.5 GiB on a P100 (GPU_NOTES).
+  // Memory each CUDA context takes on its GPU: ~0.5 GiB on a P100 (docs/sources.md).
   std::uint64_t context_overhead_bytes = 512ull << 20;
   // Slow-down of co-running kernels beyond their 1/n time share, in percent
   // (100 = none). No published figure: set per experiment.

@@ -3,7 +3,7 @@
 """Real-GPU run of the live GPU backend: agentcg-gpud + N gpu_job clients
 under LD_PRELOAD=libagentcg-cuda.so on a real NVIDIA GPU.
 
-The rule for real GPUs (GPU_NOTES.md): never ask for more managed memory in
+The rule for real GPUs (docs/sources.md): never ask for more managed memory in
 total than the card has free. So the daemon is told a capacity BELOW the real
 one (--capacity-mb, default 40 % of free) while the clients together take at
 most 80 % of free memory: the policy sees oversubscription (clients wait and

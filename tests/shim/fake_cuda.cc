@@ -23,7 +23,7 @@
  * a private GPU), AGENTCG_FAKE_GPU_MEMORY (bytes per GPU, default 16G),
  * AGENTCG_FAKE_GPU_COUNT (default 1), AGENTCG_FAKE_FAULT_BPS and
  * AGENTCG_FAKE_COPY_BPS (bytes/s; default 3 GB/s and 12 GB/s, the Gen3
- * figures of GPU_NOTES.md).
+ * figures of docs/sources.md).
  */
 #include <cuda.h>
 #include <errno.h>

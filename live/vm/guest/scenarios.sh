@@ -7,7 +7,7 @@
 #   AGENTCG-RESULT <scenario> PASS|FAIL <detail> the verdict
 # which live/vm/check-result.sh reads on the host. Policies are compared by
 # ratios measured inside this one run (absolute times under TCG are slow and
-# noisy, see ../shared/LIVE_VM.md). The kernel's default scheduler (EEVDF)
+# noisy, see docs/sources.md, "Live VM"). The kernel's default scheduler (EEVDF)
 # runs the same workloads in the same boot as the reference.
 #
 # Usage: scenarios.sh all | NAME[,NAME...]

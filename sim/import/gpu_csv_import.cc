@@ -14,7 +14,7 @@
 // max_iterations; kernel_ns = duration / iterations. submit_time (s) is the
 // arrival, else row x interarrival_ns. `interval` is not used (counted).
 // Memory comes from model_name through the table below.
-#include "sim/gpu/gpu_csv_import.h"
+#include "sim/import/gpu_csv_import.h"
 
 #include <algorithm>
 #include <cmath>
