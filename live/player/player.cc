@@ -85,10 +85,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/api.h"
 #include "sim/cli/args.h"
 #include "sim/cpu/cgroup_tree.h"
-#include "sim/import/merge.h"
 #include "sim/metrics.h"
 #include "sim/random.h"
 #include "sim/trace/trace.h"
@@ -1137,7 +1135,7 @@ Options parse_options(int argc, char** argv) {
       throw UsageError("option --mem-scale: expected a positive number, got '" + *v + "'");
   }
   if (auto v = args.get("duration")) {
-    auto d = agentcg::import::parse_duration_ns(*v);
+    auto d = trace::parse_duration_ns(*v);
     if (!d || *d == 0) throw UsageError("option --duration: expected a duration like 20s or 500ms, got '" + *v + "'");
     o.duration_ns = d;
   }

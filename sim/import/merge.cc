@@ -48,25 +48,6 @@ struct Renumber {
 
 }  // namespace
 
-std::optional<std::uint64_t> parse_duration_ns(const std::string& s) {
-  std::size_t n = 0;
-  while (n < s.size() && s[n] >= '0' && s[n] <= '9') ++n;
-  if (n == 0) return std::nullopt;
-  std::uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + n, v);
-  if (ec != std::errc() || p != s.data() + n) return std::nullopt;
-  const std::string unit = s.substr(n);
-  std::uint64_t mult = 0;
-  if (unit.empty() || unit == "ns") mult = 1;
-  else if (unit == "us") mult = 1000;
-  else if (unit == "ms") mult = 1000000;
-  else if (unit == "s") mult = 1000000000ULL;
-  else if (unit == "m" || unit == "min") mult = 60000000000ULL;
-  else return std::nullopt;
-  if (v > UINT64_MAX / mult) return std::nullopt;
-  return v * mult;
-}
-
 trace::Trace merge_sessions(const std::vector<trace::Trace>& inputs, const MergeOptions& opts,
                             std::vector<std::string>* warnings) {
   trace::Trace out;

@@ -32,8 +32,8 @@ struct MergeOptions {
 trace::Trace merge_sessions(const std::vector<trace::Trace>& inputs, const MergeOptions& opts,
                             std::vector<std::string>* warnings = nullptr);
 
-// "5s", "250ms", "100us", "10ns", "2m" or a plain integer (ns) -> ns;
-// nullopt when not a duration.
-std::optional<std::uint64_t> parse_duration_ns(const std::string& text);
+// The duration grammar lives with the trace format (sim/trace/trace.h), so
+// that the live player reads --duration without linking the importers.
+using trace::parse_duration_ns;
 
 }  // namespace agentcg::import

@@ -12,7 +12,10 @@
 //
 // Who uses it: sim/trace/parse.cc (JSON -> Trace with located errors),
 // sim/trace/generate.cc (generators), the workload replay in sim/cpu/, the
-// Python bindings, and the importers.
+// live player, the Python bindings, and the importers. sim/trace/ is a
+// library of its own (agentcg_trace, sim/trace/CMakeLists.txt) below both
+// the simulator and the player: nothing here includes the rest of sim/
+// except the header-only sim/random.h.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +56,11 @@ struct Value {
   // Mean of the distribution (for entitlement and summaries).
   double mean() const;
 };
+
+// "5s", "250ms", "100us", "10ns", "2m"/"2min" or a plain integer (ns) -> ns;
+// nullopt when not a duration (or when it overflows u64). The importers'
+// --stagger and the player's --duration read it (value.cc).
+std::optional<std::uint64_t> parse_duration_ns(const std::string& text);
 
 struct ProcessSpec;
 

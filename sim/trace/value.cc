@@ -8,8 +8,12 @@
 // bound `b`). mean() is the mean of that clamped distribution, used for
 // entitlement estimates and summaries, never on the sampling path.
 // Called by the workload replay (sim/cpu/) and by the generators' tests.
+// Also here: the duration grammar of the importers and the player
+// (parse_duration_ns), a quantity of the same kind.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 
 #include "sim/trace/trace.h"
 
@@ -81,6 +85,25 @@ double Value::mean() const {
     }
   }
   return 0.0;
+}
+
+std::optional<std::uint64_t> parse_duration_ns(const std::string& s) {
+  std::size_t n = 0;
+  while (n < s.size() && s[n] >= '0' && s[n] <= '9') ++n;
+  if (n == 0) return std::nullopt;
+  std::uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + n, v);
+  if (ec != std::errc() || p != s.data() + n) return std::nullopt;
+  const std::string unit = s.substr(n);
+  std::uint64_t mult = 0;
+  if (unit.empty() || unit == "ns") mult = 1;
+  else if (unit == "us") mult = 1000;
+  else if (unit == "ms") mult = 1000000;
+  else if (unit == "s") mult = 1000000000ULL;
+  else if (unit == "m" || unit == "min") mult = 60000000000ULL;
+  else return std::nullopt;
+  if (v > UINT64_MAX / mult) return std::nullopt;
+  return v * mult;
 }
 
 }  // namespace agentcg::trace
