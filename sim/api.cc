@@ -112,6 +112,4 @@ nlohmann::json run(const trace::Trace& trace, const RunOptions& options) {
   return r;
 }
 
-std::string dump_results(const nlohmann::json& results) { return results.dump(2) + "\n"; }
-
 }  // namespace agentcg::sim

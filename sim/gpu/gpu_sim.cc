@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// The GPU + PCIe model and its driver: GPU jobs (sim/gpu/gpu_trace.h) run
+// The GPU + PCIe model and its driver: GPU jobs (sim/trace/gpu_trace.h) run
 // as nvshare-like clients of a core/ GPU policy (core/include/agentcg/gpu/
 // policy.h) on the shared sim::Simulator.
 //
@@ -42,7 +42,7 @@
 #include <vector>
 
 #include "agentcg/gpu/policy.h"
-#include "sim/gpu/gpu_trace.h"
+#include "sim/trace/gpu_trace.h"
 #include "sim/schedule_log.h"
 
 namespace agentcg::sim::gpu {
