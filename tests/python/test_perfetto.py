@@ -212,5 +212,8 @@ def test_gpu_track_in_the_json_and_the_text(tmp_path) -> None:
     txt = tmp_path / "g.txt"
     agentcg.run(t, "eevdf", "nvshare", perfetto=str(txt))
     counts = _check_systrace_lines(txt.read_text())
+    again = tmp_path / "g2.txt"
+    agentcg.run(t, "eevdf", "nvshare", perfetto=str(again))
+    assert again.read_bytes() == txt.read_bytes()  # deterministic, GPU track included
     assert counts["B"] == counts["E"] == len(sl)
     assert counts["counter"] == int(res["track"].str.contains(" resident ").sum())
