@@ -544,6 +544,26 @@ TEST(PerCpuQueues, MigrationCostIsChargedToTheTask) {
   EXPECT_EQ(cost["cgroups"]["/a"]["cpu_time_ns"].get<std::uint64_t>() % 50000, 0u);
 }
 
+// background_cpu_pct: CPU outside the trace's cgroups. Hogs on 2 CPUs with
+// a daemon that wants 50 % of a CPU (5 ms in every 10 ms) get at most 1.5
+// CPUs (75 % of the machine) and more when the daemon waits behind them
+// (it then runs less than its duty: 79 % here); the background's wakeups
+// are not latency samples.
+TEST(PerCpuQueues, BackgroundCpuTakesItsShareOutsideTheTracesCgroups) {
+  Builder b(2, 2 * kSec);
+  b.cgroup("/a", 100);
+  b.hogs("/a", 4);
+  config::MachineConfig m = per_cpu_machine();
+  m.background_cpu_pct = 50;
+  const auto r = run_machine(b.t, "eevdf", m);
+  EXPECT_GE(share(r, "/a"), 0.74);
+  EXPECT_LE(share(r, "/a"), 0.85);
+  EXPECT_NEAR(r["cpu_utilization"].get<double>(), 1.0, 0.01);
+  EXPECT_EQ(r["config"]["machine"]["background_cpu_pct"], 50);
+  const auto quiet = run_machine(b.t, "eevdf", per_cpu_machine());
+  EXPECT_EQ(r["wakeup_latency_ns"]["count"], quiet["wakeup_latency_ns"]["count"]);
+}
+
 // Same trace, config and seed: byte-identical results with per-CPU queues.
 TEST(PerCpuQueues, Deterministic) {
   Builder b(4, 1 * kSec);
