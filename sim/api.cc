@@ -33,6 +33,15 @@ nlohmann::json config_json(const config::Config& c) {
                   {"wakeup_overhead_ns", c.machine.wakeup_overhead_ns},
                   {"speed_pct", c.machine.speed_pct},
                   {"cpus", c.machine.cpus}};
+  // The per-CPU model's parameters only when set, so that results of the
+  // default (global queue, no extra costs) stay byte-identical to before.
+  if (c.machine.runqueues == config::MachineConfig::Runqueues::kPerCpu) j["machine"]["runqueues"] = "per_cpu";
+  if (c.machine.idle_exit_ns) {
+    j["machine"]["idle_exit_ns"] = c.machine.idle_exit_ns;
+    j["machine"]["idle_exit_after_ns"] = c.machine.idle_exit_after_ns;
+  }
+  if (c.machine.migration_cost_ns) j["machine"]["migration_cost_ns"] = c.machine.migration_cost_ns;
+  if (c.machine.background_cpu_pct) j["machine"]["background_cpu_pct"] = c.machine.background_cpu_pct;
   j["cfs"] = {{"latency_ns", c.cfs.latency_ns},
               {"min_granularity_ns", c.cfs.min_granularity_ns},
               {"wakeup_granularity_ns", c.cfs.wakeup_granularity_ns},

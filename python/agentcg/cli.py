@@ -466,7 +466,9 @@ TRACE_HELP = {
               "  Converts a recording (agentcgroup-ebpf, agentcgroup-task, ftrace, perf, agentcg-record,\n"
               "  gpu-csv) into a trace; --only-cgroup keeps one cgroup subtree of an agentcg-record folder.\n",
     "stats": "trace stats FILE [--from FORMAT] [--only-cgroup PATH] [--json]\n"
-             "  Summarises a trace or recording (tasks, forks/s, CPU demand, memory, wakeup latency).\n",
+             "  Summarises a trace or recording (tasks, forks/s, CPU demand, memory, wakeup latency).\n"
+             "  --from ftrace|perf --replay [--policy eevdf] [--config PROFILE]: replays a scheduler capture\n"
+             "  and prints its wakeup p50/p90/p99, task switches and CPU time next to the simulated ones.\n",
     "merge": "trace merge A B ... [--stagger 5s] -o OUT\n"
               "  Packs several traces onto one machine, each in its own cgroup, starts staggered.\n",
 }

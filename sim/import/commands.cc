@@ -15,6 +15,7 @@
 #include "sim/import/import.h"
 #include "sim/import/merge.h"
 #include "sim/import/mix.h"
+#include "sim/import/replay_check.h"
 #include "sim/import/stats.h"
 #include "sim/trace/trace.h"
 #include "sim/import/gpu_csv_import.h"
@@ -36,7 +37,11 @@ constexpr const char* kImportUsage =
     "          OUT '-' writes to stdout. --only-cgroup (agentcg-record): keep one cgroup subtree.\n";
 constexpr const char* kStatsUsage =
     "usage: trace stats FILE [--from FORMAT] [--json] [--strict]\n"
-    "  FILE is an agentcg trace, or a recording when --from FORMAT is given.\n";
+    "       trace stats CAPTURE --from ftrace|perf --replay [--policy eevdf] [--config PROFILE] [--seed N] [--json]\n"
+    "  FILE is an agentcg trace, or a recording when --from FORMAT is given. --replay replays a\n"
+    "  scheduler capture in the simulator (machine profile from --config; its CPU count unless\n"
+    "  machine.cpus is set) and prints the capture's wakeup latency, task switches and CPU time\n"
+    "  next to the simulated ones.\n";
 constexpr const char* kMergeUsage =
     "usage: trace merge A B ... [--stagger DUR] -o OUT [--cpus N] [--name NAME]\n"
     "  DUR: 5s, 250ms, 100us or ns. Session N goes to cgroup /session-N.\n";
@@ -211,10 +216,23 @@ int import_command(const std::vector<std::string>& args, std::ostream& out, std:
 
 int stats_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   return guarded(kStatsUsage, err, [&]() {
-    Args a(args, {"from", "cpus", "name", "cgroup", "only-cgroup"}, {"json", "strict", "unsampled-as-run"});
+    Args a(args, {"from", "cpus", "name", "cgroup", "only-cgroup", "policy", "config", "seed"},
+           {"json", "strict", "unsampled-as-run", "replay"});
     if (a.positional().size() != 1)
       throw UsageError("expected exactly one FILE, got " + std::to_string(a.positional().size()));
     const std::string file = a.positional()[0];
+    if (a.flag("replay")) {
+      const auto format = a.get("from");
+      if (!format) throw UsageError("--replay needs --from ftrace|perf (a scheduler capture)");
+      sim::RunOptions o;
+      o.policy = a.get("policy").value_or("eevdf");
+      if (auto c = a.get("config")) o.config = config::load_file(*c);
+      o.seed = a.get_u64("seed", 1);
+      const ReplayCheck c = replay_check(file, *format, o);
+      if (a.flag("json")) out << c.to_json().dump(2) << "\n";
+      else out << c.to_text();
+      return 0;
+    }
     TraceStats s;
     if (auto format = a.get("from")) {
       Result r = import_with(*format, file, import_options(a));

@@ -26,6 +26,10 @@
 // 0x4 T, 0x8 t, 0x10 X, 0x20 Z, 0x40 P, 0x80 I; values with only bits above
 // 0x80 set are TASK_REPORT_MAX, "preempted"; include/trace/events/sched.h).
 //
+// Measured figures besides the wakeup latencies, for fidelity against the
+// recording: counters["context_switches"] (switches to a different task
+// than the CPU last ran) and, in FtraceDetail, each task's CPU time.
+//
 // Limitations (counted in the report): migrations and CPU placement (the
 // simulator places tasks itself); priorities/nice; tasks already running at
 // the start (their earlier CPU time is unknown; they start at first sight);
@@ -53,6 +57,7 @@ struct Task {
   std::uint64_t since_ns = 0;           // running: on-CPU since; sleeping: asleep since
   trace::OpKind sleep_kind = trace::OpKind::kSleep;
   std::optional<std::uint64_t> wakeup_ns;  // pending wakeup for the latency figure
+  std::int32_t cpu = -1;                   // running: the CPU it was switched in on
 };
 
 struct KeyValue {
@@ -208,6 +213,7 @@ class FtraceImporter {
     // The timestamp is the token before the first ": " whose token is a number.
     std::optional<std::uint64_t> ts;
     std::size_t after = 0;
+    cur_cpu_ = -1;
     for (std::size_t i = text.find(':'); i != std::string_view::npos; i = text.find(':', i + 1)) {
       if (i + 1 < text.size() && text[i + 1] != ' ') continue;
       std::size_t b = i;
@@ -280,7 +286,10 @@ class FtraceImporter {
       if (e.builder.exited()) continue;
       Task& task = tasks_[e.recorded_pid];
       if (table_.find(e.recorded_pid) != &e) continue;  // an earlier holder of a reused pid
-      if (task.state == TaskState::kRunning) e.builder.run(end - task.since_ns);
+      if (task.state == TaskState::kRunning) {
+        e.builder.run(end - task.since_ns);
+        if (detail_ != nullptr) detail_->cpu_ns[e.spec->pid] += end - task.since_ns;
+      }
       if (task.state == TaskState::kSleeping) e.builder.sleep_for(end - task.since_ns, task.sleep_kind);
     }
     if (table_.reused() != 0) report_.note_unrepresented("reused pids renumbered", table_.reused());
@@ -321,6 +330,7 @@ class FtraceImporter {
     if (!v) return true;  // not a CPU field
     if (*v < 0 || *v >= kMaxCpus) return false;
     max_cpu_ = std::max<std::uint32_t>(max_cpu_, static_cast<std::uint32_t>(*v));
+    cur_cpu_ = static_cast<std::int32_t>(*v);
     return true;
   }
 
@@ -340,6 +350,7 @@ class FtraceImporter {
   void account_run(ProcessTable::Entry& e, Task& task, std::uint64_t t) {
     if (task.state != TaskState::kRunning) return;
     e.builder.run(t - std::min(t, task.since_ns));
+    if (detail_ != nullptr) detail_->cpu_ns[e.spec->pid] += t - std::min(t, task.since_ns);
     task.since_ns = t;
   }
 
@@ -475,6 +486,26 @@ class FtraceImporter {
     }
     const auto out = parse_state(state_text);
     if (!out) return (why = "unknown prev_state '" + std::string(trim(state_text)) + "'", false);
+    if (cur_cpu_ >= 0) {
+      // The task switched in last on this CPU is not the one switching out:
+      // its switch-out was not recorded (seen in tracefs captures of a busy
+      // 6.18 guest). It ran at most until now; without the fix it "ran"
+      // to the end of the recording (5.3 s of CPU in 1.5 s on 2 CPUs).
+      const auto c = static_cast<std::size_t>(cur_cpu_);
+      if (cur_task_.size() <= c) cur_task_.resize(c + 1, 0);
+      const std::int64_t q = cur_task_[c];
+      if (q != 0 && q != prev_pid) {
+        if (ProcessTable::Entry* qe = table_.find(q)) {
+          Task& qt = tasks_[q];
+          if (qt.state == TaskState::kRunning && qt.cpu == cur_cpu_) {
+            account_run(*qe, qt, t);
+            qt.state = TaskState::kRunnable;
+            report_.note_unrepresented("switch-outs not recorded (run ended at the CPU's next switch)");
+          }
+        }
+      }
+      cur_task_[c] = next_pid;
+    }
     if (prev_pid != 0) {
       ProcessTable::Entry& e = task_entry(prev_pid, prev_comm, t);
       Task& task = tasks_[prev_pid];
@@ -502,6 +533,14 @@ class FtraceImporter {
         }
       }
     }
+    if (next_pid != 0 && cur_cpu_ >= 0) {
+      // a switch to a different task than the CPU last ran (idle in
+      // between does not count), as the simulator counts context_switches
+      if (last_on_cpu_.size() <= static_cast<std::size_t>(cur_cpu_)) last_on_cpu_.resize(static_cast<std::size_t>(cur_cpu_) + 1, 0);
+      std::int64_t& last = last_on_cpu_[static_cast<std::size_t>(cur_cpu_)];
+      if (last != next_pid) ++report_.counters["context_switches"];
+      last = next_pid;
+    }
     if (next_pid != 0) {
       ProcessTable::Entry& e = task_entry(next_pid, next_comm, t);
       Task& task = tasks_[next_pid];
@@ -518,6 +557,7 @@ class FtraceImporter {
         task.wakeup_ns.reset();
         task.state = TaskState::kRunning;
         task.since_ns = t;
+        task.cpu = cur_cpu_;
       }
     }
     return true;
@@ -532,6 +572,9 @@ class FtraceImporter {
   std::optional<std::uint64_t> t0_;
   std::uint64_t last_ts_ = 0;
   std::uint32_t max_cpu_ = 0;
+  std::int32_t cur_cpu_ = -1;               // CPU field of the line being read; -1 = none
+  std::vector<std::int64_t> last_on_cpu_;   // per CPU: the last task switched in (0 = none yet)
+  std::vector<std::int64_t> cur_task_;      // per CPU: the task switched in last (0 = idle / unknown)
 };
 
 }  // namespace

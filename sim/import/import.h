@@ -103,6 +103,7 @@ struct FtraceDetail {
   // trace pid -> (first event, exit or the recording's last event), trace
   // time: the recorded lifetime, which the ops (no runnable waits) may not span.
   std::map<std::int64_t, std::pair<std::uint64_t, std::uint64_t>> lifetime;
+  std::map<std::int64_t, std::uint64_t> cpu_ns;  // trace pid -> CPU time recorded, ns
 };
 
 // ftrace: trace-cmd report / tracefs `trace` text / perf script text.

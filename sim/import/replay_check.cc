@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Replay of a recorded capture against its own measurements (replay_check.h).
+#include "sim/import/replay_check.h"
+
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+
+#include "sim/cpu/cfs.h"
+#include "sim/cpu/cpu_model.h"
+#include "sim/cpu/scx_class.h"
+#include "sim/event_queue.h"
+#include "sim/schedule_log.h"
+
+namespace agentcg::import {
+
+namespace {
+
+std::unique_ptr<sim::SchedClass> make_class(const std::string& policy, const config::Config& cfg) {
+  if (policy == "cfs") return sim::make_cfs_class(cfg.cfs);
+  if (policy == "eevdf") return sim::make_eevdf_class(cfg.cfs);
+  if (policy == "fifo") return sim::make_fifo_class();
+  throw std::invalid_argument("replay check: policy '" + policy +
+                              "' (a capture's kernel runs eevdf or cfs; expected eevdf, cfs or fifo)");
+}
+
+double err_pct(double sim, double measured) { return measured > 0 ? (sim - measured) / measured * 100.0 : 0.0; }
+
+}  // namespace
+
+ReplayCheck replay_check(const Result& imported, const FtraceDetail& detail, const sim::RunOptions& options) {
+  if (imported.report.wakeup_latency_ns.empty())
+    throw std::invalid_argument(imported.report.input +
+                                ": no wakeup latencies in the capture (expected sched_switch and "
+                                "sched_waking/sched_wakeup events): nothing to compare with");
+  ReplayCheck c;
+  c.policy = options.policy;
+  c.measured = Percentiles::of(imported.report.wakeup_latency_ns);
+  const auto sw = imported.report.counters.find("context_switches");
+  c.switches_measured = sw != imported.report.counters.end() ? sw->second : 0;
+
+  auto cls = make_class(options.policy, options.config);
+  sim::Simulator simulator;
+  sim::ScheduleLog log;
+  sim::CpuModel cpu(simulator, imported.trace, *cls, options.config.machine, options.seed, &log);
+  cpu.start();
+  while (!cpu.finished() && simulator.step()) {
+  }
+  cpu.finish();
+  const nlohmann::json r = cpu.results();
+  c.cpus = r["cpus"].get<std::uint32_t>();
+  const auto& w = r["wakeup_latency_ns"];
+  c.simulated.count = w.value("count", std::uint64_t{0});
+  c.simulated.p50 = w.value("p50", std::uint64_t{0});
+  c.simulated.p90 = w.value("p90", std::uint64_t{0});
+  c.simulated.p99 = w.value("p99", std::uint64_t{0});
+  c.simulated.p999 = w.value("p999", std::uint64_t{0});
+  c.simulated.max = w.value("max", std::uint64_t{0});
+  c.switches_simulated = r["context_switches"].get<std::uint64_t>();
+
+  std::map<std::int64_t, std::uint64_t> sim_cpu;
+  for (const sim::ScheduleSlice& s : log.slices) sim_cpu[s.pid] += s.end_ns - s.start_ns;
+  std::uint64_t abs_diff = 0;
+  for (const auto& [pid, ns] : detail.cpu_ns) {
+    const std::uint64_t s = sim_cpu.count(pid) ? sim_cpu[pid] : 0;
+    c.cpu_ns_measured += ns;
+    abs_diff += s > ns ? s - ns : ns - s;
+    ++c.tasks;
+  }
+  for (const auto& [pid, ns] : sim_cpu) c.cpu_ns_simulated += ns;
+  c.task_cpu_error = c.cpu_ns_measured > 0 ? static_cast<double>(abs_diff) / static_cast<double>(c.cpu_ns_measured) : 0.0;
+  return c;
+}
+
+ReplayCheck replay_check(const std::string& path, const std::string& format, const sim::RunOptions& options) {
+  if (format != "ftrace" && format != "perf")
+    throw std::invalid_argument("replay check: format '" + format + "'; expected ftrace or perf (scheduler text)");
+  std::ifstream in(path);
+  if (!in) throw ImportError(path, 0, "cannot open file (expected trace-cmd report / perf script text)");
+  Options o;
+  FtraceDetail detail;
+  Result imported = import_ftrace(in, path, o, &detail);
+  if (options.config.machine.cpus != 0) imported.trace.machine.cpus = options.config.machine.cpus;
+  return replay_check(imported, detail, options);
+}
+
+nlohmann::json ReplayCheck::to_json() const {
+  auto pj = [](const Percentiles& p) { return p.to_json(); };
+  return {{"policy", policy},
+          {"cpus", cpus},
+          {"wakeup_latency_ns", {{"measured", pj(measured)}, {"simulated", pj(simulated)}}},
+          {"context_switches", {{"measured", switches_measured}, {"simulated", switches_simulated}}},
+          {"cpu_time_ns", {{"measured", cpu_ns_measured}, {"simulated", cpu_ns_simulated}}},
+          {"task_cpu_time_error", std::round(task_cpu_error * 1e6) / 1e6},
+          {"tasks", tasks}};
+}
+
+std::string ReplayCheck::to_text() const {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(1);
+  auto us = [](std::uint64_t ns) { return static_cast<double>(ns) / 1e3; };
+  o << "replay of the capture under " << policy << " on " << cpus << " CPUs (measured / simulated / error)\n";
+  o << "  wakeup latency p50  " << us(measured.p50) << " / " << us(simulated.p50) << " us  "
+    << err_pct(us(simulated.p50), us(measured.p50)) << " %\n";
+  o << "  wakeup latency p90  " << us(measured.p90) << " / " << us(simulated.p90) << " us  "
+    << err_pct(us(simulated.p90), us(measured.p90)) << " %\n";
+  o << "  wakeup latency p99  " << us(measured.p99) << " / " << us(simulated.p99) << " us  "
+    << err_pct(us(simulated.p99), us(measured.p99)) << " %\n";
+  o << "  wakeups             " << measured.count << " / " << simulated.count << "\n";
+  o << "  task switches       " << switches_measured << " / " << switches_simulated << "  "
+    << err_pct(static_cast<double>(switches_simulated), static_cast<double>(switches_measured)) << " %\n";
+  o << "  CPU time            " << static_cast<double>(cpu_ns_measured) / 1e6 << " / "
+    << static_cast<double>(cpu_ns_simulated) / 1e6 << " ms;  per-task error " << task_cpu_error * 100 << " % of the total ("
+    << tasks << " tasks)\n";
+  return o.str();
+}
+
+}  // namespace agentcg::import

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// A recorded scheduler capture (ftrace / trace-cmd / perf sched text) as the
+// fidelity reference: the capture's task behaviour is imported (run and
+// sleep phases, forks, exits; sim/import/ftrace.cc), replayed in the
+// simulator with a machine profile, and the simulated figures are put next
+// to the ones the capture measured itself: wakeup latency p50/p90/p99 (from
+// the first of sched_waking/sched_wakeup to the switch-in, as `perf sched
+// latency`), switches to a different task, and each task's CPU time.
+// Invariant: deterministic (same capture, options and seed -> same figures).
+// Who calls it: `trace stats CAPTURE --from ftrace --replay` (commands.cc),
+// tests (sim/import/replay_check_test.cc).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/api.h"
+#include "sim/import/import.h"
+#include "sim/import/stats.h"
+
+namespace agentcg::import {
+
+struct ReplayCheck {
+  std::string policy;
+  std::uint32_t cpus = 0;
+  Percentiles measured, simulated;          // wakeup latency, ns
+  std::uint64_t switches_measured = 0, switches_simulated = 0;
+  std::uint64_t cpu_ns_measured = 0, cpu_ns_simulated = 0;  // all tasks
+  // sum over tasks of |simulated - recorded CPU time| / recorded total
+  double task_cpu_error = 0;
+  std::uint64_t tasks = 0;
+
+  nlohmann::json to_json() const;
+  std::string to_text() const;
+};
+
+// Imports `path` (format ftrace or perf) and replays it. The machine's CPU
+// count is the capture's unless options.config.machine.cpus is set.
+// Throws ImportError for an unreadable capture, std::invalid_argument when
+// the capture has no scheduler events to compare with.
+ReplayCheck replay_check(const std::string& path, const std::string& format, const sim::RunOptions& options);
+
+// The same on an already imported capture.
+ReplayCheck replay_check(const Result& imported, const FtraceDetail& detail, const sim::RunOptions& options);
+
+}  // namespace agentcg::import
