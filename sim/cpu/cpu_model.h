@@ -21,7 +21,7 @@
 //    memory.events "high" in it and its ancestors; above memory.max counts
 //    "max", "oom" and "oom_kill" and kills the charging process. Reclaim and
 //    memory.high throttling delays are not modelled.
-//  - Machine profile costs (core/config MachineConfig): a kick to a CPU idle
+//  - Machine profile costs (config/config.h MachineConfig): a kick to a CPU idle
 //    for at least idle_exit_after_ns dispatches idle_exit_ns later (IPI +
 //    idle-state exit; the kick stays pending, so placement prefers other
 //    idle CPUs meanwhile); a task dispatched on a CPU other than the one it
