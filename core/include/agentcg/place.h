@@ -8,7 +8,8 @@
  *     trip, no dispatch call);
  *   - goes into that CPU's local queue AND preempts what runs there
  *     (the base rule of eevdf.h says NOW: earlier deadline, the running
- *     request past its protected time);
+ *     request past its protected time or the waking one's slice shorter,
+ *     agentcg_eevdf_preempt_short);
  *   - or goes into the shared, deadline-ordered queue, possibly with a
  *     preemption kick (the rule says NOW but an earlier request already
  *     waits there: the CPU re-picks from the shared queue) or a re-check
@@ -53,6 +54,7 @@ struct agentcg_place_in {
 	u64 curr_started_ns;
 	u64 curr_slice_ns;
 	u64 now_ns;
+	u64 slice_ns;        /* the request's slice (0: unknown; a shorter one skips protection) */
 	u32 cpu_idle;  /* select_cpu found the chosen CPU idle and claimed it */
 	u32 has_head;  /* the shared queue holds a request */
 	u32 curr_ours; /* the chosen CPU runs a task of this scheduler */
@@ -88,8 +90,8 @@ static inline struct agentcg_place agentcg_place_task(const struct agentcg_place
 	}
 	if (!in->wakeup || !in->curr_ours)
 		return r;
-	v = agentcg_eevdf_preempt(in->key, in->curr_deadline, in->curr_started_ns, in->curr_slice_ns,
-				  in->now_ns, t);
+	v = agentcg_eevdf_preempt_short(in->key, in->slice_ns, in->curr_deadline,
+					in->curr_started_ns, in->curr_slice_ns, in->now_ns, t);
 	switch (v.verdict) {
 	case AGENTCG_PREEMPT_NOW:
 		r.kind = agentcg_place_head_first(in, in->key) ? AGENTCG_PLACE_SHARED_PREEMPT
