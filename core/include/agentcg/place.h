@@ -29,6 +29,9 @@
  * by agentcg_eevdf_request() and cpu.max let it run), sim/cpu/scx_class.cc
  * (enqueue, the same inputs from its per-CPU state).
  *
+ * Inputs a caller does not have stay 0 (zero-initialise the struct):
+ * slice_ns 0 keeps the min_slice protection for every waking request.
+ *
  * C99, BPF-safe: no libc, no floating point, no allocation, no loops.
  */
 #ifndef AGENTCG_PLACE_H
