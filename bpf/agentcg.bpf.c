@@ -10,7 +10,7 @@
  * gathers the inputs from the kernel, calls core/, applies the result (DSQ
  * inserts and moves, slices, kicks, timers) and counts.
  *
- * Design (v2), and why:
+ * Design (v2, placement v3), and why:
  * - ONE vtime-ordered DSQ (AGENTCG_SHARED_DSQ) holds every waiting task,
  *   keyed by the virtual deadline of its request (eevdf.h): the start tag
  *   chains a group's requests after each other (so a group with k queued
@@ -38,10 +38,21 @@
  *   features' windows (fork, wakeup, boost budget) of one cgroup are
  *   updated without a lock: two CPUs counting the same group's fork at the
  *   same instant may lose one count, never corrupt a share.
- * - Every wakeup is checked against the task running on its CPU by the
- *   base rule (agentcg_eevdf_preempt): earlier deadline and the running
- *   task past its protected time -> SCX_KICK_PREEMPT; still protected ->
- *   that CPU's BPF timer re-checks at T (the simulator's kTimerPreempt).
+ * - Per-CPU placement (v3, core/include/agentcg/place.h, the same
+ *   function the simulator calls): ops.enqueue makes the request (tag
+ *   chain, cpu.max) and then inserts it straight into the local DSQ of
+ *   the CPU select_cpu chose when that CPU was idle (select_cpu records
+ *   it in the task ctx), or into that CPU's local DSQ with SCX_ENQ_PREEMPT
+ *   when the base rule says NOW (earlier deadline, the running request
+ *   past its protected time or the waking one's slice shorter); only a
+ *   request that must wait goes into the shared DSQ, with an idle CPU
+ *   kicked if there is one, a preemption kick (an earlier request already
+ *   waits there) or the CPU's BPF timer re-checking at T (still
+ *   protected; the simulator's kTimerPreempt). A local insert never
+ *   overtakes an earlier request of the shared DSQ (its head is peeked).
+ *   Why: v2 sent every wakeup through the shared DSQ, a kick and
+ *   ops.dispatch, ~0.5 ms each under TCG, and lost cyclictest p99 to
+ *   EEVDF by 3-4x; the kernel's own run queues are per CPU.
  * - cpu.max at every level: a pool (bandwidth.h) and a BPF timer per
  *   limited cgroup (no scan of cgroups per period); running/stopping charge
  *   every limited ancestor. A task whose chain has a throttled level is
