@@ -235,7 +235,10 @@ TEST(ScxAcceptance, StartupBoostStartsNewStepsSooner) {
   std::printf("startup boost: /agent wakeup p50 flatcg %llu agentcg %llu ns; p99 %llu vs %llu ns\n",
               (unsigned long long)fl["p50"].get<std::uint64_t>(), (unsigned long long)al["p50"].get<std::uint64_t>(),
               (unsigned long long)fl["p99"].get<std::uint64_t>(), (unsigned long long)al["p99"].get<std::uint64_t>());
-  EXPECT_LT(al["p50"].get<std::uint64_t>(), fl["p50"].get<std::uint64_t>());
+  // p50: since v3 the base rule alone serves a sleeper at once (its lag
+  // is two slices of its own service), so both sit at the floor there; the
+  // boost shows in the tail
+  EXPECT_LE(al["p50"].get<std::uint64_t>(), fl["p50"].get<std::uint64_t>());
   EXPECT_LT(al["p99"].get<std::uint64_t>(), fl["p99"].get<std::uint64_t>());
   EXPECT_GE(counter(a, "boosts_granted"), 30u);
   EXPECT_NEAR(share(a, "/agent"), share(f, "/agent"), 0.01);
@@ -386,14 +389,21 @@ void run_probe(const trace::Trace& t, MinSliceProbe& probe) {
 
 TEST(ScxAcceptance, NoBoostPreemptsBeforeMinSlice) {
   const trace::Trace io = trace::generate("io", 1, {{"duration", "3s"}});
-  MinSliceProbe probe(make_agentcg_class(agentcg_tunables_default()));
+  // Since v3 a waking request with a SHORTER slice than the running one is
+  // not held back (eevdf.h agentcg_eevdf_preempt_short, fair.c's
+  // PREEMPT_SHORT; core_cpu_tests Place.* checks those verdicts): what
+  // min_slice still guarantees is shown with boosted slices as long as the
+  // base slice, where no boosted request is shorter.
+  agentcg_tunables eq = agentcg_tunables_default();
+  eq.boosted_slice_ms = eq.base_slice_ms;
+  MinSliceProbe probe(make_agentcg_class(eq));
   run_probe(io, probe);
   std::printf("min_slice: %llu preemptions, shortest run before one %llu ns\n",
               (unsigned long long)probe.preempted, (unsigned long long)probe.min_ran.ns());
   EXPECT_GT(probe.preempted, 100u) << "the test must exercise boost preemption";
   EXPECT_EQ(probe.early, 0u);
   // Without min_slice the same trace preempts earlier: the probe can see it.
-  agentcg_tunables nomin = agentcg_tunables_default();
+  agentcg_tunables nomin = eq;
   nomin.features &= ~AGENTCG_F_MIN_SLICE;
   MinSliceProbe p2(make_agentcg_class(nomin));
   run_probe(io, p2);
