@@ -488,8 +488,9 @@ static __always_inline void wakeup_preempt(struct task_struct *p, struct task_ct
 	if (!cc || !cc->ours)
 		return;
 	bstat_inc(AGENTCG_BS_wakeup_preempt_checks);
-	r = agentcg_eevdf_preempt(t->req.deadline, cc->deadline, cc->started_at_ns, cc->slice_ns, now,
-				  tn);
+	/* a short (latency) request skips the running one's protection (agentcg.h) */
+	r = agentcg_eevdf_preempt(t->req.deadline, cc->deadline, cc->started_at_ns,
+				  agentcg_protected_slice_ns(t->req.slice_ns, cc->slice_ns, tn), now, tn);
 	if (r.verdict == AGENTCG_PREEMPT_NOW) {
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 		count_events(AGENTCG_EV(preemptions));

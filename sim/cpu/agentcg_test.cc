@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agentcg/agentcg.h"
 #include "agentcg/tunables.h"
 #include "sim/api.h"
 #include "sim/cpu/cpu_model.h"
@@ -384,20 +385,106 @@ void run_probe(const trace::Trace& t, MinSliceProbe& probe) {
   cpu.finish();
 }
 
+// min_slice protects a running request from every waker but a latency
+// request (the latency feature, tested below), so it is checked without it.
 TEST(ScxAcceptance, NoBoostPreemptsBeforeMinSlice) {
   const trace::Trace io = trace::generate("io", 1, {{"duration", "3s"}});
-  MinSliceProbe probe(make_agentcg_class(agentcg_tunables_default()));
+  agentcg_tunables nolat = agentcg_tunables_default();
+  nolat.features &= ~AGENTCG_F_LATENCY;
+  MinSliceProbe probe(make_agentcg_class(nolat));
   run_probe(io, probe);
   std::printf("min_slice: %llu preemptions, shortest run before one %llu ns\n",
               (unsigned long long)probe.preempted, (unsigned long long)probe.min_ran.ns());
   EXPECT_GT(probe.preempted, 100u) << "the test must exercise boost preemption";
   EXPECT_EQ(probe.early, 0u);
   // Without min_slice the same trace preempts earlier: the probe can see it.
-  agentcg_tunables nomin = agentcg_tunables_default();
+  agentcg_tunables nomin = nolat;
   nomin.features &= ~AGENTCG_F_MIN_SLICE;
   MinSliceProbe p2(make_agentcg_class(nomin));
   run_probe(io, p2);
   EXPECT_GT(p2.early, 0u);
+}
+
+// The latency window's rule: opens at an activation after more than 30 ms
+// with nothing runnable, lasts 5 ms, not after a short gap, not while the
+// group storms, never with the feature off; a latency request (at most
+// min_slice_us, shorter than the running one) waives the protected time.
+TEST(AgentcgLatency, WindowFollowsQuietSpellsOnly) {
+  agentcg_tunables t = agentcg_tunables_default();
+  agentcg_global g{};
+  agentcg_cgrp cg{};
+  agentcg_cgrp_init(&cg, 100);
+  agentcg_on_runnable(&cg, &g, 0, &t);  // first activation: not a quiet spell
+  EXPECT_FALSE(agentcg_latency_req(&cg, 1 * kMs, &t));
+  agentcg_on_quiescent(&cg, 10 * kMs);
+  agentcg_on_runnable(&cg, &g, 50 * kMs, &t);  // 40 ms quiet
+  EXPECT_TRUE(agentcg_latency_req(&cg, 51 * kMs, &t));
+  EXPECT_EQ(agentcg_slice_ns(&cg, 51 * kMs, &t), 500 * kUs);
+  EXPECT_FALSE(agentcg_latency_req(&cg, 55 * kMs, &t));
+  agentcg_on_quiescent(&cg, 56 * kMs);
+  agentcg_on_runnable(&cg, &g, 60 * kMs, &t);  // 4 ms gap: no new window
+  EXPECT_FALSE(agentcg_latency_req(&cg, 61 * kMs, &t));
+  agentcg_on_quiescent(&cg, 61 * kMs);
+  agentcg_on_runnable(&cg, &g, 100 * kMs, &t);
+  cg.storm = 1;
+  EXPECT_FALSE(agentcg_latency_req(&cg, 101 * kMs, &t));
+  cg.storm = 0;
+  EXPECT_TRUE(agentcg_latency_req(&cg, 101 * kMs, &t));
+  agentcg_tunables off = t;
+  off.features &= ~AGENTCG_F_LATENCY;
+  EXPECT_FALSE(agentcg_latency_req(&cg, 101 * kMs, &off));
+  EXPECT_EQ(agentcg_protected_slice_ns(500 * kUs, 4 * kMs, &t), 0u);
+  EXPECT_EQ(agentcg_protected_slice_ns(2 * kMs, 4 * kMs, &t), 4 * kMs);
+  EXPECT_EQ(agentcg_protected_slice_ns(500 * kUs, 500 * kUs, &t), 500 * kUs);
+  EXPECT_EQ(agentcg_protected_slice_ns(500 * kUs, 4 * kMs, &off), 4 * kMs);
+}
+
+nlohmann::json run_agentcg(const trace::Trace& t, std::uint32_t features) {
+  RunOptions o;
+  o.policy = "agentcg";
+  o.config.scheduler.features = features;
+  return run(t, o);
+}
+
+// latency (agentcg.h): a shell (300 us bursts after 100 ms sleeps) beside
+// 4 hogs on 2 CPUs. Its wakeups are latency requests: a 500 us slice that
+// preempts a running 4 ms request at once, so its wakeup p99 is the
+// model's wakeup path plus a context switch (under 100 us), where without
+// the feature it waits for the running request's 500 us protected time.
+// Its share stays its demand (it adds no CPU time).
+TEST(ScxAcceptance, LatencyRequestsPreemptWithoutWaitingForMinSlice) {
+  Builder b(2, 10 * kSec);
+  b.cgroup("/batch");
+  b.cgroup("/interactive");
+  b.hogs("/batch", 4, 10 * kSec);
+  b.process("/interactive", {repeat_op(90, {sleep_op(100 * kMs), run_op(300 * kUs)})});
+  const trace::Trace& t = b.done();
+  const auto on = run_agentcg(t, AGENTCG_F_ALL);
+  const auto off = run_agentcg(t, AGENTCG_F_ALL & ~AGENTCG_F_LATENCY);
+  const auto p_on = on["cgroups"]["/interactive"]["wakeup_latency_ns"]["p99"].get<std::uint64_t>();
+  const auto p_off = off["cgroups"]["/interactive"]["wakeup_latency_ns"]["p99"].get<std::uint64_t>();
+  std::printf("latency: shell wakeup p99 %llu ns with the feature, %llu ns without\n", (unsigned long long)p_on,
+              (unsigned long long)p_off);
+  EXPECT_LT(p_on, 100 * kUs);
+  EXPECT_GE(p_off, 300 * kUs);
+  EXPECT_NEAR(share(on, "/interactive"), share(off, "/interactive"), 0.002);
+}
+
+// The latency window cannot be farmed for share: /gamer's 8 tasks sleep
+// 31 ms (just over the quiet spell) and run 20 ms, so every burst starts
+// a latency window, against 8 hogs in /batch on 2 CPUs. Its demand is 3
+// CPUs; its share stays within 2 points of its entitlement (1/2).
+TEST(ScxAcceptance, LatencyWindowAddsNoShare) {
+  Builder b(2, 10 * kSec);
+  b.cgroup("/batch");
+  b.cgroup("/gamer");
+  b.hogs("/batch", 8, 10 * kSec);
+  for (int i = 0; i < 8; i++) b.process("/gamer", {repeat_op(400, {sleep_op(31 * kMs), run_op(20 * kMs)})});
+  const trace::Trace& t = b.done();
+  const auto a = run_agentcg(t, AGENTCG_F_ALL);
+  std::printf("latency: /gamer share %.4f (entitled 0.5)\n", share(a, "/gamer"));
+  EXPECT_LE(share(a, "/gamer"), 0.52);
+  EXPECT_GE(share(a, "/batch"), 0.48);
 }
 
 // No starvation at 2x oversubscription with every feature firing: boosts

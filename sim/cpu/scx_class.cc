@@ -11,8 +11,10 @@
 //    request (agentcg_eevdf_picked); a group going idle saves its lag and
 //    is placed at V - lag when it comes back.
 //  - every wakeup (and fork) is checked against the task running on the
-//    CPU select_cpu chose (agentcg_eevdf_preempt): NOW kicks it, AT arms
-//    that CPU's re-check timer (the BPF per-CPU timer).
+//    CPU that runs the latest deadline (agentcg_eevdf_preempt, with
+//    agentcg.h's PREEMPT_SHORT for latency requests): NOW kicks it, AT
+//    arms that CPU's re-check timer (the BPF per-CPU timer). (BPF still
+//    checks the wakee's own CPU: the scan over cpu_currs is to be ported.)
 //  - cpu.max at every level: one pool and one local runtime per limited
 //    cgroup (as in BPF), charged on every stop, acquired at dispatch, a
 //    period timer per cgroup that returns unused local runtime, refills
@@ -111,7 +113,7 @@ class ScxClass final : public SchedClass {
     }
     queue_task(p.id, tc);
     if ((enq_flags & (kEnqWakeup | kEnqNew)) && p.cpu >= 0 && !ctx_->cpu_idle(p.cpu))
-      wakeup_preempt(p.cpu, tc.req.deadline, now);
+      wakeup_preempt(victim_cpu(p.cpu), tc.req.deadline, tc.req.slice_ns, now);
   }
 
   void dequeue(Task& p) override {
@@ -472,12 +474,31 @@ class ScxClass final : public SchedClass {
     }
   }
 
+  // The CPU a wakeup is checked against: with one shared queue the request
+  // may run on any CPU, so the one running the latest deadline (the first
+  // the rule would preempt); `prev` on ties, and when none runs ours.
+  int victim_cpu(int prev) const {
+    int best = prev;
+    const CpuCurr* bc = &curr_.at(static_cast<std::size_t>(prev));
+    for (int cpu = 0; cpu < static_cast<int>(curr_.size()); cpu++) {
+      const CpuCurr& cc = curr_[static_cast<std::size_t>(cpu)];
+      if (!cc.ours || ctx_->cpu_idle(cpu)) continue;
+      if (!bc->ours || agentcg_before(bc->deadline, cc.deadline)) {
+        best = cpu;
+        bc = &cc;
+      }
+    }
+    return best;
+  }
+
   // The base rule on `cpu` for a request with `deadline` (eevdf.h).
-  void wakeup_preempt(int cpu, std::uint64_t deadline, std::uint64_t now) {
+  // `slice` is the waking request's: a short (latency) request is not held
+  // back by the running one's protected time (agentcg_protected_slice_ns).
+  void wakeup_preempt(int cpu, std::uint64_t deadline, std::uint64_t slice, std::uint64_t now) {
     CpuCurr& cc = curr_.at(static_cast<std::size_t>(cpu));
     if (!cc.ours) return;
-    const agentcg_preempt r =
-        agentcg_eevdf_preempt(deadline, cc.deadline, cc.started_ns, cc.slice_ns, now, &t_);
+    const agentcg_preempt r = agentcg_eevdf_preempt(
+        deadline, cc.deadline, cc.started_ns, agentcg_protected_slice_ns(slice, cc.slice_ns, &t_), now, &t_);
     if (r.verdict == AGENTCG_PREEMPT_NOW) {
       ctx_->kick_cpu(cpu, true);
       bump(AGENTCG_EV(preemptions));
@@ -492,7 +513,8 @@ class ScxClass final : public SchedClass {
     CpuCurr& cc = curr_.at(static_cast<std::size_t>(cpu));
     cc.timer = 0;
     if (!cc.ours || queue_.empty()) return;
-    wakeup_preempt(cpu, queue_.begin()->first, ctx_->now().ns());
+    const std::uint32_t head = queue_.begin()->second;
+    wakeup_preempt(cpu, queue_.begin()->first, tasks_[head].req.slice_ns, ctx_->now().ns());
   }
 
   // The memory monitor (agentcgroupd's poll loop).

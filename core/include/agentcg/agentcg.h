@@ -153,6 +153,18 @@
 #define AGENTCG_STEP_QUIET_NS (30 * AGENTCG_NSEC_PER_MSEC)
 /* The I/O-bound rate is measured over this window (rate is per second). */
 #define AGENTCG_IO_WINDOW_NS AGENTCG_NSEC_PER_SEC
+/* A latency window (agentcg_latency_req) lasts this long after a quiet spell's end. */
+#define AGENTCG_LATENCY_WINDOW_NS (20 * AGENTCG_NSEC_PER_MSEC)
+/* Service a group may receive as latency requests per quiet spell, in min_slice_us units. */
+#define AGENTCG_LATENCY_BUDGET_SLICES 4
+/*
+ * A latency request's deadline credit (agentcg_eff_vtime): 2^40 ns (18
+ * minutes) of virtual time, more than any queued request's lag, so latency
+ * requests form a band ahead of all others (ordered among themselves by
+ * their deadlines); what bounds it is agentcg_latency_left_ns(), not this.
+ * Wrap-safe: deadlines are compared as signed differences (< 2^63).
+ */
+#define AGENTCG_LATENCY_CREDIT_NS (1ull << 40)
 /* A storming group's weight is divided by this. */
 #define AGENTCG_STORM_WEIGHT_DIV 4
 
@@ -516,10 +528,17 @@ static inline u32 agentcg_on_runnable(struct agentcg_cgrp *cg, const struct agen
 		cg->step_floor = cg->nr_tasks; /* the resident tasks (the agent) */
 		return agentcg_epoch_start(cg, agentcg_epoch_cv0(g, t), now_ns, t);
 	}
+	/* latency: the placement that follows (eevdf.h agentcg_eevdf_place:
+	 * cvtime = V - vlag) is not service; keep it out of the window's count */
+	if (now_ns - cg->armed_at_ns < AGENTCG_LATENCY_WINDOW_NS)
+		cg->lat_cv0 += (g->cvtime_now - (u64)cg->vlag) - cg->cvtime;
 	/* correction 6: idle = no runnable task, not "did not run" */
 	if (now_ns - cg->last_idle_ns > AGENTCG_STEP_QUIET_NS) {
 		cg->armed = 1;
 		cg->armed_at_ns = now_ns;
+		/* latency: service counts from where the caller's placement
+		 * (eevdf.h agentcg_eevdf_place: V - vlag) is about to put it */
+		cg->lat_cv0 = g->cvtime_now - (u64)cg->vlag;
 		/* the previous step's tasks have exited: a smaller resident set */
 		if (cg->nr_tasks < cg->step_floor)
 			cg->step_floor = cg->nr_tasks;
@@ -570,6 +589,49 @@ static inline u32 agentcg_on_wakeup(struct agentcg_cgrp *cg, u64 now_ns,
 /* ---- ordering, slices, preemption ---- */
 
 /*
+ * latency: whether a request of cg queued now is latency-critical: the
+ * group became runnable after a quiet spell (more than
+ * AGENTCG_STEP_QUIET_NS with nothing runnable: a keystroke, an agent
+ * starting a tool) less than AGENTCG_LATENCY_WINDOW_NS ago, it has
+ * received less than AGENTCG_LATENCY_BUDGET_SLICES x min_slice_us (2 ms)
+ * of CPU since, and it is not storming.
+ * Such a request is ordered before every other request
+ * (AGENTCG_LATENCY_CREDIT_NS, agentcg_eff_vtime), gets a slice of what is
+ * min_slice_us at most (the kernel's latency-nice / sched_runtime idea)
+ * and, being shorter than the running request, preempts without waiting
+ * for that one's protected time (agentcg_protected_slice_ns: the kernel's
+ * PREEMPT_SHORT). Bounded: at most 2 ms of CPU per quiet spell of more
+ * than 30 ms (2 ms / 32 ms: 6 % of one CPU per group, whatever it does),
+ * and it changes neither start tags nor cvtime, so the group pays for
+ * that service like any other (its later requests queue behind).
+ */
+static inline u64 agentcg_latency_left_ns(const struct agentcg_cgrp *cg, u64 now_ns,
+					  const struct agentcg_tunables *t)
+{
+	u64 cap = (u64)t->min_slice_us * AGENTCG_NSEC_PER_USEC * AGENTCG_LATENCY_BUDGET_SLICES;
+	u64 vdone, done;
+
+	if (!agentcg_feat(t, AGENTCG_F_LATENCY) || !cg->seen || !cg->armed_at_ns || !cap)
+		return 0;
+	if (cg->storm && agentcg_feat(t, AGENTCG_F_FORK_AWARE))
+		return 0;
+	if (now_ns - cg->armed_at_ns >= AGENTCG_LATENCY_WINDOW_NS)
+		return 0;
+	/* service since the activation, real ns = virtual x share */
+	vdone = agentcg_before(cg->cvtime, cg->lat_cv0) ? 0 : cg->cvtime - cg->lat_cv0;
+	if (vdone >= (u64)AGENTCG_NSEC_PER_SEC * 8)
+		return 0; /* far more than any cap; keeps the product below 2^64 */
+	done = vdone * (cg->qshare ? cg->qshare : AGENTCG_ONE) / AGENTCG_ONE;
+	return done < cap ? cap - done : 0;
+}
+
+static inline bool agentcg_latency_req(const struct agentcg_cgrp *cg, u64 now_ns,
+				       const struct agentcg_tunables *t)
+{
+	return agentcg_latency_left_ns(cg, now_ns, t) != 0;
+}
+
+/*
  * The vtime the group is ordered by: cvtime minus the credits (the epoch's
  * LAS credit (at most boosted_slice_ms) and the I/O wakeup credit of
  * wakeup_boost_vtime_ms). eevdf.h subtracts cvtime - eff_vtime from the request's
@@ -579,6 +641,9 @@ static inline u64 agentcg_eff_vtime(const struct agentcg_cgrp *cg, u64 now_ns,
 				    const struct agentcg_tunables *t)
 {
 	u64 credit = agentcg_las_credit(cg, now_ns, t);
+
+	if (agentcg_latency_req(cg, now_ns, t))
+		credit += AGENTCG_LATENCY_CREDIT_NS;
 
 	if (agentcg_wake_credited(cg, now_ns, t))
 		credit += (u64)t->wakeup_boost_vtime_ms * AGENTCG_NSEC_PER_MSEC;
@@ -596,9 +661,33 @@ static inline bool agentcg_has_boost(const struct agentcg_cgrp *cg, u64 now_ns,
 static inline u64 agentcg_slice_ns(const struct agentcg_cgrp *cg, u64 now_ns,
 				   const struct agentcg_tunables *t)
 {
+	u64 lat = agentcg_latency_left_ns(cg, now_ns, t);
+	u64 min_ns = (u64)t->min_slice_us * AGENTCG_NSEC_PER_USEC;
+
+	if (lat && min_ns < agentcg_base_slice_ns(t))
+		return lat < min_ns ? lat : min_ns;
 	if (agentcg_has_boost(cg, now_ns, t))
 		return (u64)t->boosted_slice_ms * AGENTCG_NSEC_PER_MSEC;
 	return agentcg_base_slice_ns(t);
+}
+
+/*
+ * The running request's slice as the base rule's protection should see it
+ * (pass it as agentcg_eevdf_preempt's curr_slice_ns): 0, i.e. no protected
+ * time, when the waking request is a latency request (its slice at most
+ * min_slice_us) shorter than the running one (PREEMPT_SHORT: a short
+ * request need not wait for a long one's minimum run); otherwise the slice
+ * itself. The deadline comparison still decides: a latency request whose
+ * group overran its share (start tag ahead) does not preempt.
+ */
+static inline u64 agentcg_protected_slice_ns(u64 waker_slice_ns, u64 curr_slice_ns,
+					     const struct agentcg_tunables *t)
+{
+	if (agentcg_feat(t, AGENTCG_F_LATENCY) &&
+	    waker_slice_ns <= (u64)t->min_slice_us * AGENTCG_NSEC_PER_USEC &&
+	    waker_slice_ns < curr_slice_ns)
+		return 0;
+	return curr_slice_ns;
 }
 
 enum agentcg_preempt_verdict {

@@ -213,9 +213,18 @@ static inline bool agentcg_eevdf_place(struct agentcg_cgrp *cg, const struct age
 	return true;
 }
 
-/* A request was picked to run: V follows its start tag (never backwards). */
+/*
+ * A request was picked to run: V follows its start tag (never backwards),
+ * unless a feature's credit (deadline before start + slice) picked it
+ * ahead of its turn: that says nothing about where V is, and following it
+ * would throw every other group behind V at once (measured, agentcg.h's
+ * latency requests: the oldest queued start 0.1-1 s behind V, shell
+ * wakeups waiting behind them).
+ */
 static inline void agentcg_eevdf_picked(struct agentcg_global *g, const struct agentcg_req *r)
 {
+	if (agentcg_before(r->deadline, r->start + r->slice_ns))
+		return;
 	if (agentcg_before(g->cvtime_now, r->start))
 		g->cvtime_now = r->start;
 }
