@@ -595,8 +595,8 @@ static inline u32 agentcg_on_wakeup(struct agentcg_cgrp *cg, u64 now_ns,
  * starting a tool) less than AGENTCG_LATENCY_WINDOW_NS ago, it has
  * received less than AGENTCG_LATENCY_BUDGET_SLICES x min_slice_us (2 ms)
  * of CPU since, and it is not storming.
- * Such a request is ordered before every other request
- * (AGENTCG_LATENCY_CREDIT_NS, agentcg_eff_vtime), gets a slice of what is
+ * Such a request, when eligible, is ordered before every other request
+ * (agentcg_latency_credit), gets a slice of what is
  * min_slice_us at most (the kernel's latency-nice / sched_runtime idea)
  * and, being shorter than the running request, preempts without waiting
  * for that one's protected time (agentcg_protected_slice_ns: the kernel's
@@ -632,6 +632,27 @@ static inline bool agentcg_latency_req(const struct agentcg_cgrp *cg, u64 now_ns
 }
 
 /*
+ * The deadline credit of a request of cg with start tag `start` (eevdf.h
+ * adds it to the features' credit): AGENTCG_LATENCY_CREDIT_NS for a
+ * latency request that is ELIGIBLE (start <= V: the group has not received
+ * more than its share), 0 otherwise. Eligibility is what keeps the band
+ * inside cpu.weight: a request served from the band advances the group's
+ * start by its virtual length (ran / share), so a small-share group (one
+ * of 100 sessions) leaves the band after one slice while a large-share,
+ * rarely running one (a shell beside them) stays in it; no number of
+ * groups can push the others below their entitlement through it (EEVDF
+ * with latency-nice: an earlier deadline among eligible requests).
+ */
+static inline u64 agentcg_latency_credit(const struct agentcg_cgrp *cg,
+					 const struct agentcg_global *g, u64 start, u64 now_ns,
+					 const struct agentcg_tunables *t)
+{
+	if (agentcg_before(g->cvtime_now, start) || !agentcg_latency_req(cg, now_ns, t))
+		return 0;
+	return AGENTCG_LATENCY_CREDIT_NS;
+}
+
+/*
  * The vtime the group is ordered by: cvtime minus the credits (the epoch's
  * LAS credit (at most boosted_slice_ms) and the I/O wakeup credit of
  * wakeup_boost_vtime_ms). eevdf.h subtracts cvtime - eff_vtime from the request's
@@ -641,9 +662,6 @@ static inline u64 agentcg_eff_vtime(const struct agentcg_cgrp *cg, u64 now_ns,
 				    const struct agentcg_tunables *t)
 {
 	u64 credit = agentcg_las_credit(cg, now_ns, t);
-
-	if (agentcg_latency_req(cg, now_ns, t))
-		credit += AGENTCG_LATENCY_CREDIT_NS;
 
 	if (agentcg_wake_credited(cg, now_ns, t))
 		credit += (u64)t->wakeup_boost_vtime_ms * AGENTCG_NSEC_PER_MSEC;

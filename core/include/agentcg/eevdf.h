@@ -168,8 +168,9 @@ static inline struct agentcg_req agentcg_eevdf_request(struct agentcg_cgrp *cg,
 		s = floor;
 		*ev |= AGENTCG_EV(lag_clamps);
 	}
-	/* the features' vtime credit (startup / wakeup boost), bounded by agentcg.h */
-	credit = cg->cvtime - agentcg_eff_vtime(cg, now_ns, t);
+	/* the features' vtime credit (startup / wakeup boost, latency band), bounded by agentcg.h */
+	credit = cg->cvtime - agentcg_eff_vtime(cg, now_ns, t) +
+		 agentcg_latency_credit(cg, g, s, now_ns, t);
 	r.start = s;
 	cg->vq_tail = s + vreq;
 	r.deadline = s + r.slice_ns - credit;
