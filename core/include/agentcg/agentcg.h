@@ -451,15 +451,23 @@ static inline u64 agentcg_las_attained(const struct agentcg_cgrp *cg)
 }
 
 /*
- * The epoch's credit now, virtual: what is left of the quantum, at the
- * group's current queue share, capped at boosted_slice_ms of virtual time
- * (so a credited request's deadline never precedes its start tag).
+ * The epoch's credit now, virtual: what is left of the quantum at the
+ * group's current queue share (quantum x ONE / qshare - attained), i.e. the
+ * rest of startup_boost_vtime_ms of real service. It reorders (the
+ * deadline only), never adds share: the start tags still advance with
+ * every ns served, the epoch is paid from the token bucket (one quantum
+ * per second), and a request picked early by it does not move V (eevdf.h).
+ * (Until the latency band existed this credit was capped at
+ * boosted_slice_ms of virtual time, because 100 sessions' credits outbid
+ * the interactive shell's; the shell's wakeups are now latency requests,
+ * ahead of every credit, and the cap only hid the LAS effect: measured in
+ * the README, "Crowded machine".)
  */
 static inline u64 agentcg_las_credit(const struct agentcg_cgrp *cg, u64 now_ns,
 				     const struct agentcg_tunables *t)
 {
 	u32 q = cg->qshare ? cg->qshare : AGENTCG_ONE;
-	u64 quantum, attained, cap;
+	u64 quantum, attained;
 
 	if (!agentcg_feat(t, AGENTCG_F_AUTO_BOOST) || !cg->boost_credit_ns ||
 	    !agentcg_before(now_ns, cg->boost_until_ns))
@@ -468,15 +476,7 @@ static inline u64 agentcg_las_credit(const struct agentcg_cgrp *cg, u64 now_ns,
 		return 0;
 	quantum = cg->boost_credit_ns * AGENTCG_ONE / q;
 	attained = agentcg_las_attained(cg);
-	if (attained >= quantum)
-		return 0;
-	/* at most boosted_slice_ms of virtual time (one boosted request at
-	 * full share): a credit that scales with 1 / share (one request of
-	 * the group, or the whole quantum) let 100 sessions' credits outbid
-	 * an interactive shell's (measured: shell wakeup p99 17.8 ms and
-	 * 42 ms instead of 1.7 ms, tool-call p50 0.98x and 1.14x eevdf) */
-	cap = (u64)t->boosted_slice_ms * AGENTCG_NSEC_PER_MSEC;
-	return quantum - attained < cap ? quantum - attained : cap;
+	return attained >= quantum ? 0 : quantum - attained;
 }
 
 static inline bool agentcg_boosted(const struct agentcg_cgrp *cg, u64 now_ns,
