@@ -73,6 +73,7 @@
 #include "agentcg/tunables.h"
 #include "agentcg/agentcg.h"
 #include "agentcg/eevdf.h"
+#include "agentcg/place.h"
 #include "agentcg/bandwidth.h"
 #include "agentcg/counters.h"
 #include "bpf/agentcg_intf.h"
@@ -135,8 +136,10 @@ struct task_ctx {
 	u64 cgid;               /* cgroup whose state it uses (nearest with state) */
 	u64 counted_cgid;       /* cgroup it is counted runnable in (0: none) */
 	u64 runnable_at;        /* for the per-cgroup wait time */
-	u32 queued;             /* in the shared DSQ, counted in nr_queued */
-	u32 pad;
+	u32 queued;             /* in the shared DSQ (or a local one), counted in nr_queued */
+	u8 idle_cpu;            /* select_cpu found (and claimed) an idle CPU for it */
+	u8 fresh;               /* forked, not yet run: its first enqueue may preempt */
+	u16 pad;
 };
 
 struct cgrp_state {
@@ -247,16 +250,19 @@ static __always_inline void bstat_inc(u32 idx)
 		(*v)++;
 }
 
-/* Turns a core/ event mask (bit N = counter N) into increments. */
+/*
+ * Turns a core/ event mask (bit N = counter N) into increments. A plain
+ * bounded loop that stops at the highest set bit: bpf_for() costs a kfunc
+ * call per counter, on every callback that counts one event.
+ */
 static __always_inline void count_events(u32 ev)
 {
 	u32 i;
 
-	if (!ev)
-		return;
-	bpf_for(i, 0, AGENTCG_NR_COUNTERS) {
-		if (ev & (1u << i)) {
-			u64 *v = bpf_map_lookup_elem(&stats, &i);
+	for (i = 0; i < AGENTCG_NR_COUNTERS && ev; i++, ev >>= 1) {
+		if (ev & 1) {
+			u32 k = i;
+			u64 *v = bpf_map_lookup_elem(&stats, &k);
 
 			if (v)
 				(*v)++;
@@ -455,50 +461,111 @@ s32 BPF_STRUCT_OPS(agentcg_select_cpu, struct task_struct *p, s32 prev_cpu, u64 
 	s32 cpu;
 
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
-	if (!is_idle)
-		return cpu;
 	if (agentcg_mode == AGENTCG_MODE_FIFO) {
-		bstat_inc(AGENTCG_BS_direct_dispatches);
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, agentcg_base_slice_ns(tun()), 0);
+		if (is_idle) {
+			bstat_inc(AGENTCG_BS_direct_dispatches);
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, agentcg_base_slice_ns(tun()), 0);
+		}
 		return cpu;
 	}
 	/*
-	 * An idle CPU: the task is queued by ops.enqueue as usual (its request
-	 * gets a tag there, after ops.runnable placed its group), and the idle
-	 * CPU, woken by the enqueue, takes the earliest deadline. A direct
-	 * local insert here would skip the tag chain and cpu.max.
+	 * Remember whether the CPU is idle (and now claimed for this task):
+	 * ops.enqueue, which makes the request (tag chain, cpu.max), then
+	 * inserts it straight into that CPU's local DSQ (place.h). Inserting
+	 * here would skip the tag chain and cpu.max.
 	 */
 	t = task_ctx(p);
-	if (t)
+	if (t) {
 		t->at.boosted = 0;
+		t->idle_cpu = is_idle;
+	}
 	return cpu;
 }
 
-/* The base rule on the CPU the task was queued for (the kernel checks the wakee's rq). */
-static __always_inline void wakeup_preempt(struct task_struct *p, struct task_ctx *t, u64 now,
-					   const struct agentcg_tunables *tn)
+/*
+ * Places a request made by ops.enqueue (place.h): straight into the local
+ * DSQ of the CPU select_cpu chose (idle, or preempting what runs there by
+ * the base rule), or into the shared DSQ (with a kick or a re-check timer
+ * for that CPU). SCX_DSQ_LOCAL is the local DSQ of the CPU the task is
+ * being enqueued on, the one select_cpu returned.
+ */
+static __always_inline void place(struct task_struct *p, struct task_ctx *t, u64 key, u64 slice,
+				  u64 enq_flags, u64 now, const struct agentcg_tunables *tn)
 {
-	struct agentcg_preempt r;
-	struct cpu_curr *cc;
+	struct agentcg_place_in in = {};
+	struct agentcg_place r;
+	struct task_struct *head;
+	struct cpu_curr *cc = NULL;
 	u32 cpu = scx_bpf_task_cpu(p);
 
-	if (cpu >= AGENTCG_MAX_CPUS)
+	in.key = key;
+	in.slice_ns = slice;
+	in.now_ns = now;
+	in.cpu_idle = t->idle_cpu;
+	in.wakeup = (enq_flags & SCX_ENQ_WAKEUP) || t->fresh;
+	in.last = (enq_flags & SCX_ENQ_LAST) ? 1 : 0;
+	t->idle_cpu = 0;
+	t->fresh = 0;
+	if (cpu < AGENTCG_MAX_CPUS)
+		cc = bpf_map_lookup_elem(&cpu_currs, &cpu);
+	if (cc && cc->ours) {
+		in.curr_ours = 1;
+		in.curr_deadline = cc->deadline;
+		in.curr_started_ns = cc->started_at_ns;
+		in.curr_slice_ns = cc->slice_ns;
+	}
+	if (in.cpu_idle || in.last || in.curr_ours) {
+		head = scx_bpf_dsq_peek(AGENTCG_SHARED_DSQ);
+		if (head) {
+			in.has_head = 1;
+			in.head_key = head->scx.dsq_vtime;
+		}
+	}
+	r = agentcg_place_task(&in, tn);
+	/*
+	 * Queued in the shared DSQ while another CPU idles: wake that one (the
+	 * kernel does not for a custom DSQ; it would stay idle until its next
+	 * wakeup, which cost stress-ng's fork storm ~25 % of its throughput).
+	 * Picking clears its idle bit, so two enqueues do not wake one CPU.
+	 */
+	if (r.kind <= AGENTCG_PLACE_SHARED_AT && !in.cpu_idle) {
+		s32 idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+
+		if (idle >= 0) {
+			bstat_inc(AGENTCG_BS_idle_kicks);
+			scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+		}
+	}
+	switch (r.kind) {
+	case AGENTCG_PLACE_LOCAL:
+		bstat_inc(AGENTCG_BS_direct_dispatches);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
 		return;
-	cc = bpf_map_lookup_elem(&cpu_currs, &cpu);
-	if (!cc || !cc->ours)
+	case AGENTCG_PLACE_LOCAL_PREEMPT:
+		bstat_inc(AGENTCG_BS_wakeup_preempt_checks);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags | SCX_ENQ_PREEMPT);
+		count_events(AGENTCG_EV(preemptions));
 		return;
-	bstat_inc(AGENTCG_BS_wakeup_preempt_checks);
-	/* a short (latency) request skips the running one's protection (agentcg.h) */
-	r = agentcg_eevdf_preempt(t->req.deadline, cc->deadline, cc->started_at_ns,
-				  agentcg_protected_slice_ns(t->req.slice_ns, cc->slice_ns, tn), now, tn);
-	if (r.verdict == AGENTCG_PREEMPT_NOW) {
+	case AGENTCG_PLACE_SHARED_PREEMPT:
+		bstat_inc(AGENTCG_BS_wakeup_preempt_checks);
+		scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, slice, key, enq_flags);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 		count_events(AGENTCG_EV(preemptions));
-	} else if (r.verdict == AGENTCG_PREEMPT_AT && !cc->timer_armed) {
-		cc->timer_armed = 1;
-		bpf_timer_start(&cc->timer, r.at_ns > now ? r.at_ns - now : 0, 0);
-		count_events(AGENTCG_EV(min_slice_deferrals));
+		return;
+	case AGENTCG_PLACE_SHARED_AT:
+		bstat_inc(AGENTCG_BS_wakeup_preempt_checks);
+		scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, slice, key, enq_flags);
+		if (cc && !cc->timer_armed) {
+			cc->timer_armed = 1;
+			bpf_timer_start(&cc->timer, r.at_ns > now ? r.at_ns - now : 0, 0);
+			count_events(AGENTCG_EV(min_slice_deferrals));
+		}
+		return;
+	case AGENTCG_PLACE_SHARED:
+		scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, slice, key, enq_flags);
+		return;
 	}
+	scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, slice, key, enq_flags);
 }
 
 void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
@@ -550,6 +617,7 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 		/* cpu.max: wait in the throttled level's park queue until its refill */
 		AGENTCG_ATOMIC_ADD(&cs->cg.nr_queued, (u32)-1);
 		t->queued = 0;
+		t->idle_cpu = 0;
 		bstat_inc(AGENTCG_BS_parked);
 		scx_bpf_dsq_insert(p, thr, t->req.slice_ns, enq_flags);
 		return;
@@ -563,11 +631,8 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 		u64 credit = agentcg_strategy_vtime_credit_ns(sa, agentcg_base_slice_ns(tn));
 		u64 key = t->req.deadline > credit ? t->req.deadline - credit : 0;
 
-		scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ,
-					 agentcg_strategy_slice_ns(sa, t->req.slice_ns), key, enq_flags);
+		place(p, t, key, agentcg_strategy_slice_ns(sa, t->req.slice_ns), enq_flags, now, tn);
 	}
-	if (enq_flags & SCX_ENQ_WAKEUP)
-		wakeup_preempt(p, t, now, tn);
 }
 
 void BPF_STRUCT_OPS(agentcg_dequeue, struct task_struct *p, u64 deq_flags)
@@ -865,6 +930,8 @@ s32 BPF_STRUCT_OPS(agentcg_init_task, struct task_struct *p, struct scx_init_tas
 	t->counted_cgid = 0;
 	t->runnable_at = 0;
 	t->queued = 0;
+	t->idle_cpu = 0;
+	t->fresh = args->fork ? 1 : 0;
 	agentcg_task_init(&t->at, p->scx.weight);
 	cs = cgrp_lookup(cgid);
 	if (!cs)

@@ -56,7 +56,7 @@ struct agentcg_live_cfg {
  */
 #define AGENTCG_BPF_STATS(X)                                                           \
 	X(0, enqueues, "tasks enqueued by ops.enqueue")                                \
-	X(1, direct_dispatches, "wakeups placed directly on an idle CPU")              \
+	X(1, direct_dispatches, "requests placed directly in a CPU's local queue")           \
 	X(2, dispatches, "tasks moved from a cgroup queue to a CPU")                   \
 	X(3, parked, "tasks parked because their cgroup or an ancestor was throttled") \
 	X(4, no_cgrp_state, "tasks scheduled under an ancestor's state (their cgroup has none)") \
@@ -67,13 +67,14 @@ struct agentcg_live_cfg {
 	X(9, no_task_ctx, "tasks without task_ctx (should not happen)")                \
 	X(10, wakeup_preempt_checks, "wakeups checked against the running task (base rule)") \
 	X(11, preempt_timer_fires, "min_slice re-checks run by the per-CPU BPF timer")  \
-	X(12, unparked, "parked tasks put back in the queue at a cpu.max refill")
+	X(12, unparked, "parked tasks put back in the queue at a cpu.max refill")      \
+	X(13, idle_kicks, "idle CPUs woken for a task queued in the shared queue")
 
 enum agentcg_bpf_stat {
 #define AGENTCG_BPF_STAT_ENUM(num, name, help) AGENTCG_BS_##name = num,
 	AGENTCG_BPF_STATS(AGENTCG_BPF_STAT_ENUM)
 #undef AGENTCG_BPF_STAT_ENUM
-	AGENTCG_NR_BPF_STATS = 13,
+	AGENTCG_NR_BPF_STATS = 14,
 };
 
 /* Written by the daemon (memory monitor), read by BPF: map `cgrp_ctl`. */

@@ -16,6 +16,7 @@
 #include "agentcg/counters.h"
 #include "agentcg/eevdf.h"
 #include "agentcg/flatcg.h"
+#include "agentcg/place.h"
 #include "agentcg/tunables.h"
 #include "agentcg/types.h"
 
@@ -142,4 +143,27 @@ u64 check_eevdf(struct agentcg_cgrp *cg, struct agentcg_global *g, u64 now, u64 
 	agentcg_eevdf_advance(g, 1000);
 	p = agentcg_eevdf_preempt(r.deadline, curr_deadline, now - 1000, 4000000, now, &t);
 	return p.at_ns + ev;
+}
+
+/* The placement (place.h): local / local+preempt / shared (+kick, +timer). */
+u64 check_place(u64 key, u64 head, u64 curr, u64 now, u32 flags);
+u64 check_place(u64 key, u64 head, u64 curr, u64 now, u32 flags)
+{
+	struct agentcg_tunables t = agentcg_tunables_default();
+	struct agentcg_place_in in = {0};
+	struct agentcg_place r;
+
+	in.key = key;
+	in.head_key = head;
+	in.has_head = flags & 1;
+	in.cpu_idle = (flags >> 1) & 1;
+	in.curr_ours = (flags >> 2) & 1;
+	in.wakeup = (flags >> 3) & 1;
+	in.last = (flags >> 4) & 1;
+	in.curr_deadline = curr;
+	in.curr_started_ns = now - 1000;
+	in.curr_slice_ns = 4000000;
+	in.now_ns = now;
+	r = agentcg_place_task(&in, &t);
+	return r.kind + r.at_ns;
 }

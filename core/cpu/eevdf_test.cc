@@ -15,6 +15,7 @@
 
 #include "agentcg/bandwidth.h"
 #include "agentcg/flatcg.h"
+#include "agentcg/place.h"
 
 namespace {
 
@@ -157,13 +158,40 @@ TEST(Eevdf, LagIsKeptAcrossSleepAndBounded) {
   for (agentcg_cgrp* c : {&over, &waited, &hoarder}) agentcg_cgrp_init(c, 100);
   over.cvtime = 101 * kMs;   // ran 1 ms ahead of V
   waited.cvtime = 99 * kMs;  // 1 ms behind
-  hoarder.cvtime = 10 * kMs; // far behind: bounded to one slice
-  for (agentcg_cgrp* c : {&over, &waited, &hoarder}) agentcg_eevdf_save_lag(c, &g, &t);
+  hoarder.cvtime = 10 * kMs; // far behind: bounded to two slices of its service
+  agentcg_cgrp half;         // the same at half the machine: two slices at share 1/2
+  agentcg_cgrp_init(&half, 100);
+  half.cvtime = 10 * kMs;
+  half.qshare = AGENTCG_ONE / 2;
+  for (agentcg_cgrp* c : {&over, &waited, &hoarder, &half}) agentcg_eevdf_save_lag(c, &g, &t);
   g.cvtime_now = 500 * kMs;  // time passes while they sleep
-  for (agentcg_cgrp* c : {&over, &waited, &hoarder}) agentcg_eevdf_place(c, &g);
+  for (agentcg_cgrp* c : {&over, &waited, &hoarder, &half}) agentcg_eevdf_place(c, &g);
   EXPECT_EQ(over.cvtime, 501 * kMs) << "an overrun is not forgiven by sleeping";
   EXPECT_EQ(waited.cvtime, 499 * kMs);
-  EXPECT_EQ(hoarder.cvtime, 500 * kMs - slice);
+  EXPECT_EQ(hoarder.cvtime, 500 * kMs - 2 * slice);
+  EXPECT_EQ(half.cvtime, 500 * kMs - agentcg_vlen(2 * slice, AGENTCG_ONE / 2));
+}
+
+// V follows the picked request's group time, not its start tag: a request
+// queued behind two siblings must not pull V (and every sleeper placed at
+// V - lag) two requests ahead.
+TEST(Eevdf, PickedMovesVToTheGroupNotItsQueuedTag) {
+  const agentcg_tunables t = base_tunables();
+  agentcg_global g{};
+  g.cvtime_now = 100 * kMs;
+  agentcg_cgrp c;
+  agentcg_cgrp_init(&c, 100);
+  c.seen = 1;
+  c.cvtime = 100 * kMs;
+  std::uint32_t ev = 0;
+  const agentcg_req r3 = agentcg_eevdf_request(&c, &g, AGENTCG_ONE / 2, 100, 2, 0, &t, &ev);
+  ASSERT_GT(r3.start, 100 * kMs);
+  agentcg_eevdf_picked(&g, &r3);
+  EXPECT_EQ(g.cvtime_now, 100 * kMs);
+  c.cvtime = 103 * kMs;
+  const agentcg_req r1 = agentcg_eevdf_request(&c, &g, AGENTCG_ONE / 2, 100, 0, 0, &t, &ev);
+  agentcg_eevdf_picked(&g, &r1);
+  EXPECT_EQ(g.cvtime_now, 103 * kMs);
 }
 
 TEST(Eevdf, PreemptionVerdicts) {
@@ -281,3 +309,58 @@ TEST(Eevdf, ArrivalsAtVDoNotStarveOthers) {
 }
 
 }  // namespace
+
+// The per-CPU placement (place.h): an idle CPU takes the wakee directly
+// unless an earlier request waits in the shared queue; a busy CPU is
+// preempted through its local queue when the base rule says NOW; AT gives
+// the re-check time; a request that may not preempt goes to the shared queue.
+TEST(Place, IdleLocalPreemptSharedAndTimer) {
+  agentcg_tunables t = agentcg_tunables_default();  // min_slice on: 500 us protection
+  agentcg_place_in in{};
+  in.key = 100 * kMs;
+  in.now_ns = 50 * kMs;
+  in.cpu_idle = 1;
+  EXPECT_EQ(agentcg_place_task(&in, &t).kind, AGENTCG_PLACE_LOCAL);
+  in.has_head = 1;
+  in.head_key = 99 * kMs;  // an earlier request waits: keep the order
+  EXPECT_EQ(agentcg_place_task(&in, &t).kind, AGENTCG_PLACE_SHARED);
+  in.head_key = 101 * kMs;
+  EXPECT_EQ(agentcg_place_task(&in, &t).kind, AGENTCG_PLACE_LOCAL);
+
+  // busy CPU running a request with a later deadline, past its protection
+  in.cpu_idle = 0;
+  in.wakeup = 1;
+  in.curr_ours = 1;
+  in.curr_deadline = 104 * kMs;
+  in.curr_slice_ns = 4 * kMs;
+  in.curr_started_ns = in.now_ns - 600 * kUs;
+  EXPECT_EQ(agentcg_place_task(&in, &t).kind, AGENTCG_PLACE_LOCAL_PREEMPT);
+  in.head_key = 99 * kMs;  // the CPU must re-pick from the shared queue
+  EXPECT_EQ(agentcg_place_task(&in, &t).kind, AGENTCG_PLACE_SHARED_PREEMPT);
+  in.has_head = 0;
+  // still protected: not before started + 500 us
+  in.curr_started_ns = in.now_ns - 100 * kUs;
+  agentcg_place r = agentcg_place_task(&in, &t);
+  EXPECT_EQ(r.kind, AGENTCG_PLACE_SHARED_AT);
+  EXPECT_EQ(r.at_ns, in.curr_started_ns + 500 * kUs);
+  in.slice_ns = 4 * kMs;  // an equal slice is held back too
+  EXPECT_EQ(agentcg_place_task(&in, &t).kind, AGENTCG_PLACE_SHARED_AT);
+  in.slice_ns = 2 * kMs;  // a shorter (boosted) one is not: PREEMPT_SHORT
+  EXPECT_EQ(agentcg_place_task(&in, &t).kind, AGENTCG_PLACE_LOCAL_PREEMPT);
+  in.slice_ns = 0;
+  // the running request is ordered first: no preemption
+  in.curr_deadline = 90 * kMs;
+  EXPECT_EQ(agentcg_place_task(&in, &t).kind, AGENTCG_PLACE_SHARED);
+  // a slice end (not a wakeup) never preempts; the CPU's last task stays local
+  in.curr_deadline = 104 * kMs;
+  in.curr_started_ns = in.now_ns - 600 * kUs;
+  in.wakeup = 0;
+  EXPECT_EQ(agentcg_place_task(&in, &t).kind, AGENTCG_PLACE_SHARED);
+  in.last = 1;
+  EXPECT_EQ(agentcg_place_task(&in, &t).kind, AGENTCG_PLACE_LOCAL);
+  // a CPU running another class's task is not compared
+  in.last = 0;
+  in.wakeup = 1;
+  in.curr_ours = 0;
+  EXPECT_EQ(agentcg_place_task(&in, &t).kind, AGENTCG_PLACE_SHARED);
+}

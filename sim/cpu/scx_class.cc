@@ -10,11 +10,14 @@
 //    the features' credit and slice); V follows the start of the picked
 //    request (agentcg_eevdf_picked); a group going idle saves its lag and
 //    is placed at V - lag when it comes back.
-//  - every wakeup (and fork) is checked against the task running on the
-//    CPU that runs the latest deadline (agentcg_eevdf_preempt, with
-//    agentcg.h's PREEMPT_SHORT for latency requests): NOW kicks it, AT
-//    arms that CPU's re-check timer (the BPF per-CPU timer). (BPF still
-//    checks the wakee's own CPU: the scan over cpu_currs is to be ported.)
+//  - every request is placed by agentcg_place_task() (place.h), as in BPF:
+//    a wakeup (and fork) is checked (the base rule of eevdf.h) against the
+//    task running on the CPU select_cpu chose or, with no idle CPU, on the
+//    CPU running the latest deadline (victim_cpu(); BPF still checks the
+//    wakee's CPU: the scan over cpu_currs is to be ported): NOW kicks it,
+//    AT arms that CPU's re-check timer (the BPF per-CPU timer). BPF inserts LOCAL
+//    verdicts into that CPU's local DSQ; this model has one queue, where
+//    such a request is the head (see place()).
 //  - cpu.max at every level: one pool and one local runtime per limited
 //    cgroup (as in BPF), charged on every stop, acquired at dispatch, a
 //    period timer per cgroup that returns unused local runtime, refills
@@ -52,6 +55,7 @@
 #include "agentcg/counters.h"
 #include "agentcg/eevdf.h"
 #include "agentcg/flatcg.h"
+#include "agentcg/place.h"
 
 namespace agentcg::sim {
 
@@ -111,9 +115,7 @@ class ScxClass final : public SchedClass {
       park(thr, p.id, tc);
       return;
     }
-    queue_task(p.id, tc);
-    if ((enq_flags & (kEnqWakeup | kEnqNew)) && p.cpu >= 0 && !ctx_->cpu_idle(p.cpu))
-      wakeup_preempt(victim_cpu(p.cpu), tc.req.deadline, tc.req.slice_ns, now);
+    place(p, tc, (enq_flags & (kEnqWakeup | kEnqNew)) != 0, now);
   }
 
   void dequeue(Task& p) override {
@@ -491,14 +493,62 @@ class ScxClass final : public SchedClass {
     return best;
   }
 
+  // The placement of place.h with the inputs bpf/agentcg.bpf.c's place()
+  // gathers. The model has one queue (no per-CPU local queues yet), so a
+  // LOCAL verdict is the queue's head for the idle CPU select_cpu chose
+  // (the model wakes it), and LOCAL_PREEMPT is the queue's head plus a
+  // preempting kick of that CPU: the same task runs there next, as in BPF.
+  void place(Task& p, TaskCtx& tc, bool wakeup, std::uint64_t now) {
+    agentcg_place_in in{};
+    const int cpu = wakeup && p.cpu >= 0 && !ctx_->cpu_idle(p.cpu) ? victim_cpu(p.cpu) : p.cpu;
+    queue_task(p.id, tc);
+    in.key = tc.qkey;
+    in.slice_ns = agentcg_strategy_slice_ns(ctx_->strategy_of_task(p), tc.req.slice_ns);
+    in.now_ns = now;
+    in.wakeup = wakeup ? 1 : 0;
+    if (cpu < 0) return;
+    in.cpu_idle = ctx_->cpu_idle(cpu) ? 1 : 0;
+    const CpuCurr& cc = curr_.at(static_cast<std::size_t>(cpu));
+    if (cc.ours && !in.cpu_idle) {
+      in.curr_ours = 1;
+      in.curr_deadline = cc.deadline;
+      in.curr_started_ns = cc.started_ns;
+      in.curr_slice_ns = cc.slice_ns;
+    }
+    // the head before this request (it is queued already: skip it)
+    for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+      if (it->second == p.id) continue;
+      in.has_head = 1;
+      in.head_key = it->first;
+      break;
+    }
+    const agentcg_place r = agentcg_place_task(&in, &t_);
+    switch (static_cast<agentcg_place_kind>(r.kind)) {
+      case AGENTCG_PLACE_SHARED:
+      case AGENTCG_PLACE_LOCAL:
+        return;
+      case AGENTCG_PLACE_LOCAL_PREEMPT:
+      case AGENTCG_PLACE_SHARED_PREEMPT:
+        ctx_->kick_cpu(cpu, true);
+        bump(AGENTCG_EV(preemptions));
+        return;
+      case AGENTCG_PLACE_SHARED_AT: {
+        CpuCurr& c = curr_.at(static_cast<std::size_t>(cpu));
+        if (!c.timer) {
+          c.timer = ctx_->arm_timer(Time::from_ns(r.at_ns), cookie(kTimerPreempt, static_cast<std::uint64_t>(cpu)));
+          bump(AGENTCG_EV(min_slice_deferrals));
+        }
+        return;
+      }
+    }
+  }
+
   // The base rule on `cpu` for a request with `deadline` (eevdf.h).
-  // `slice` is the waking request's: a short (latency) request is not held
-  // back by the running one's protected time (agentcg_protected_slice_ns).
-  void wakeup_preempt(int cpu, std::uint64_t deadline, std::uint64_t slice, std::uint64_t now) {
+  void wakeup_preempt(int cpu, std::uint64_t deadline, std::uint64_t now) {
     CpuCurr& cc = curr_.at(static_cast<std::size_t>(cpu));
     if (!cc.ours) return;
-    const agentcg_preempt r = agentcg_eevdf_preempt(
-        deadline, cc.deadline, cc.started_ns, agentcg_protected_slice_ns(slice, cc.slice_ns, &t_), now, &t_);
+    const agentcg_preempt r =
+        agentcg_eevdf_preempt(deadline, cc.deadline, cc.started_ns, cc.slice_ns, now, &t_);
     if (r.verdict == AGENTCG_PREEMPT_NOW) {
       ctx_->kick_cpu(cpu, true);
       bump(AGENTCG_EV(preemptions));
@@ -513,8 +563,7 @@ class ScxClass final : public SchedClass {
     CpuCurr& cc = curr_.at(static_cast<std::size_t>(cpu));
     cc.timer = 0;
     if (!cc.ours || queue_.empty()) return;
-    const std::uint32_t head = queue_.begin()->second;
-    wakeup_preempt(cpu, queue_.begin()->first, tasks_[head].req.slice_ns, ctx_->now().ns());
+    wakeup_preempt(cpu, queue_.begin()->first, ctx_->now().ns());
   }
 
   // The memory monitor (agentcgroupd's poll loop).

@@ -616,8 +616,8 @@ static inline u32 agentcg_on_wakeup(struct agentcg_cgrp *cg, u64 now_ns,
  * (agentcg_latency_credit), gets a slice of what is
  * min_slice_us at most (the kernel's latency-nice / sched_runtime idea)
  * and, being shorter than the running request, preempts without waiting
- * for that one's protected time (agentcg_protected_slice_ns: the kernel's
- * PREEMPT_SHORT). Bounded: at most 2 ms of CPU per quiet spell of more
+ * for that one's protected time (eevdf.h agentcg_eevdf_preempt_short: the
+ * kernel's PREEMPT_SHORT). Bounded: at most 2 ms of CPU per quiet spell of more
  * than 30 ms (2 ms / 32 ms: 6 % of one CPU per group, whatever it does),
  * and it changes neither start tags nor cvtime, so the group pays for
  * that service like any other (its later requests queue behind).
@@ -704,25 +704,6 @@ static inline u64 agentcg_slice_ns(const struct agentcg_cgrp *cg, u64 now_ns,
 	if (agentcg_has_boost(cg, now_ns, t))
 		return (u64)t->boosted_slice_ms * AGENTCG_NSEC_PER_MSEC;
 	return agentcg_base_slice_ns(t);
-}
-
-/*
- * The running request's slice as the base rule's protection should see it
- * (pass it as agentcg_eevdf_preempt's curr_slice_ns): 0, i.e. no protected
- * time, when the waking request is a latency request (its slice at most
- * min_slice_us) shorter than the running one (PREEMPT_SHORT: a short
- * request need not wait for a long one's minimum run); otherwise the slice
- * itself. The deadline comparison still decides: a latency request whose
- * group overran its share (start tag ahead) does not preempt.
- */
-static inline u64 agentcg_protected_slice_ns(u64 waker_slice_ns, u64 curr_slice_ns,
-					     const struct agentcg_tunables *t)
-{
-	if (agentcg_feat(t, AGENTCG_F_LATENCY) &&
-	    waker_slice_ns <= (u64)t->min_slice_us * AGENTCG_NSEC_PER_USEC &&
-	    waker_slice_ns < curr_slice_ns)
-		return 0;
-	return curr_slice_ns;
 }
 
 enum agentcg_preempt_verdict {

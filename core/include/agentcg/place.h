@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Where a queued request goes: the per-CPU placement of flatcg/agentcg.
+ * One pure function, agentcg_place_task(), decides for a task being queued
+ * (wakeup, fork, slice end) whether it
+ *   - goes straight into the local queue of the CPU select_cpu chose
+ *     (that CPU was idle and was claimed for it: no shared-queue round
+ *     trip, no dispatch call);
+ *   - goes into that CPU's local queue AND preempts what runs there
+ *     (the base rule of eevdf.h says NOW: earlier deadline, the running
+ *     request past its protected time or the waking one's slice shorter,
+ *     agentcg_eevdf_preempt_short);
+ *   - or goes into the shared, deadline-ordered queue, possibly with a
+ *     preemption kick (the rule says NOW but an earlier request already
+ *     waits there: the CPU re-picks from the shared queue) or a re-check
+ *     timer at T (the rule says "not before T").
+ *
+ * Why: under the shared-queue-only design of v2 every wakeup, even onto an
+ * idle CPU, was queued, the CPU kicked, ops.dispatch called and the task
+ * moved to the local queue: three extra steps per wakeup that the kernel's
+ * EEVDF does not have (its run queues are per CPU) and that cost ~0.5 ms
+ * each in a TCG guest. A task placed locally never overtakes a request
+ * ordered before it: the local insert is taken only when the shared queue
+ * has no earlier head (`has_head`), so the deadline order of the shared
+ * queue is kept; idle CPUs are only claimed by the kernel's
+ * scx_bpf_select_cpu_dfl()/the model's pick_idle_cpu().
+ *
+ * Who calls it: bpf/agentcg.bpf.c (ops.enqueue, after the request was made
+ * by agentcg_eevdf_request() and cpu.max let it run), sim/cpu/scx_class.cc
+ * (enqueue, the same inputs from its per-CPU state).
+ *
+ * Inputs a caller does not have stay 0 (zero-initialise the struct):
+ * slice_ns 0 keeps the min_slice protection for every waking request.
+ *
+ * C99, BPF-safe: no libc, no floating point, no allocation, no loops.
+ */
+#ifndef AGENTCG_PLACE_H
+#define AGENTCG_PLACE_H
+
+#include "agentcg/eevdf.h"
+#include "agentcg/tunables.h"
+#include "agentcg/types.h"
+
+enum agentcg_place_kind {
+	AGENTCG_PLACE_SHARED = 0,         /* shared queue, nothing else */
+	AGENTCG_PLACE_SHARED_PREEMPT = 1, /* shared queue + preempt the CPU (it re-picks) */
+	AGENTCG_PLACE_SHARED_AT = 2,      /* shared queue + re-check the CPU at at_ns */
+	AGENTCG_PLACE_LOCAL = 3,          /* the chosen CPU's local queue (it is idle) */
+	AGENTCG_PLACE_LOCAL_PREEMPT = 4,  /* the chosen CPU's local queue, preempting it */
+};
+
+/* What the caller knows when it queues a request (all plain values). */
+struct agentcg_place_in {
+	u64 key;             /* the request's queue key (virtual deadline less credit) */
+	u64 head_key;        /* the shared queue's first key (when has_head) */
+	u64 curr_deadline;   /* the request running on the chosen CPU (when curr_ours) */
+	u64 curr_started_ns;
+	u64 curr_slice_ns;
+	u64 now_ns;
+	u64 slice_ns;        /* the request's slice (0: unknown; a shorter one skips protection) */
+	u32 cpu_idle;  /* select_cpu found the chosen CPU idle and claimed it */
+	u32 has_head;  /* the shared queue holds a request */
+	u32 curr_ours; /* the chosen CPU runs a task of this scheduler */
+	u32 wakeup;    /* a wakeup or a fork: may preempt */
+	u32 last;      /* slice end of the CPU's only runnable task (SCX_ENQ_LAST) */
+	u32 pad;
+};
+
+struct agentcg_place {
+	u32 kind; /* enum agentcg_place_kind */
+	u32 pad;
+	u64 at_ns; /* AGENTCG_PLACE_SHARED_AT: the re-check time */
+};
+
+/* Whether the shared queue holds a request ordered before `key`. */
+static inline bool agentcg_place_head_first(const struct agentcg_place_in *in, u64 key)
+{
+	return in->has_head && agentcg_before(in->head_key, key);
+}
+
+static inline struct agentcg_place agentcg_place_task(const struct agentcg_place_in *in,
+						      const struct agentcg_tunables *t)
+{
+	struct agentcg_place r = {AGENTCG_PLACE_SHARED, 0, 0};
+	struct agentcg_preempt v;
+
+	/* an idle CPU was claimed for it: run it there unless an earlier
+	 * request waits (the woken CPU then takes that one from the queue) */
+	if (in->cpu_idle || in->last) {
+		if (!agentcg_place_head_first(in, in->key))
+			r.kind = AGENTCG_PLACE_LOCAL;
+		return r;
+	}
+	if (!in->wakeup || !in->curr_ours)
+		return r;
+	v = agentcg_eevdf_preempt_short(in->key, in->slice_ns, in->curr_deadline,
+					in->curr_started_ns, in->curr_slice_ns, in->now_ns, t);
+	switch (v.verdict) {
+	case AGENTCG_PREEMPT_NOW:
+		r.kind = agentcg_place_head_first(in, in->key) ? AGENTCG_PLACE_SHARED_PREEMPT
+								: AGENTCG_PLACE_LOCAL_PREEMPT;
+		return r;
+	case AGENTCG_PREEMPT_AT:
+		r.kind = AGENTCG_PLACE_SHARED_AT;
+		r.at_ns = v.at_ns;
+		return r;
+	case AGENTCG_PREEMPT_NO:
+		return r;
+	}
+	return r;
+}
+
+#endif /* AGENTCG_PLACE_H */
