@@ -613,14 +613,15 @@ static inline u32 agentcg_on_wakeup(struct agentcg_cgrp *cg, u64 now_ns,
  * received less than AGENTCG_LATENCY_BUDGET_SLICES x min_slice_us (2 ms)
  * of CPU since, and it is not storming.
  * Such a request, when eligible, is ordered before every other request
- * (agentcg_latency_credit), gets a slice of what is
- * min_slice_us at most (the kernel's latency-nice / sched_runtime idea)
- * and, being shorter than the running request, preempts without waiting
- * for that one's protected time (eevdf.h agentcg_eevdf_preempt_short: the
- * kernel's PREEMPT_SHORT). Bounded: at most 2 ms of CPU per quiet spell of more
- * than 30 ms (2 ms / 32 ms: 6 % of one CPU per group, whatever it does),
- * and it changes neither start tags nor cvtime, so the group pays for
- * that service like any other (its later requests queue behind).
+ * (agentcg_latency_credit), gets a slice of at most min_slice_us (the
+ * kernel's latency-nice / sched_runtime idea) and, being shorter than the
+ * running request, preempts without waiting for that one's protected time
+ * (eevdf.h agentcg_eevdf_preempt_short: the kernel's PREEMPT_SHORT).
+ * Bounded: at most 2 ms of CPU per quiet spell of more than 30 ms (2 ms /
+ * 32 ms: 6 % of one CPU per group, whatever it does), and it changes
+ * neither start tags nor cvtime, so the group pays for that service like
+ * any other (its later requests queue behind). Returns the budget left
+ * (ns of CPU), 0 when the request is not a latency request.
  */
 static inline u64 agentcg_latency_left_ns(const struct agentcg_cgrp *cg, u64 now_ns,
 					  const struct agentcg_tunables *t)
