@@ -40,7 +40,7 @@ void parse_scheduler_section(const YAML::Node& n, const Reader& r, agentcg_tunab
   }
   if (n["features"]) {
     const YAML::Node f = n["features"];
-    r.only_keys(f, "scheduler.features", "mem_penalty,auto_boost,wakeup_boost,fork_aware,min_slice");
+    r.only_keys(f, "scheduler.features", "mem_penalty,auto_boost,wakeup_boost,fork_aware,min_slice,latency");
     auto flag = [&](const char* key, u32 bit) {
       if (!f[key]) return;
       if (r.boolean(f, "scheduler.features", key)) t.features |= bit; else t.features &= ~bit;
@@ -50,6 +50,7 @@ void parse_scheduler_section(const YAML::Node& n, const Reader& r, agentcg_tunab
     flag("wakeup_boost", AGENTCG_F_WAKEUP_BOOST);
     flag("fork_aware", AGENTCG_F_FORK_AWARE);
     flag("min_slice", AGENTCG_F_MIN_SLICE);
+    flag("latency", AGENTCG_F_LATENCY);
   }
 }
 

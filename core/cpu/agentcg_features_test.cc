@@ -213,7 +213,7 @@ TEST(StepDetector, AForkSoonAfterAQuietSpellIsAStepWakingWithoutForkingIsNot) {
 
 // ---- auto_boost: least attained service per epoch ----
 
-TEST(Las, CreditIsCappedAtOneRequestAndShrinksWithAttainedService) {
+TEST(Las, CreditIsTheUnattainedQuantumAndShrinksWithAttainedService) {
   const agentcg_tunables t = defaults();  // 20 ms quantum, 4 ms base slice
   agentcg_global g{};
   g.cvtime_now = 500 * kMs;
@@ -227,11 +227,11 @@ TEST(Las, CreditIsCappedAtOneRequestAndShrinksWithAttainedService) {
   cg.cvtime = g.cvtime_now - 4 * kMs;
   const u64 c0 = cg.cvtime;
   const u64 per_ms = kMs * AGENTCG_ONE / cg.qshare;
-  // quantum 320 ms of vtime, capped at 2 ms of vtime (boosted_slice_ms)
-  EXPECT_EQ(c0 - agentcg_eff_vtime(&cg, t0, &t), 2 * kMs);
+  // quantum 20 ms of service = 320 ms of vtime at this share, none attained
+  EXPECT_EQ(c0 - agentcg_eff_vtime(&cg, t0, &t), 20 * per_ms);
   EXPECT_EQ(agentcg_slice_ns(&cg, t0, &t), 2 * kMs);
-  cg.cvtime = c0 + 19 * per_ms;  // 19 ms attained: 1 ms of the quantum (16 ms of vtime) left: capped
-  EXPECT_EQ(cg.cvtime - agentcg_eff_vtime(&cg, t0 + kSec, &t), 2 * kMs);
+  cg.cvtime = c0 + 19 * per_ms;  // 19 ms attained: 1 ms of the quantum (16 ms of vtime) left
+  EXPECT_EQ(cg.cvtime - agentcg_eff_vtime(&cg, t0 + kSec, &t), per_ms);
   cg.cvtime = c0 + 20 * per_ms - kMs;  // 1 ms of vtime left
   EXPECT_EQ(cg.cvtime - agentcg_eff_vtime(&cg, t0 + kSec, &t), kMs);
   cg.cvtime = c0 + 20 * per_ms;  // the quantum is used up: plain EEVDF order

@@ -27,6 +27,7 @@ py::dict to_dict(const config::Config& c) {
   features["wakeup_boost"] = (t.features & AGENTCG_F_WAKEUP_BOOST) != 0;
   features["fork_aware"] = (t.features & AGENTCG_F_FORK_AWARE) != 0;
   features["min_slice"] = (t.features & AGENTCG_F_MIN_SLICE) != 0;
+  features["latency"] = (t.features & AGENTCG_F_LATENCY) != 0;
   py::dict s;
   s["features"] = features;
   s["startup_boost_window_ms"] = t.startup_boost_window_ms;

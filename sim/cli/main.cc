@@ -11,6 +11,7 @@
 // verdicts): the longest runnable wait always, flagged "!" from 1 s; rows
 // that do not apply left out; "-" for a missing value, never 0.
 // Exit codes: 0 ok, 1 invalid input (trace, config), 2 usage error.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -227,6 +228,28 @@ int cmd_compare(const std::vector<std::string>& argv) {
     o << std::fixed << std::setprecision(3) << r["jain_fairness"].get<double>();
     return o.str();
   });
+  // Aggregate rows over the cgroups that made tool calls (the sessions):
+  // the median and the worst of their own tool-call p99 (readable at 100
+  // sessions, where per-cgroup rows need --per-cgroup).
+  auto session_p99 = [](const json& r) {
+    std::vector<std::uint64_t> v;
+    for (const auto& [path, c] : r["cgroups"].items())
+      if (c["tasks"] != 0 && c["tool_call_latency_ns"]["count"] != 0)
+        v.push_back(c["tool_call_latency_ns"]["p99"].get<std::uint64_t>());
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  if (tools && session_p99(results.front()).size() > 1) {
+    row("sessions with tool calls", [&](const json& r) { return std::to_string(session_p99(r).size()); });
+    row("per-session tool-call p99: median (ms)", [&](const json& r) {
+      const auto v = session_p99(r);
+      return v.empty() ? std::string("-") : ms(v[v.size() / 2]);
+    });
+    row("per-session tool-call p99: worst (ms)", [&](const json& r) {
+      const auto v = session_p99(r);
+      return v.empty() ? std::string("-") : ms(v.back());
+    });
+  }
   for (const auto& [path, c] : results.front()["cgroups"].items()) {
     if (path == "/" || c["tasks"] == 0) continue;
     // many sessions: per-cgroup rows only on request

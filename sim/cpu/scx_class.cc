@@ -11,9 +11,11 @@
 //    request (agentcg_eevdf_picked); a group going idle saves its lag and
 //    is placed at V - lag when it comes back.
 //  - every request is placed by agentcg_place_task() (place.h), as in BPF:
-//    a wakeup (and fork) is checked against the task running on the CPU
-//    select_cpu chose (the base rule of eevdf.h): NOW kicks it, AT arms
-//    that CPU's re-check timer (the BPF per-CPU timer). BPF inserts LOCAL
+//    a wakeup (and fork) is checked (the base rule of eevdf.h) against the
+//    task running on the CPU select_cpu chose or, with no idle CPU, on the
+//    CPU running the latest deadline (victim_cpu(); BPF still checks the
+//    wakee's CPU: the scan over cpu_currs is to be ported): NOW kicks it,
+//    AT arms that CPU's re-check timer (the BPF per-CPU timer). BPF inserts LOCAL
 //    verdicts into that CPU's local DSQ; this model has one queue, where
 //    such a request is the head (see place()).
 //  - cpu.max at every level: one pool and one local runtime per limited
@@ -474,6 +476,23 @@ class ScxClass final : public SchedClass {
     }
   }
 
+  // The CPU a wakeup is checked against: with one shared queue the request
+  // may run on any CPU, so the one running the latest deadline (the first
+  // the rule would preempt); `prev` on ties, and when none runs ours.
+  int victim_cpu(int prev) const {
+    int best = prev;
+    const CpuCurr* bc = &curr_.at(static_cast<std::size_t>(prev));
+    for (int cpu = 0; cpu < static_cast<int>(curr_.size()); cpu++) {
+      const CpuCurr& cc = curr_[static_cast<std::size_t>(cpu)];
+      if (!cc.ours || ctx_->cpu_idle(cpu)) continue;
+      if (!bc->ours || agentcg_before(bc->deadline, cc.deadline)) {
+        best = cpu;
+        bc = &cc;
+      }
+    }
+    return best;
+  }
+
   // The placement of place.h with the inputs bpf/agentcg.bpf.c's place()
   // gathers. The model has one queue (no per-CPU local queues yet), so a
   // LOCAL verdict is the queue's head for the idle CPU select_cpu chose
@@ -481,7 +500,7 @@ class ScxClass final : public SchedClass {
   // preempting kick of that CPU: the same task runs there next, as in BPF.
   void place(Task& p, TaskCtx& tc, bool wakeup, std::uint64_t now) {
     agentcg_place_in in{};
-    const int cpu = p.cpu;
+    const int cpu = wakeup && p.cpu >= 0 && !ctx_->cpu_idle(p.cpu) ? victim_cpu(p.cpu) : p.cpu;
     queue_task(p.id, tc);
     in.key = tc.qkey;
     in.slice_ns = agentcg_strategy_slice_ns(ctx_->strategy_of_task(p), tc.req.slice_ns);

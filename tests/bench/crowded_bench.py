@@ -13,10 +13,20 @@ Scenarios (one command each, printed as it runs):
   mix2     the same 40 recorded sessions on 2 CPUs (contended)
   builds   trace generate builds --cpus 4 --duration D --seed S
   storm    the bundled traces/fork-storm.json, run seed S
-Figures per policy: tool-call p50/p99, interactive wakeup p99 (all wakeups
-where the trace has no interactive task), completed tool calls, the largest
-gap between a busy cgroup's share and its entitlement, cpu.max overruns,
-new-step precision/recall. Deterministic: same inputs, same table.
+Figures per policy: tool-call p50/p99, interactive wakeup p99 (the
+/victim cgroup's wakeups in the fork storm, which has no shell), completed
+tool calls, the share gap (the largest amount by which a cgroup's CPU share
+falls short of min(its cpu.weight entitlement, its demand), in points; the
+demand is its CPU time when the same trace runs uncontended on 4x the
+CPUs under eevdf; over 2 points = not honoured), cpu.max overruns (CPU
+time above quota x periods, where a cgroup has cpu.max), new-step
+precision/recall.
+  --ablation  also runs agentcg with each feature off in turn (one
+              `--config` with scheduler.features.<f>: false) and prints
+              agentcg / eevdf for each: which feature helps, which hurts.
+  --floor     also runs eevdf uncontended (the CPUs x 16): the best any
+              scheduler could do on that trace.
+Deterministic: same inputs, same table.
 Who runs it: a person, to refresh the README table; not a test.
 """
 import argparse
@@ -34,10 +44,60 @@ def sh(cmd):
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def figures(r):
-    inter = r.get("interactive_wakeup_latency_ns", r["wakeup_latency_ns"])
-    # no interactive task (the fork storm): all wakeups stand in
+FEATURES = ["mem_penalty", "auto_boost", "wakeup_boost", "fork_aware", "min_slice", "latency"]
+
+
+def run_json(cmd_out):
+    with open(os.path.join(cmd_out, "results.json")) as f:
+        return json.load(f)
+
+
+def scaled_trace(src, dst, factor):
+    """The same trace on `factor` x the CPUs (uncontended)."""
+    with open(src) as f:
+        t = json.load(f)
+    t["machine"]["cpus"] = t["machine"]["cpus"] * factor
+    with open(dst, "w") as f:
+        json.dump(t, f)
+    return dst
+
+
+def share_gap(r, demand):
+    """Largest shortfall (points) of a cgroup's share below min(entitled, demand)."""
+    worst = 0.0
+    for path, c in r["cgroups"].items():
+        if path == "/" or c["tasks"] == 0:
+            continue
+        want = min(c["entitled_share"], demand.get(path, 1.0))
+        worst = max(worst, 100.0 * (want - c["cpu_share"]))
+    return worst
+
+
+def quota_overrun(r, trace):
+    """CPU time above quota x periods, summed over cgroups with cpu.max (ms)."""
+    over = 0.0
+    for c in trace.get("cgroups", []):
+        m = c.get("cpu_max")
+        if not m:
+            continue
+        rc = r["cgroups"].get(c["path"])
+        if not rc:
+            continue
+        allowed = (rc["nr_periods"] + 1) * m["quota_us"] * 1000
+        over += max(0, rc["cpu_time_ns"] - allowed) / 1e6
+    return over
+
+
+def figures(r, demand=None, trace=None):
+    if "interactive_wakeup_latency_ns" in r:
+        inter = r["interactive_wakeup_latency_ns"]
+    elif "/victim" in r["cgroups"]:
+        inter = r["cgroups"]["/victim"]["wakeup_latency_ns"]  # the storm's interactive agent
+    else:
+        inter = r["wakeup_latency_ns"]
     return {
+        "share_gap": share_gap(r, demand) if demand is not None else None,
+        "quota_over": quota_overrun(r, trace) if trace is not None else None,
         "tool_p50": r["tool_call_latency_ns"]["p50"] / 1e6,
         "tool_p99": r["tool_call_latency_ns"]["p99"] / 1e6,
         "inter_p99": inter["p99"] / 1e6,
@@ -59,7 +119,17 @@ def main():
     ap.add_argument("--recordings", default=os.path.join(os.path.dirname(root), "shared/traces/agentcgroup"),
                     help="AgentCgroup recordings (default: ../shared/traces/agentcgroup beside the checkout)")
     ap.add_argument("--scenarios", default="crowded,mix,mix2,builds,storm")
+    ap.add_argument("--ablation", action="store_true")
+    ap.add_argument("--floor", action="store_true")
     a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    variants = []
+    if a.ablation:
+        for f in FEATURES:
+            cfg = os.path.join(a.out, f"no-{f}.yaml")
+            with open(cfg, "w") as fh:
+                fh.write(f"scheduler:\n  features: {{{f}: false}}\n")
+            variants.append(("agentcg-no-" + f, cfg))
     seeds = [int(s) for s in a.seeds.split(",")]
     os.makedirs(a.out, exist_ok=True)
     recs = []
@@ -87,10 +157,24 @@ def main():
                 tr = os.path.join(root, "traces/fork-storm.json")
                 run_seed = s
             od = os.path.join(a.out, f"{sc}-{s}")
+            with open(tr) as f:
+                trace = json.load(f)
+            # demand: CPU time per cgroup uncontended (4x the CPUs, eevdf)
+            wide = scaled_trace(tr, os.path.join(a.out, f"{sc}-{s}-x4.json"), 4)
+            sh([a.sim, "run", wide, "--policy", "eevdf", "--seed", str(run_seed), "--out", od + "-x4"])
+            w = run_json(od + "-x4")
+            total = w["duration_ns"] * trace["machine"]["cpus"]
+            demand = {p: c["cpu_time_ns"] / total for p, c in w["cgroups"].items()}
             sh([a.sim, "compare", tr, "--policies", ",".join(POLICIES), "--seed", str(run_seed), "--out", od, "--quiet"])
             for p in POLICIES:
-                with open(os.path.join(od, p, "results.json")) as f:
-                    res.setdefault(sc, {}).setdefault(p, []).append(figures(json.load(f)))
+                res.setdefault(sc, {}).setdefault(p, []).append(figures(run_json(os.path.join(od, p)), demand, trace))
+            for name, cfg in variants:
+                sh([a.sim, "run", tr, "--policy", "agentcg", "--config", cfg, "--seed", str(run_seed), "--out", od + "-" + name])
+                res[sc].setdefault(name, []).append(figures(run_json(od + "-" + name), demand, trace))
+            if a.floor:
+                fl = scaled_trace(tr, os.path.join(a.out, f"{sc}-{s}-x16.json"), 16)
+                sh([a.sim, "run", fl, "--policy", "eevdf", "--seed", str(run_seed), "--out", od + "-x16"])
+                res[sc].setdefault("floor", []).append(figures(run_json(od + "-x16")))
     json.dump(res, open(os.path.join(a.out, "summary.json"), "w"), indent=1, sort_keys=True)
 
     def cell(vals, fmt):
@@ -102,18 +186,32 @@ def main():
 
     rows = [("tool-call p50 (ms)", "tool_p50", "{:.0f}"), ("tool-call p99 (ms)", "tool_p99", "{:.0f}"),
             ("interactive wakeup p99 (ms)", "inter_p99", "{:.3f}"), ("completed tool calls", "tools", "{:.0f}"),
+            ("share gap (points)", "share_gap", "{:.2f}"), ("cpu.max overrun (ms)", "quota_over", "{:.1f}"),
             ("max runnable wait (ms)", "max_wait", "{:.0f}"), ("new-step precision", "precision", "{:.3f}"),
             ("new-step recall", "recall", "{:.3f}")]
+
+    def ratio(pol, p, key):
+        rs = [x[key] / y[key] for x, y in zip(pol[p], pol["eevdf"])
+              if x[key] is not None and y[key] not in (None, 0)]
+        return cell(rs, "{:.2f}")
+
     for sc, pol in res.items():
         print(f"\n{sc} ({len(seeds)} seeds: median (min-max))")
         print("| metric | " + " | ".join(POLICIES) + " | agentcg / eevdf |")
         print("|---" * (len(POLICIES) + 2) + "|")
         for name, key, fmt in rows:
             cells = [cell([x[key] for x in pol[p]], fmt) for p in POLICIES]
-            ratios = [x[key] / y[key] for x, y in zip(pol["agentcg"], pol["eevdf"])
-                      if x[key] is not None and y[key] not in (None, 0)]
-            rc = cell(ratios, "{:.2f}") if key not in ("precision", "recall") else "-"
+            rc = ratio(pol, "agentcg", key) if key not in ("precision", "recall", "share_gap", "quota_over") else "-"
             print(f"| {name} | " + " | ".join(cells) + f" | {rc} |")
+        extra = [p for p in pol if p not in POLICIES]
+        if extra:
+            print(f"\n{sc}: x / eevdf (median (min-max) of the per-seed ratios)")
+            keys = [("tool p50", "tool_p50"), ("tool p99", "tool_p99"), ("interactive p99", "inter_p99"),
+                    ("tool calls", "tools")]
+            print("| variant | " + " | ".join(k for k, _ in keys) + " |")
+            print("|---" * (len(keys) + 1) + "|")
+            for p in ["agentcg"] + extra:
+                print(f"| {p} | " + " | ".join(ratio(pol, p, k) for _, k in keys) + " |")
 
 
 if __name__ == "__main__":

@@ -169,8 +169,9 @@ static inline struct agentcg_req agentcg_eevdf_request(struct agentcg_cgrp *cg,
 		s = floor;
 		*ev |= AGENTCG_EV(lag_clamps);
 	}
-	/* the features' vtime credit (startup / wakeup boost), bounded by agentcg.h */
-	credit = cg->cvtime - agentcg_eff_vtime(cg, now_ns, t);
+	/* the features' vtime credit (startup / wakeup boost, latency band), bounded by agentcg.h */
+	credit = cg->cvtime - agentcg_eff_vtime(cg, now_ns, t) +
+		 agentcg_latency_credit(cg, g, s, now_ns, t);
 	r.base = cg->cvtime;
 	r.start = s;
 	cg->vq_tail = s + vreq;
@@ -227,9 +228,15 @@ static inline bool agentcg_eevdf_place(struct agentcg_cgrp *cg, const struct age
  * sleeper placed at V - lag) behind a group's future requests. v2 did
  * that: a woken cyclictest thread got a deadline later than the hog's
  * running one and waited out the hog's slice (3.9x EEVDF's p99).
+ * And not at all for a request a feature's credit picked ahead of its turn
+ * (deadline before start + slice): that says nothing about where V is
+ * (measured with agentcg.h's latency band: V following credited picks left
+ * the oldest queued start tags 0.1-1 s behind V, shell wakeups behind them).
  */
 static inline void agentcg_eevdf_picked(struct agentcg_global *g, const struct agentcg_req *r)
 {
+	if (agentcg_before(r->deadline, r->start + r->slice_ns))
+		return;
 	if (agentcg_before(g->cvtime_now, r->base))
 		g->cvtime_now = r->base;
 }

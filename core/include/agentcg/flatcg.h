@@ -136,6 +136,7 @@ struct agentcg_cgrp {
 	u32 storm;            /* fork storm in progress */
 	u64 wake_credit_until_ns; /* wakeup credit active while now < this */
 	u64 storm_last_ns;    /* last time the fork rate was above the threshold */
+	u64 lat_cv0;          /* cvtime at the latest activation after a quiet spell (latency) */
 };
 
 /* One per task. */

@@ -19,7 +19,8 @@ enum agentcg_feature {
 	AGENTCG_F_WAKEUP_BOOST = 1u << 2,
 	AGENTCG_F_FORK_AWARE = 1u << 3,
 	AGENTCG_F_MIN_SLICE = 1u << 4,
-	AGENTCG_F_ALL = (1u << 5) - 1,
+	AGENTCG_F_LATENCY = 1u << 5, /* short requests after a quiet spell (agentcg.h) */
+	AGENTCG_F_ALL = (1u << 6) - 1,
 };
 
 struct agentcg_tunables {
