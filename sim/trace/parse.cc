@@ -1,13 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Trace format v1: JSON text -> Trace, with errors that say where.
 //
-// nlohmann::json keeps no source positions, so the text is first run through
-// nlohmann::json::sax_parse over an iterator that counts newlines; a SAX
-// handler records the line of every JSON pointer (the line of an object
-// member's key, of an array element's first token). That map travels in
-// Trace::lines so that later checks (validate(), the GPU model's parser of
-// the "gpu" section) can still name the line. A second, ordinary parse builds
-// the DOM that the typed parser below walks.
+// One streaming pass (issue 21): nlohmann::json::sax_parse runs over an
+// iterator that counts newlines, and a SAX handler (StreamHandler) builds a
+// small DOM of everything except the elements of /processes; each process
+// element is built into a DOM of its own, handed to the typed parser as soon
+// as it closes, and dropped. So the whole file never exists as a DOM, and no
+// map from JSON pointer to line is kept for the (many) values inside the
+// processes: a process's, an op's and a fork template's line is stored in
+// its own DOM object under the hidden key kLineKey (a byte sequence the
+// lexer rejects in JSON text, so no real key can collide) and kept in its
+// SourceLoc; ops keep their line but not their pointer string (validate()
+// rebuilds the pointer from the op's index). Any other line inside a process
+// (an error's field, e.g. /processes/3/ops/5/ns) is found on demand by
+// rescanning the text for that one pointer (rescan_line), which happens only
+// when an error is reported; the answer is the one the former full map gave
+// (the line of the nearest enclosing pointer that exists).
 //
 // Nesting is capped at kMaxJsonDepth containers, checked in the SAX pass
 // before the DOM exists: a hostile 100k-deep `[[[...]]]` used to cost memory
@@ -17,16 +25,21 @@
 // (the typed walk, show(), validate()) ever sees more than that depth.
 //
 // Invariants: every error is a TraceError naming file, line, JSON pointer,
-// what was found and what was expected; unknown keys are errors (so a typo
-// never passes silently); "gpu" is the only section kept untyped (in
-// Trace::extra). Cgroups come out parents first (stable by depth).
-// Called by load_trace_file(), the CLI (`trace validate`), Python bindings.
+// what was found and what was expected; errors come in the order of the
+// former two-pass parser (syntax, depth and duplicate keys anywhere first;
+// then the typed checks in the order of Parser::parse(), a process's error
+// held back until the keys before "processes" were checked); unknown keys
+// are errors (so a typo never passes silently); "gpu" is the only section
+// kept untyped (in Trace::extra). Cgroups come out parents first (stable by
+// depth). Called by load_trace_file(), the CLI (`trace validate`), Python
+// bindings.
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <limits>
-#include <set>
 #include <sstream>
 
 #include "sim/trace/trace.h"
@@ -59,21 +72,48 @@ TraceError::TraceError(std::string file, std::uint32_t line, std::string pointer
 namespace {
 
 // Nearest enclosing pointer's line in `lines` (0 when none).
-std::uint32_t line_in(const std::map<std::string, std::uint32_t>* lines, const std::string& pointer) {
-  if (lines == nullptr) return 0;
+std::uint32_t line_in(const std::map<std::string, std::uint32_t>& lines, const std::string& pointer) {
   std::string p = pointer;
   while (true) {
-    auto it = lines->find(p);
-    if (it != lines->end()) return it->second;
+    auto it = lines.find(p);
+    if (it != lines.end()) return it->second;
     if (p.empty()) return 0;
     const auto slash = p.rfind('/');
     p = slash == std::string::npos ? std::string() : p.substr(0, slash);
   }
 }
 
+std::uint32_t rescan_line(const std::string& text, const std::string& pointer);
+
+// The whole text of `path` ("" when it cannot be read): error paths only.
+std::string read_whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The text the index describes: the parsed string, or the file read once.
+const std::string* source_text(const LineIndex& index) {
+  if (index.text != nullptr) return index.text;
+  if (index.path.empty()) return nullptr;
+  if (index.loaded.empty()) index.loaded = read_whole_file(index.path);
+  return &index.loaded;
+}
+
 }  // namespace
 
-std::uint32_t line_of(const Trace& trace, const std::string& pointer) { return line_in(trace.lines.get(), pointer); }
+std::uint32_t LineIndex::line_of(const std::string& pointer) const {
+  if (pointer.rfind("/processes/", 0) == 0) {
+    const std::string* t = source_text(*this);
+    return t != nullptr ? rescan_line(*t, pointer) : 0;
+  }
+  return line_in(lines, pointer);
+}
+
+std::uint32_t line_of(const Trace& trace, const std::string& pointer) {
+  return trace.lines ? trace.lines->line_of(pointer) : 0;
+}
 
 namespace {
 
@@ -134,18 +174,109 @@ class CountingIterator {
   LineCounter* counter_ = nullptr;
 };
 
-// SAX handler recording pointer -> line, and duplicate keys (which
-// nlohmann::json would silently collapse to the last one).
-class LineMapHandler : public nlohmann::json_sax<json> {
- public:
-  explicit LineMapHandler(const LineCounter* counter) : counter_(counter) {}
+// The hidden member that carries an object's line inside a process DOM.
+// 0xFF never occurs in UTF-8, and the lexer rejects ill-formed UTF-8 in
+// strings, so no key of the text can be equal to it.
+const std::string kLineKey = "\xff";
 
-  std::map<std::string, std::uint32_t> lines;
-  std::string duplicate_pointer;  // first duplicate key found, if any
-  std::uint32_t duplicate_line = 0;
-  std::string error_pointer;      // where a syntax error happened
-  std::size_t error_byte = 0;
-  std::string error_message;
+// The pointer -> line bookkeeping of both SAX handlers below: a stack of
+// container frames (reused, so a steady pass allocates nothing per value),
+// each pointer built only when it is needed. Pointers and lines follow one
+// rule: an object member's line is its key's line, an array element's line
+// is the line of its first token, the root's is "".
+class PointerTracker {
+ protected:
+  struct Frame {
+    bool is_array = false;
+    std::size_t next_index = 0;      // arrays: index of the next element
+    std::string key;                 // objects: the current member's key
+    std::uint32_t key_line = 0;      // objects: the line of that key
+    std::vector<std::string> keys;   // objects: keys seen (duplicate check)
+  };
+
+  explicit PointerTracker(const LineCounter* counter) : counter_(counter) {}
+
+  // Pointer of the first n frames' current elements ("" for n = 0).
+  std::string pointer_of(std::size_t n) const {
+    std::string out;
+    for (std::size_t i = 0; i < n; ++i) {
+      const Frame& f = frames_[i];
+      out += '/';
+      if (f.is_array) out += std::to_string(f.next_index - 1);
+      else out += escape_token(f.key);
+    }
+    return out;
+  }
+  // Pointer of the element being parsed in the innermost container.
+  std::string element_path() const {
+    if (depth_ == 0) return std::string();
+    const Frame& f = frames_[depth_ - 1];
+    if (f.is_array) return f.next_index == 0 ? pointer_of(depth_ - 1) : pointer_of(depth_);
+    return f.key.empty() ? pointer_of(depth_ - 1) : pointer_of(depth_);
+  }
+  // The start of a value: counts array elements; returns the line the
+  // value's pointer has (for object members: the key's line).
+  std::uint32_t begin_value(bool number) {
+    const std::uint32_t line = number ? counter_->line_before_last : counter_->line;
+    if (depth_ == 0) return line;
+    Frame& f = frames_[depth_ - 1];
+    if (f.is_array) {
+      ++f.next_index;
+      return line;
+    }
+    return f.key_line;
+  }
+  // A key: returns false for a duplicate within its object.
+  bool note_key(const std::string& k) {
+    Frame& f = frames_[depth_ - 1];
+    f.key = k;
+    f.key_line = counter_->line;
+    for (const std::string& seen : f.keys)
+      if (seen == k) return false;
+    f.keys.push_back(k);
+    return true;
+  }
+  // Refuses a container past kMaxJsonDepth (the caller then stops the
+  // parse: sax_parse returns false without calling parse_error).
+  bool enter() {
+    if (depth_ < kMaxJsonDepth) return true;
+    too_deep = true;
+    depth_pointer = element_path();
+    // "/a/0/0/0/..." 128 levels deep: keep the head, enough to find it.
+    if (depth_pointer.size() > 64) depth_pointer = depth_pointer.substr(0, 60) + "/...";
+    depth_line = counter_->line;
+    return false;
+  }
+  void push(bool is_array) {
+    if (depth_ == frames_.size()) frames_.emplace_back();
+    Frame& f = frames_[depth_++];
+    f.is_array = is_array;
+    f.next_index = 0;
+    f.key.clear();
+    f.key_line = 0;
+    f.keys.clear();
+  }
+  void pop() { --depth_; }
+
+ public:
+  std::string depth_pointer;  // the container that crossed kMaxJsonDepth
+  std::uint32_t depth_line = 0;
+  bool too_deep = false;
+
+ protected:
+  const LineCounter* counter_;
+  std::vector<Frame> frames_;
+  std::size_t depth_ = 0;
+};
+
+// Finds the line of one pointer by a pass over the text: the line of the
+// pointer itself if it exists, else of its nearest enclosing pointer (0 if
+// none). Used only on error paths (a failing field inside a process).
+class RescanHandler : public nlohmann::json_sax<json>, private PointerTracker {
+ public:
+  RescanHandler(const LineCounter* counter, const std::string& target)
+      : PointerTracker(counter), target_(target) {}
+  std::uint32_t line() const { return best_line_; }
 
   bool null() override { return scalar(false); }
   bool boolean(bool) override { return scalar(false); }
@@ -154,102 +285,194 @@ class LineMapHandler : public nlohmann::json_sax<json> {
   bool number_float(number_float_t, const string_t&) override { return scalar(true); }
   bool string(string_t&) override { return scalar(false); }
   bool binary(binary_t&) override { return scalar(false); }
-  bool start_object(std::size_t) override {
-    if (!enter()) return false;
-    begin_value(false);
-    frames_.push_back(Frame{false, 0, current_path(), {}, {}});
-    return true;
-  }
+  bool start_object(std::size_t) override { return container(false); }
+  bool start_array(std::size_t) override { return container(true); }
   bool key(string_t& k) override {
-    Frame& f = frames_.back();
-    f.key = k;
-    const std::string ptr = f.path + "/" + escape_token(k);
-    if (!f.keys.insert(k).second && duplicate_pointer.empty()) {
-      duplicate_pointer = ptr;
-      duplicate_line = counter_->line;
-    }
-    lines[ptr] = counter_->line;
+    (void)note_key(k);
+    consider(pointer_of(depth_), counter_->line);
     return true;
   }
   bool end_object() override {
-    frames_.pop_back();
-    return true;
-  }
-  bool start_array(std::size_t) override {
-    if (!enter()) return false;
-    begin_value(false);
-    frames_.push_back(Frame{true, 0, current_path(), {}, {}});
+    pop();
     return true;
   }
   bool end_array() override {
-    frames_.pop_back();
+    pop();
     return true;
   }
-  std::string depth_pointer;  // the container that crossed kMaxJsonDepth
-  std::uint32_t depth_line = 0;
-  bool too_deep = false;
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
 
+ private:
+  bool container(bool is_array) {
+    if (!enter()) return false;
+    value_start(false);
+    push(is_array);
+    return true;
+  }
+  bool scalar(bool number) {
+    value_start(number);
+    return true;
+  }
+  // Array elements and the root have a line of their own; object members
+  // were considered at their key.
+  void value_start(bool number) {
+    const bool own_line = depth_ == 0 || frames_[depth_ - 1].is_array;
+    const std::uint32_t line = begin_value(number);
+    if (own_line) consider(pointer_of(depth_), line);
+  }
+  void consider(const std::string& ptr, std::uint32_t line) {
+    if (ptr.size() < best_size_ && best_size_ != kNone) return;
+    const bool self = ptr == target_;
+    const bool ancestor = ptr.size() < target_.size() && target_.compare(0, ptr.size(), ptr) == 0 &&
+                          target_[ptr.size()] == '/';
+    if (!self && !ancestor) return;
+    best_size_ = ptr.size();
+    best_line_ = line;
+  }
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  const std::string& target_;
+  std::size_t best_size_ = kNone;
+  std::uint32_t best_line_ = 0;
+};
+
+std::uint32_t rescan_line(const std::string& text, const std::string& pointer) {
+  LineCounter counter;
+  RescanHandler handler(&counter, pointer);
+  (void)json::sax_parse(CountingIterator(text.data(), &counter),
+                        CountingIterator(text.data() + text.size(), &counter), &handler);
+  return handler.line();
+}
+
+// The one pass: syntax, depth and duplicate-key errors; the lines of every
+// pointer outside the process elements; a DOM of everything but the process
+// elements; each process element's DOM handed to `on_process` when it
+// closes (then dropped). Once `skip_processes` is set (a process failed),
+// later process elements are scanned but not built.
+class StreamHandler : public nlohmann::json_sax<json>, private PointerTracker {
+ public:
+  using ProcessSink = std::function<void(json& element, std::size_t index)>;
+  StreamHandler(const LineCounter* counter, ProcessSink on_process)
+      : PointerTracker(counter), on_process_(std::move(on_process)) {}
+
+  json root;
+  std::map<std::string, std::uint32_t> lines;  // pointers outside /processes/N
+  std::string duplicate_pointer;  // first duplicate key found, if any
+  std::uint32_t duplicate_line = 0;
+  std::string error_pointer;      // where a syntax error happened
+  std::size_t error_byte = 0;
+  std::string error_message;
+  bool skip_processes = false;
+  using PointerTracker::depth_line;
+  using PointerTracker::depth_pointer;
+  using PointerTracker::too_deep;
+
+  bool null() override { return scalar(json(nullptr), false); }
+  bool boolean(bool v) override { return scalar(json(v), false); }
+  bool number_integer(number_integer_t v) override { return scalar(json(v), true); }
+  bool number_unsigned(number_unsigned_t v) override { return scalar(json(v), true); }
+  bool number_float(number_float_t v, const string_t&) override { return scalar(json(v), true); }
+  bool string(string_t& v) override { return scalar(json(std::move(v)), false); }
+  bool binary(binary_t& v) override { return scalar(json::binary(std::move(v)), false); }
+  bool start_object(std::size_t) override { return container(false); }
+  bool start_array(std::size_t) override { return container(true); }
+  bool key(string_t& k) override {
+    if (!note_key(k) && duplicate_pointer.empty()) {
+      duplicate_pointer = pointer_of(depth_);
+      duplicate_line = counter_->line;
+    }
+    if (!inside_process(depth_)) lines[pointer_of(depth_)] = counter_->line;
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) override {
     error_byte = position;
-    error_pointer = frames_.empty() ? std::string() : element_path();
+    error_pointer = element_path();
     error_message = ex.what();
     return false;
   }
 
  private:
-  struct Frame {
-    bool is_array;
-    std::size_t next_index;
-    std::string path;   // pointer of this container
-    std::string key;    // objects: the current member's key
-    std::set<std::string> keys;
-  };
+  // The DOM node each open container is filled into (null: not built).
+  std::vector<json*> nodes_;
+  json process_;                 // the process element being built
+  std::size_t processes_depth_ = 0;  // depth_ inside the root's "processes" array; 0 = not in it
 
-  // Refuses a container past kMaxJsonDepth (the caller then stops the
-  // parse: sax_parse returns false without calling parse_error).
-  bool enter() {
-    if (frames_.size() < kMaxJsonDepth) return true;
-    too_deep = true;
-    depth_pointer = element_path();
-    // "/a/0/0/0/..." 128 levels deep: keep the head, enough to find it.
-    if (depth_pointer.size() > 64) depth_pointer = depth_pointer.substr(0, 60) + "/...";
-    depth_line = counter_->line;
-    return false;
-  }
+  // True when the values of frame depth `d` lie inside a process element:
+  // frame 0 is the root object, frame 1 its "processes" array.
+  bool inside_process(std::size_t d) const { return processes_depth_ != 0 && d > processes_depth_; }
+  // The value starting now is an element of the root's "processes" array.
+  bool at_process_element() const { return processes_depth_ != 0 && depth_ == processes_depth_; }
 
-  // Pointer of the element being parsed in the innermost container.
-  std::string element_path() const {
-    const Frame& f = frames_.back();
-    if (f.is_array) return f.next_index == 0 ? f.path : f.path + "/" + std::to_string(f.next_index - 1);
-    return f.key.empty() ? f.path : f.path + "/" + escape_token(f.key);
-  }
-  std::string current_path() const { return current_; }
-
-  // Called at the start of every value: records array elements' lines and
-  // sets current_ to the value's pointer.
-  void begin_value(bool number) {
-    const std::uint32_t line = number ? counter_->line_before_last : counter_->line;
-    if (frames_.empty()) {
-      current_.clear();
-      lines[""] = line;
-      return;
+  // Places a new value into the DOM of its container; returns its node or
+  // null when that container is not built.
+  json* place(json&& v) {
+    if (depth_ == 0) {
+      root = std::move(v);
+      return &root;
     }
-    Frame& f = frames_.back();
+    if (at_process_element()) {
+      if (skip_processes) return nullptr;
+      process_ = std::move(v);
+      return &process_;
+    }
+    json* parent = nodes_[depth_ - 1];
+    if (parent == nullptr) return nullptr;
+    const Frame& f = frames_[depth_ - 1];
     if (f.is_array) {
-      current_ = f.path + "/" + std::to_string(f.next_index++);
-      lines[current_] = line;
-    } else {
-      current_ = f.path + "/" + escape_token(f.key);
+      parent->push_back(std::move(v));
+      return &parent->back();
     }
+    json& slot = (*parent)[f.key];
+    slot = std::move(v);
+    return &slot;
   }
-  bool scalar(bool number) {
-    begin_value(number);
+
+  bool scalar(json&& v, bool number) {
+    const bool element = at_process_element();
+    const bool outside = !inside_process(depth_) && !element;
+    const bool own_line = depth_ == 0 || frames_[depth_ - 1].is_array;
+    const std::uint32_t line = begin_value(number);
+    if (outside && own_line) lines[pointer_of(depth_)] = line;
+    (void)place(std::move(v));
+    if (element && !skip_processes) finish_process();
     return true;
   }
 
-  const LineCounter* counter_;
-  std::vector<Frame> frames_;
-  std::string current_;
+  bool container(bool is_array) {
+    if (!enter()) return false;
+    const bool element = at_process_element();
+    const bool in_proc = inside_process(depth_) || element;
+    const bool own_line = depth_ == 0 || frames_[depth_ - 1].is_array;
+    // The root's "processes" array: its elements are streamed.
+    const bool is_processes = is_array && depth_ == 1 && processes_depth_ == 0 && !frames_[0].is_array &&
+                              frames_[0].key == "processes";
+    const std::uint32_t line = begin_value(false);
+    if (!in_proc && own_line) lines[pointer_of(depth_)] = line;
+    json* node = place(is_array ? json::array() : json::object());
+    if (node != nullptr && in_proc && !is_array) (*node)[kLineKey] = line;
+    push(is_array);
+    if (nodes_.size() < depth_) nodes_.resize(depth_);
+    nodes_[depth_ - 1] = node;
+    if (is_processes) processes_depth_ = depth_;
+    return true;
+  }
+
+  bool close() {
+    const bool was_processes = processes_depth_ != 0 && depth_ == processes_depth_;
+    pop();
+    if (was_processes) processes_depth_ = 0;
+    else if (at_process_element() && !skip_processes) finish_process();
+    return true;
+  }
+
+  void finish_process() {
+    const std::size_t index = frames_[depth_ - 1].next_index - 1;
+    on_process_(process_, index);
+    process_ = json();
+  }
+
+  ProcessSink on_process_;
 };
 
 std::uint32_t line_at_byte(const std::string& text, std::size_t byte) {
@@ -276,8 +499,24 @@ std::string syntax_message(const std::string& what) {
   return pos == std::string::npos ? what : what.substr(pos + 2);
 }
 
+// A copy of `j` without the hidden line members (error messages only).
+json without_lines(const json& j) {
+  if (j.is_object()) {
+    json out = json::object();
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (it.key() != kLineKey) out[it.key()] = without_lines(it.value());
+    return out;
+  }
+  if (j.is_array()) {
+    json out = json::array();
+    for (const json& e : j) out.push_back(without_lines(e));
+    return out;
+  }
+  return j;
+}
+
 std::string show(const json& j) {
-  std::string s = j.dump();
+  std::string s = j.is_structured() ? without_lines(j).dump() : j.dump();
   if (s.size() > 60) s = s.substr(0, 57) + "...";
   return s;
 }
@@ -304,10 +543,18 @@ constexpr int kMaxRepeatDepth = 8;
 // here; checks across elements live in validate().
 class Parser {
  public:
-  Parser(std::string file, std::shared_ptr<const std::map<std::string, std::uint32_t>> lines)
+  Parser(std::string file, std::shared_ptr<const LineIndex> lines)
       : file_(std::move(file)), lines_(std::move(lines)) {}
 
-  Trace parse(const json& root) {
+  // One element of /processes, as the stream hands it over.
+  ProcessSpec parse_listed_process(const json& j, std::size_t index) const {
+    return parse_process(j, "/processes/" + std::to_string(index), false);
+  }
+
+  // The document without its process elements (`root`'s "processes" is an
+  // empty array when the text's was an array); `processes` are the ones the
+  // stream parsed, `process_error` the first process's error if one failed.
+  Trace parse(const json& root, std::vector<ProcessSpec> processes, const std::optional<TraceError>& process_error) {
     Trace t;
     t.source = file_;
     t.lines = lines_;
@@ -346,8 +593,8 @@ class Parser {
     }
     const json& procs = require(root, "", "processes");
     expect_array(procs, "/processes", "an array of process objects");
-    for (std::size_t i = 0; i < procs.size(); ++i)
-      t.processes.push_back(parse_process(procs[i], "/processes/" + std::to_string(i), false));
+    if (process_error) throw *process_error;
+    t.processes = std::move(processes);
     if (root.contains("gpu")) t.extra["gpu"] = root["gpu"];
     return t;
   }
@@ -357,8 +604,20 @@ class Parser {
     return path == "/" ? 0 : static_cast<std::size_t>(std::count(path.begin(), path.end(), '/'));
   }
 
-  std::uint32_t line(const std::string& ptr) const { return line_in(lines_.get(), ptr); }
+  std::uint32_t line(const std::string& ptr) const { return lines_ ? lines_->line_of(ptr) : 0; }
   SourceLoc loc(const std::string& ptr) const { return SourceLoc{line(ptr), ptr}; }
+  // Inside a process: the line the stream stored in the object itself;
+  // `keep_pointer` false leaves the pointer empty (ops and fork templates:
+  // validate() rebuilds it from the index, saving a string per op).
+  SourceLoc element_loc(const json& j, const std::string& ptr, bool keep_pointer) const {
+    std::uint32_t l = 0;
+    if (j.is_object()) {
+      auto it = j.find(kLineKey);
+      if (it != j.end() && it->is_number_unsigned()) l = it->get<std::uint32_t>();
+    }
+    if (l == 0) l = line(ptr);
+    return SourceLoc{l, keep_pointer ? ptr : std::string()};
+  }
 
   [[noreturn]] void fail(const std::string& ptr, const std::string& message) const {
     throw TraceError(file_, line(ptr), ptr, message);
@@ -372,6 +631,7 @@ class Parser {
   }
   void check_keys(const json& j, const std::string& ptr, std::initializer_list<const char*> allowed) const {
     for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it.key() == kLineKey) continue;
       bool ok = false;
       for (const char* a : allowed) ok = ok || it.key() == a;
       if (!ok) {
@@ -492,7 +752,7 @@ class Parser {
   // Listed processes (template = false) and inline fork templates.
   ProcessSpec parse_process(const json& j, const std::string& ptr, bool templ) const {
     ProcessSpec p;
-    p.loc = loc(ptr);
+    p.loc = element_loc(j, ptr, !templ);
     if (templ) {
       expect_object(j, ptr, "a process template object {\"comm\":..,\"ops\":[..]}");
       check_keys(j, ptr, {"comm", "cgroup", "agent", "ops"});
@@ -531,7 +791,7 @@ class Parser {
         "run, sleep, io, fork, exec, wait, exit, mem, repeat, tool_begin, tool_end or step";
     expect_object(j, ptr, "an op object {\"op\":..}");
     Op op;
-    op.loc = loc(ptr);
+    op.loc.line = element_loc(j, ptr, false).line;
     if (!j.contains("op")) fail(ptr, std::string("missing required key \"op\" (") + kOps + ")");
     const json& kind = j["op"];
     if (!kind.is_string()) fail(ptr + "/op", std::string("expected an op name (") + kOps + "), got " + show(kind));
@@ -584,42 +844,145 @@ class Parser {
   }
 
   std::string file_;
-  std::shared_ptr<const std::map<std::string, std::uint32_t>> lines_;
+  std::shared_ptr<const LineIndex> lines_;
 };
 
 }  // namespace
 
-Trace parse_trace(const std::string& text, const std::string& source) {
-  LineCounter counter;
-  LineMapHandler handler(&counter);
-  const char* begin = text.data();
-  const char* end = text.data() + text.size();
-  const bool ok = json::sax_parse(CountingIterator(begin, &counter), CountingIterator(end, &counter), &handler);
+namespace {
+
+// Buffered reading of a file for the SAX pass (64 KiB at a time), so that
+// loading a trace never holds its whole text.
+class FileChunks {
+ public:
+  explicit FileChunks(std::FILE* f) : f_(f), buf_(std::size_t{1} << 16) { refill(); }
+  bool at_end() const { return pos_ >= len_; }
+  char get() const { return buf_[pos_]; }
+  void advance() {
+    if (++pos_ >= len_) refill();
+  }
+  bool failed() const { return failed_; }
+
+ private:
+  void refill() {
+    len_ = std::fread(buf_.data(), 1, buf_.size(), f_);
+    pos_ = 0;
+    if (len_ == 0 && std::ferror(f_) != 0) failed_ = true;
+  }
+  std::FILE* f_;
+  std::vector<char> buf_;
+  std::size_t pos_ = 0;
+  std::size_t len_ = 0;
+  bool failed_ = false;
+};
+
+// Input iterator over FileChunks that counts newlines (as CountingIterator);
+// a default-constructed one is the end.
+class FileIterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = char;
+
+  FileIterator() = default;
+  FileIterator(FileChunks* src, LineCounter* counter) : src_(src), counter_(counter) {}
+  char operator*() const { return src_->get(); }
+  FileIterator& operator++() {
+    counter_->line_before_last = counter_->line;
+    if (src_->get() == '\n') ++counter_->line;
+    src_->advance();
+    return *this;
+  }
+  bool operator==(const FileIterator& o) const { return done() == o.done(); }
+  bool operator!=(const FileIterator& o) const { return !(*this == o); }
+
+ private:
+  bool done() const { return src_ == nullptr || src_->at_end(); }
+  FileChunks* src_ = nullptr;
+  LineCounter* counter_ = nullptr;
+};
+
+// The one pass and the typed parse, over the text between begin and end.
+// `index` says where the text can be found again for error lines.
+template <typename Iterator>
+Trace parse_stream(Iterator begin, Iterator end, LineCounter& counter, const std::string& source,
+                   const std::shared_ptr<LineIndex>& index) {
+  Parser parser(source, index);
+  std::vector<ProcessSpec> processes;
+  std::optional<TraceError> process_error;
+  StreamHandler* handler_ptr = nullptr;
+  StreamHandler handler(&counter, [&](json& element, std::size_t i) {
+    try {
+      processes.push_back(parser.parse_listed_process(element, i));
+    } catch (const TraceError& e) {
+      process_error = e;
+      handler_ptr->skip_processes = true;
+    }
+  });
+  handler_ptr = &handler;
+  const bool ok = json::sax_parse(begin, end, &handler);
   if (!ok && handler.too_deep)
     throw TraceError(source, handler.depth_line, handler.depth_pointer,
                      "nested more than " + std::to_string(kMaxJsonDepth) +
                          " arrays/objects deep; expected a trace of at most that depth");
   if (!ok) {
-    const std::uint32_t line = line_at_byte(text, handler.error_byte);
+    const std::string* text = source_text(*index);
+    const std::uint32_t line = text != nullptr ? line_at_byte(*text, handler.error_byte) : 0;
     throw TraceError(source, line, handler.error_pointer, "invalid JSON: " + syntax_message(handler.error_message));
   }
   if (!handler.duplicate_pointer.empty())
     throw TraceError(source, handler.duplicate_line, handler.duplicate_pointer,
                      "duplicate key; expected each key at most once per object");
-  const json root = json::parse(text);
-  auto lines = std::make_shared<const std::map<std::string, std::uint32_t>>(std::move(handler.lines));
-  Trace t = Parser(source, lines).parse(root);
+  index->lines = std::move(handler.lines);
+  Trace t = parser.parse(handler.root, std::move(processes), process_error);
   validate(t);
   return t;
 }
 
+// After parsing, the text may be gone: lines inside processes are then
+// those of the SourceLocs (LineIndex::line_of answers 0).
+struct ForgetText {
+  LineIndex* index;
+  ~ForgetText() {
+    index->text = nullptr;
+    index->path.clear();
+    index->loaded.clear();
+    index->loaded.shrink_to_fit();
+  }
+};
+
+}  // namespace
+
+Trace parse_trace(const std::string& text, const std::string& source) {
+  auto index = std::make_shared<LineIndex>();
+  index->text = &text;
+  ForgetText forget{index.get()};
+  LineCounter counter;
+  return parse_stream(CountingIterator(text.data(), &counter), CountingIterator(text.data() + text.size(), &counter),
+                      counter, source, index);
+}
+
 Trace load_trace_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw TraceError(path, 0, "", "cannot open the file for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw TraceError(path, 0, "", "read error");
-  return parse_trace(ss.str(), path);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) throw TraceError(path, 0, "", "cannot open the file for reading");
+  auto index = std::make_shared<LineIndex>();
+  index->path = path;
+  ForgetText forget{index.get()};
+  FileChunks chunks(file.get());
+  LineCounter counter;
+  Trace t = [&] {
+    try {
+      return parse_stream(FileIterator(&chunks, &counter), FileIterator(), counter, path, index);
+    } catch (const TraceError&) {
+      // A read error that cut the text short reads as a syntax error: say so.
+      if (chunks.failed()) throw TraceError(path, 0, "", "read error");
+      throw;
+    }
+  }();
+  if (chunks.failed()) throw TraceError(path, 0, "", "read error");
+  return t;
 }
 
 }  // namespace agentcg::trace

@@ -4,6 +4,9 @@
 // carried through untouched with its lines available to its own parser.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <string>
+
 #include "sim/trace/trace.h"
 
 namespace agentcg::trace {
@@ -99,8 +102,10 @@ TEST(Parse, ReadsEveryField) {
   EXPECT_EQ(p.ops[9].bytes.dist, Value::Dist::kLogNormal);
   EXPECT_EQ(p.ops[10].name, "node");
   EXPECT_EQ(p.ops[11].kind, OpKind::kExit);
-  EXPECT_EQ(p.ops[8].loc.pointer, "/processes/0/ops/8");
-  EXPECT_EQ(p.ops[8].loc.line, 26u);
+  EXPECT_EQ(p.ops[8].loc.line, 26u);  // ops keep their line, not their pointer
+  EXPECT_EQ(p.ops[4].child->loc.line, 21u);  // a template: the line of its "child" key
+  EXPECT_EQ(t.processes[1].loc.pointer, "/processes/1");
+  EXPECT_EQ(t.processes[1].loc.line, 31u);
   EXPECT_FALSE(t.processes[1].start_ns);
   EXPECT_EQ(t.processes[1].parent, 1);
   EXPECT_EQ(t.extra["gpu"]["gpus"][0]["memory_gb"], 16);
@@ -114,9 +119,93 @@ TEST(Parse, LineOfFindsNearestEnclosingPointer) {
   EXPECT_EQ(line_of(t, "/gpu"), 33u);
   EXPECT_EQ(line_of(t, "/gpu/jobs/0"), 34u);
   EXPECT_EQ(line_of(t, "/gpu/jobs/0/missing/deeper"), 34u);
-  EXPECT_EQ(line_of(t, "/processes/1/ops/0/bytes"), 31u);
+  // Inside the processes only parse_trace() itself can find a field's line
+  // (by a rescan of the text); afterwards it is unknown and callers use the
+  // element's SourceLoc.
+  EXPECT_EQ(line_of(t, "/processes/1/ops/0/bytes"), 0u);
   Trace code_built;
   EXPECT_EQ(line_of(code_built, "/gpu"), 0u);
+}
+
+// A minimal valid trace with `procs` as its processes and `tail` after them.
+std::string small_trace(const std::string& procs, const std::string& tail = "") {
+  return "{\n \"format\": \"agentcg-trace\",\n \"version\": 1,\n \"machine\": {\"cpus\": 1},\n \"processes\": [\n" + procs +
+         "\n ]" + tail + "\n}\n";
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    (void)parse_trace(text, "t.json");
+  } catch (const TraceError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Parse, FieldOnItsOwnLineInsideAProcessIsNamedAtItsLine) {
+  // The streaming parser keeps no line map inside processes: the field's
+  // line comes from a rescan when the error is reported.
+  const std::string procs =
+      "  {\"pid\": 1, \"start_ns\": 0, \"ops\": [\n   {\"op\": \"run\",\n    \"ns\": -5}\n  ]}";
+  EXPECT_EQ(error_of(small_trace(procs)),
+            "t.json:8: /processes/0/ops/0/ns: expected a non-negative integer (ns) or a distribution object "
+            "({\"dist\":\"uniform\",\"min\":..,\"max\":..}, {\"dist\":\"exponential\",\"mean\":..}, "
+            "{\"dist\":\"lognormal\",\"median\":..,\"sigma\":..}), got -5");
+  // A cross-element error (validate) on a field line of its own.
+  const std::string fork =
+      "  {\"pid\": 1, \"start_ns\": 0, \"ops\": [{\"op\": \"fork\",\n   \"pid\": 7}]}";
+  EXPECT_EQ(error_of(small_trace(fork)), "t.json:7: /processes/0/ops/0/pid: fork of unknown pid 7; expected a listed pid");
+}
+
+TEST(Parse, ErrorsComeInTheOrderOfTheDocumentChecks) {
+  const std::string bad_proc = "  {\"pid\": 1, \"start_ns\": 0, \"ops\": [{\"op\": \"nope\"}]}";
+  // A bad process is held back: a bad key of the root (checked first) wins,
+  const std::string unknown_root = error_of(small_trace(bad_proc, ",\n \"zzz\": 1"));
+  EXPECT_NE(unknown_root.find("/zzz: unknown key"), std::string::npos) << unknown_root;
+  // and so does a syntax error or a duplicate key later in the text.
+  const std::string syntax = error_of(small_trace(bad_proc, ",\n \"gpu\": [1,]"));
+  EXPECT_NE(syntax.find("invalid JSON"), std::string::npos) << syntax;
+  const std::string dup = error_of(small_trace(bad_proc, ",\n \"name\": \"a\", \"name\": \"b\""));
+  EXPECT_NE(dup.find("/name: duplicate key"), std::string::npos) << dup;
+  // Alone, the process's own error is reported with its line.
+  EXPECT_EQ(error_of(small_trace(bad_proc)),
+            "t.json:6: /processes/0/ops/0/op: unknown op \"nope\"; expected run, sleep, io, fork, exec, wait, exit, "
+            "mem, repeat, tool_begin, tool_end or step");
+}
+
+TEST(Load, FileAndTextGiveTheSameTraceAndErrors) {
+  const std::string dir = ::testing::TempDir();
+  const std::string good = dir + "/load_good.json";
+  const std::string bad = dir + "/load_bad.json";
+  {
+    std::FILE* f = std::fopen(good.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fputs(kFull, f);
+    std::fclose(f);
+    const std::string procs =
+        "  {\"pid\": 1, \"start_ns\": 0, \"ops\": [\n   {\"op\": \"run\",\n    \"ns\": -5}\n  ]}";
+    f = std::fopen(bad.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fputs(small_trace(procs).c_str(), f);
+    std::fclose(f);
+  }
+  EXPECT_EQ(to_json_text(load_trace_file(good)), to_json_text(parse_trace(kFull, good)));
+  std::string from_file;
+  try {
+    (void)load_trace_file(bad);
+  } catch (const TraceError& e) {
+    from_file = e.what();
+  }
+  const std::string procs =
+      "  {\"pid\": 1, \"start_ns\": 0, \"ops\": [\n   {\"op\": \"run\",\n    \"ns\": -5}\n  ]}";
+  std::string from_text;
+  try {
+    (void)parse_trace(small_trace(procs), bad);
+  } catch (const TraceError& e) {
+    from_text = e.what();
+  }
+  EXPECT_EQ(from_file, from_text);
+  EXPECT_EQ(from_file.find(bad + ":8: /processes/0/ops/0/ns: expected"), 0u) << from_file;
 }
 
 TEST(Parse, NumberAtEndOfLineIsOnItsOwnLine) {

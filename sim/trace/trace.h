@@ -75,17 +75,27 @@ enum class OpKind {
   kStep,       // step: agent step number (annotation; starts a new step)
 };
 
+// An op's location: its line only (an op's pointer string cost more than
+// the rest of the op; validate() rebuilds the pointer from the op's index).
+// Converts to a SourceLoc with an empty pointer where one is expected.
+struct OpLoc {
+  std::uint32_t line = 0;  // 1-based; 0 = unknown (built in code)
+  operator SourceLoc() const { return SourceLoc{line, std::string()}; }  // NOLINT: implicit by design
+};
+
+// Fields ordered so that the small ones share a word (184 bytes, was 224
+// with a SourceLoc: 500,000 ops in a 10,000-session trace).
 struct Op {
   OpKind kind = OpKind::kExit;
+  std::uint32_t count = 0;                   // repeat
+  OpLoc loc;                                 // the op's line in the parsed text
   Value ns;                                  // run, sleep, io
   Value bytes;                               // mem
-  std::uint32_t count = 0;                   // repeat
   std::vector<Op> body;                      // repeat
   std::int64_t pid = 0;                      // fork of a listed process
   std::shared_ptr<const ProcessSpec> child;  // fork of an inline template
   std::string name;                          // exec: comm; tool_begin: tool
   std::uint64_t step = 0;                    // step
-  SourceLoc loc;
 };
 
 struct AgentInfo {
@@ -125,6 +135,8 @@ struct Machine {
   std::optional<std::uint64_t> wakeup_overhead_ns;
 };
 
+struct LineIndex;
+
 struct Trace {
   int version = kFormatVersion;
   std::string name;
@@ -138,10 +150,28 @@ struct Trace {
   // parse and write until a typed form exists for them.
   nlohmann::json extra = nlohmann::json::object();
   std::string source;                  // file name, for run-time error messages
-  // JSON pointer -> 1-based line of the parsed text (null for traces built in
-  // code). Shared so that copies stay cheap; parsers of sections in `extra`
-  // (e.g. the GPU model's "gpu") locate their errors with line_of().
-  std::shared_ptr<const std::map<std::string, std::uint32_t>> lines;
+  // Lines of the parsed text (null for traces built in code); parsers of
+  // sections in `extra` (e.g. the GPU model's "gpu") locate their errors
+  // with line_of(). Shared so that copies stay cheap.
+  std::shared_ptr<const LineIndex> lines;
+};
+
+// Where the JSON pointers of a parsed trace are. The streaming parser keeps
+// the line of every pointer outside the process elements; inside them, a
+// process's and an op's line is in its SourceLoc (ops keep no pointer
+// string: validate() rebuilds it), and any other line is found by
+// rescanning the text, which is possible only while parse_trace() runs
+// (`text` is null afterwards, and such a pointer then gets line 0: callers
+// fall back to the element's SourceLoc line).
+struct LineIndex {
+  std::map<std::string, std::uint32_t> lines;
+  // While parse_trace() / load_trace_file() run: the text, or the file to
+  // read it from on the first rescan (then kept in `loaded`).
+  const std::string* text = nullptr;
+  std::string path;
+  mutable std::string loaded;
+  // Line of `pointer` or of its nearest enclosing pointer that has one.
+  std::uint32_t line_of(const std::string& pointer) const;
 };
 
 // Line of `pointer` in the text `trace` was parsed from: the line of the

@@ -111,8 +111,12 @@ class Validator {
   }
 
  private:
+  // The line is looked up only here, when an error is reported: inside a
+  // process it may take a rescan of the text (sim/trace/parse.cc), far too
+  // slow for every field of every op on the path where nothing fails.
   [[noreturn]] void fail(const SourceLoc& loc, const std::string& message) const {
-    throw TraceError(t_.source, loc.line, loc.pointer, message);
+    const std::uint32_t l = loc.pointer.empty() ? 0 : line_of(t_, loc.pointer);
+    throw TraceError(t_.source, l != 0 ? l : loc.line, loc.pointer, message);
   }
   SourceLoc at(const std::string& ptr) const { return SourceLoc{line_of(t_, ptr), ptr}; }
   void check_text(const std::string& s, const SourceLoc& loc) const {
@@ -122,11 +126,10 @@ class Validator {
     if (pid <= 0 || pid > kMaxPid)
       fail(loc, "expected a pid in 1..2147483647 (a kernel pid_t), got " + std::to_string(pid));
   }
-  // A child element's location: the parsed line of ptr + suffix if known.
+  // A child element's location: fail() looks up the parsed line of
+  // ptr + suffix, falling back to the element's own line.
   SourceLoc sub(const SourceLoc& loc, const std::string& suffix) const {
-    const std::string p = loc.pointer + suffix;
-    const std::uint32_t l = line_of(t_, p);
-    return SourceLoc{l != 0 ? l : loc.line, p};
+    return SourceLoc{loc.line, loc.pointer + suffix};
   }
 
   void check_machine() const {
@@ -287,8 +290,10 @@ class Validator {
     std::uint64_t total = 0;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];
+      // Parsed ops keep their line but no pointer (parse.cc); the pointer
+      // is rebuilt here from the index.
       SourceLoc loc = op.loc;
-      if (loc.pointer.empty()) loc = SourceLoc{line_of(t_, base + "/" + std::to_string(i)), base + "/" + std::to_string(i)};
+      if (loc.pointer.empty()) loc.pointer = base + "/" + std::to_string(i);
       if (loc.line == 0) loc.line = owner.line;
       switch (op.kind) {
         case OpKind::kRun:

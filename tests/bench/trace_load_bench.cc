@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// Trace loading cost (issue 21): wall time and peak RSS of load_trace_file()
-// on one file, median of N loads in one process (the first load's RSS peak
-// is the one that counts: later loads reuse the freed heap). Prints figures;
-// asserts nothing about speed.
+// Trace loading cost (issue 21): wall time, CPU time and peak RSS of
+// load_trace_file() on one file, median of N loads in one process (the
+// first load's RSS peak is the one that counts: later loads reuse the freed
+// heap). CPU time is the figure to compare on a shared machine (wall time
+// there includes waiting for a core). Prints figures; asserts nothing about
+// speed.
 //   trace_load_bench FILE [REPEATS]
 // e.g. agentcg trace generate agent --sessions 10000 --cpus 64 --duration 30s -o agent10k.json
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -27,6 +30,12 @@ long rss_kb(const char* field) {
   return -1;
 }
 
+double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -39,22 +48,28 @@ int main(int argc, char** argv) {
   const double file_mb = static_cast<double>(std::filesystem::file_size(path)) / 1e6;
   const long before_kb = rss_kb("VmRSS:");
   std::vector<double> secs;
+  std::vector<double> cpu;
   long peak_kb = 0;
   std::size_t processes = 0;
   for (int i = 0; i < repeats; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = cpu_seconds();
     {
       const agentcg::trace::Trace t = agentcg::trace::load_trace_file(path);
       processes = t.processes.size();
       secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      cpu.push_back(cpu_seconds() - c0);
     }
     if (i == 0) peak_kb = rss_kb("VmHWM:");
   }
   std::sort(secs.begin(), secs.end());
+  std::sort(cpu.begin(), cpu.end());
   const double peak_mb = static_cast<double>(peak_kb - before_kb) / 1024.0;
   std::printf("file %s: %.1f MB, %zu processes\n", path.c_str(), file_mb, processes);
   std::printf("load: median %.3f s (min %.3f, max %.3f, %d runs)\n", secs[secs.size() / 2], secs.front(),
               secs.back(), repeats);
+  std::printf("load CPU time: median %.3f s (min %.3f, max %.3f)\n", cpu[cpu.size() / 2], cpu.front(), cpu.back());
+  std::printf("sizeof(Op) %zu bytes\n", sizeof(agentcg::trace::Op));
   std::printf("peak RSS above start: %.0f MB = %.1fx the file\n", peak_mb, peak_mb / file_mb);
   return 0;
 }
