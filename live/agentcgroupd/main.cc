@@ -46,6 +46,7 @@
 #include "core/config/config.h"
 #include "live/agentcgroupd/daemon_logic.h"
 #include "live/agentcgroupd/extensions.h"
+#include "live/strategy/api.h"
 #include "agentcg.skel.h"
 
 namespace {
@@ -433,6 +434,7 @@ int Daemon::run() {
   rescan();
   refresh_metrics(true);
   if (cfg_.daemon.metrics_port) {
+    agentcg::strategy::limit_scrape_server(http_);  // a client's body is never buffered
     http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       std::string body;
       {
