@@ -47,6 +47,7 @@
 #include "config/config.h"
 #include "live/agentcgroupd/daemon_logic.h"
 #include "live/agentcgroupd/extensions.h"
+#include "live/strategy/api.h"
 #include "agentcg.skel.h"
 
 namespace {
@@ -425,6 +426,7 @@ int Daemon::run() {
   rescan();
   refresh_metrics(true);
   if (cfg_.daemon.metrics_port) {
+    agentcg::strategy::limit_scrape_server(http_);  // a client's body is never buffered
     http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       std::string body;
       {

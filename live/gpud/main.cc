@@ -206,6 +206,9 @@ int main(int argc, char** argv) {
   httplib::Server http;
   std::thread http_thread;
   if (opt.metrics_port != 0) {
+    // GET only: a request body over 4 KiB is answered 413 at once, never
+    // buffered (cpp-httplib's default limit is SIZE_MAX).
+    http.set_payload_max_length(4096);
     http.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
       res.set_content(daemon->render_metrics(), "text/plain; version=0.0.4");
     });

@@ -126,6 +126,12 @@ json strategy_list(const StrategyStore& store) {
 
 }  // namespace
 
+void limit_scrape_server(httplib::Server& srv) {
+  srv.set_payload_max_length(kScrapeMaxBody);
+  srv.set_read_timeout(5, 0);
+  srv.set_write_timeout(5, 0);
+}
+
 void add_api_routes(httplib::Server& srv, StrategyStore& store, std::vector<std::string> tokens, ApiHooks hooks) {
   auto rc = std::make_shared<RuntimeConfigState>();
   auto toks = std::make_shared<std::vector<std::string>>(std::move(tokens));

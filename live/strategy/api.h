@@ -26,6 +26,7 @@
 // (its own mutex) and the callbacks, which the owner makes thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -50,6 +51,14 @@ struct ApiHooks {
   std::string config_path;                     // where runtime-config/apply writes
   std::function<void()> apply_config;          // after the file is written (e.g. raise SIGHUP)
 };
+
+// Limits for a daemon's metrics/health server (GET routes only; agentcgroupd
+// and agentcg-gpud): a request with a body over kScrapeMaxBody is answered
+// 413 as soon as its headers arrive, never read into memory (cpp-httplib's
+// default limit is SIZE_MAX: one client could make the daemon buffer any
+// amount); read/write timeouts of 5 s. Call before listen.
+constexpr std::size_t kScrapeMaxBody = 4096;
+void limit_scrape_server(httplib::Server& srv);
 
 // Registers the routes on `srv`. `store` and the hooks must outlive it.
 void add_api_routes(httplib::Server& srv, StrategyStore& store, std::vector<std::string> tokens, ApiHooks hooks);

@@ -40,6 +40,8 @@ work=$build/live/player/agentcg-work
 wd=$(mktemp -d); trap 'rm -rf "$wd"' EXIT
 extras=(-- "$src/live/agentcgroupd/config.yaml=/etc/agentcg/config.yaml")
 for t in "$src"/traces/*.json; do [ -e "$t" ] && extras+=("$t=/traces/$(basename "$t")"); done
+# the bad config fixtures, for the sighup_bad scenario (guest/scenarios.d/sighup.sh)
+for t in "$src"/tests/data/bad-configs/*; do [ -f "$t" ] && extras+=("$t=/bad-configs/$(basename "$t")"); done
 for pair in ${AGENTCG_VM_FILES:-}; do extras+=("$pair"); done
 bins=()
 for b in live/player/agentcg-player live/recorder/agentcg-record sim/agentcg-sim live/monitor/agentcg-monitor; do

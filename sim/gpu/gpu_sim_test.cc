@@ -340,6 +340,19 @@ TEST(GpuCsvImport, HugeTimesAreBadLinesNotOverflows) {
   EXPECT_THROW((void)import_gpu_csv(write_temp("none.csv", "num_gpu,duration\n2,10\n1,-1\n"), {}), trace::TraceError);
 }
 
+// Repeated job ids get distinct "#N" suffixes even when a later row's own
+// id is such a suffix ("a", "a", "a#2" used to give two "a#2" and lose the
+// whole import to the duplicate-id check).
+TEST(GpuCsvImport, RepeatedIdsGetDistinctSuffixes) {
+  auto t = import_gpu_csv(write_temp("dup.csv", "job_id,duration\na,10\na,5\na#2,7\na,3\n"), {});
+  auto w = parse_gpu_section(t);
+  ASSERT_EQ(w.jobs.size(), 4u);
+  EXPECT_EQ(w.jobs[0].id, "a");
+  EXPECT_EQ(w.jobs[1].id, "a#2");
+  EXPECT_EQ(w.jobs[2].id, "a#2#2");
+  EXPECT_EQ(w.jobs[3].id, "a#3");
+}
+
 // The machine profile (config gpu.gpus / gpu.gpu_memory_mb) replaces the
 // trace's GPUs: four 12 GiB jobs on 2 x 16 GiB use both GPUs.
 TEST(GpuSim, MachineProfileOverridesTheTracesGpus) {

@@ -181,7 +181,10 @@ class RecordImporter {
     } catch (const json::parse_error& e) {
       throw ImportError(p, 0, std::string("not JSON: ") + e.what());
     }
-    if (!m.is_object() || m.value("format", std::string()) != "agentcg-recording")
+    // Types are checked before each read: json::value() throws type_error
+    // on a present key of another type, which named no file (fuzz finding).
+    if (!m.is_object() || !m.contains("format") || !m["format"].is_string() ||
+        m["format"].get<std::string>() != "agentcg-recording")
       throw ImportError(p, 0, "format: expected \"agentcg-recording\"");
     if (!m.contains("version") || !m["version"].is_number_integer() || m["version"].get<int>() != 1)
       throw ImportError(p, 0, "version: expected 1 (this reader knows version 1 only)");
@@ -193,7 +196,9 @@ class RecordImporter {
     if (m.contains("lost_events") && m["lost_events"].is_number_unsigned() && m["lost_events"].get<std::uint64_t>() > 0)
       report_.note_unrepresented("events lost by the recorder's ring buffer (phases around them are approximate)",
                                  m["lost_events"].get<std::uint64_t>());
-    if (m.value("complete", true) == false)
+    if (m.contains("complete") && !m["complete"].is_boolean())
+      throw ImportError(p, 0, "complete: expected true or false");
+    if (m.contains("complete") && !m["complete"].get<bool>())
       report_.note_unrepresented("recording not completed (recorder killed): meta.json has no end");
     if (m.contains("scheduler") && m["scheduler"].is_string()) scheduler_ = m["scheduler"].get<std::string>();
   }

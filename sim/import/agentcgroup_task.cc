@@ -157,7 +157,9 @@ class TaskImporter {
         const auto start = parsed.contains("timestamp") && parsed["timestamp"].is_string()
                                ? parse_iso8601_utc_ns(parsed["timestamp"].get<std::string>())
                                : std::nullopt;
-        const std::string tool = parsed.value("tool", std::string());
+        // A non-string tool is a skipped call, not a type_error losing the import.
+        const std::string tool =
+            parsed.contains("tool") && parsed["tool"].is_string() ? parsed["tool"].get<std::string>() : std::string();
         if (!start || tool.empty()) {
           malformed(report_, opts_, name, line,
                     "tool call " + std::to_string(index) +

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -137,6 +138,7 @@ trace::Trace import_gpu_csv(const std::string& path, const ImportOptions& opt) {
   const std::uint64_t ctx = w.gpus.front().context_overhead_bytes;
   nlohmann::json examples = nlohmann::json::array();
   std::map<std::string, int> ids;
+  std::set<std::string> used;
   auto bad = [&](const std::string& column, const std::string& why) {
     if (opt.strict) throw trace::TraceError(path, static_cast<std::uint32_t>(lineno), column, why);
     ++skipped;
@@ -167,7 +169,17 @@ trace::Trace import_gpu_csv(const std::string& path, const ImportOptions& opt) {
     } else {
       j.id = "row" + std::to_string(lineno);
     }
-    if (ids[j.id]++) j.id += "#" + std::to_string(ids[j.id]);
+    // A repeated id gets the first free "#N" suffix: "a", "a", "a#2" must
+    // not end as two "a#2" (parse_gpu_section rejects duplicate ids, which
+    // lost the whole non-strict import). ids: the next suffix to try per
+    // base id; used: every id given out.
+    if (!used.insert(j.id).second) {
+      const std::string base = j.id;
+      int& n = ids[base];
+      do {
+        j.id = base + "#" + std::to_string(++n + 1);
+      } while (!used.insert(j.id).second);
+    }
     double submit = 0;
     if (const auto* s = field("submit_time")) {
       if (!parse_number(*s, submit) || submit < 0 || submit > kMaxSeconds) {

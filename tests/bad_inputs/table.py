@@ -6,6 +6,8 @@
 #   tests/data/bad-configs/*.yaml  agentcg-sim run traces/hogs.json --config FILE ...
 #                                  (the loader agentcgroupd and agentcg-gpud use)
 #   tests/data/bad-imports/*       agentcg-sim trace import --from F --strict FILE -o -
+#                                  (F from the name: record-*/ agentcg-record,
+#                                  gpu-*.csv gpu-csv, ebpf-* agentcgroup-ebpf, else ftrace)
 # and recording input -> exit code -> first line of the message. Every row
 # must exit 1 (bad input, not a usage error or a crash) with a message
 # naming the file and a line. `--check` (the CTest test bad_input_table)
@@ -43,7 +45,16 @@ def rows(sim):
             cmd = [sim, "run", "traces/hogs.json", "--policy", "cfs", "--config", str(f), "--out", tmp, "--quiet"]
             out.append((f"`run --config` {f}", f) + run(cmd))
     for f in sorted(pathlib.Path("tests/data/bad-imports").iterdir()):
-        fmt = "agentcgroup-ebpf" if f.name.startswith("ebpf") else "ftrace"
+        # The format from the name: record-* folders are agentcg-record
+        # recordings, gpu-*.csv GPU job CSVs, ebpf-* JSONL, the rest ftrace.
+        if f.is_dir():
+            fmt = "agentcg-record"
+        elif f.name.startswith("gpu-"):
+            fmt = "gpu-csv"
+        elif f.name.startswith("ebpf"):
+            fmt = "agentcgroup-ebpf"
+        else:
+            fmt = "ftrace"
         cmd = [sim, "trace", "import", "--from", fmt, "--strict", str(f), "-o", "-"]
         out.append((f"`trace import --from {fmt} --strict` {f}", f) + run(cmd))
     return out
@@ -53,8 +64,9 @@ def table(sim):
     lines = ["| input | exit | first line of the message |", "|---|---|---|"]
     bad = []
     for shown, f, rc, msg in rows(sim):
-        # The message must name the file (and, past the file name, a line).
-        if rc != 1 or str(f) + ":" not in msg:
+        # The message must name the file (and, past the file name, a line);
+        # for a recording folder, the file inside it.
+        if rc != 1 or (str(f) + ("/" if f.is_dir() else ":")) not in msg:
             bad.append(f"{f}: exit {rc}, message {msg!r}")
         cell = msg.replace("|", "\\|")
         if len(cell) > 160:
