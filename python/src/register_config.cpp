@@ -8,9 +8,11 @@
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <yaml-cpp/yaml.h>
 
 #include "core/config/config.h"
 #include "sim/calibrate/calibrate.h"
+#include "sim/calibrate/profile.h"
 #include "python/src/bindings.h"
 
 namespace py = pybind11;
@@ -60,6 +62,19 @@ py::dict to_dict(const config::Config& c) {
   return out;
 }
 
+// A validated YAML value as Python: digits -> int, other scalars -> str,
+// sequences -> lists (what machine keys are made of).
+py::object yaml_value(const YAML::Node& n) {
+  if (n.IsSequence()) {
+    py::list l;
+    for (const auto& x : n) l.append(yaml_value(x));
+    return l;
+  }
+  const std::string s = n.IsScalar() ? n.Scalar() : std::string();
+  if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) return py::int_(std::stoull(s));
+  return py::str(s);
+}
+
 }  // namespace
 
 void register_config(py::module_& m) {
@@ -90,6 +105,32 @@ void register_config(py::module_& m) {
       },
       py::arg("args"),
       "`calibrate MEASUREMENTS.csv -o PROFILE.yaml ...` (sim/calibrate): the exit code; output to sys.stdout/stderr.");
+  m.def(
+      "load_machine_profile",
+      [](const std::string& path) {
+        const calibrate::MachineProfile p = calibrate::load_profile(path);
+        // the machine keys as the file gives them (validated above), so a key
+        // the model gains needs no change here
+        py::dict machine;
+        const YAML::Node sec = YAML::Load(p.text)["machine"];
+        for (const auto& kv : sec) machine[py::str(kv.first.Scalar())] = yaml_value(kv.second);
+        py::dict fit;
+        fit["tool"] = p.fit.tool;
+        fit["fitted"] = p.fit.fitted;
+        fit["held_out"] = p.fit.held_out;
+        fit["targets"] = p.fit.targets;
+        fit["sq_log_error_before"] = p.fit.sq_log_error_before < 0 ? py::object(py::none()) : py::float_(p.fit.sq_log_error_before);
+        fit["sq_log_error_after"] = p.fit.sq_log_error_after < 0 ? py::object(py::none()) : py::float_(p.fit.sq_log_error_after);
+        py::dict out;
+        out["machine"] = machine;
+        out["fit"] = fit;
+        out["source"] = p.source;
+        return out;
+      },
+      py::arg("path"),
+      "Loads and validates a machine profile (sim/calibrate/profile.h): {machine: {key: value} as given, "
+      "fit: {tool, fitted, held_out, targets, sq_log_error_before, sq_log_error_after}, source}; raises "
+      "ConfigError naming FILE:LINE and the key.");
   m.def("least_squares", &calibrate::least_squares, py::arg("a"), py::arg("b"),
         "min |A x - b| by column-pivoting QR (Eigen); raises ValueError when A does not determine x.");
 }

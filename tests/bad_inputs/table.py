@@ -5,6 +5,7 @@
 #   tests/data/bad-traces/*.json   agentcg-sim trace validate [--policy P] FILE
 #   tests/data/bad-configs/*.yaml  agentcg-sim run traces/hogs.json --config FILE ...
 #                                  (the loader agentcgroupd and agentcg-gpud use)
+#   tests/data/bad-profiles/*.yaml agentcg-sim run traces/hogs.json --machine FILE ...
 #   tests/data/bad-imports/*       agentcg-sim trace import --from F --strict FILE -o -
 # and recording input -> exit code -> first line of the message. Every row
 # must exit 1 (bad input, not a usage error or a crash) with a message
@@ -42,6 +43,9 @@ def rows(sim):
         for f in sorted(pathlib.Path("tests/data/bad-configs").glob("*.yaml")):
             cmd = [sim, "run", "traces/hogs.json", "--policy", "cfs", "--config", str(f), "--out", tmp, "--quiet"]
             out.append((f"`run --config` {f}", f) + run(cmd))
+        for f in sorted(pathlib.Path("tests/data/bad-profiles").glob("*.yaml")):
+            cmd = [sim, "run", "traces/hogs.json", "--policy", "cfs", "--machine", str(f), "--out", tmp, "--quiet"]
+            out.append((f"`run --machine` {f}", f) + run(cmd))
     for f in sorted(pathlib.Path("tests/data/bad-imports").iterdir()):
         fmt = "agentcgroup-ebpf" if f.name.startswith("ebpf") else "ftrace"
         cmd = [sim, "trace", "import", "--from", fmt, "--strict", str(f), "-o", "-"]
