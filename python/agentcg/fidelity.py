@@ -454,6 +454,15 @@ def agreement_rate(rows: Sequence[Mapping[str, Any]]) -> Tuple[int, int]:
     return sum(1 for r in cmp if r["agree"]), len(cmp)
 
 
+DECISIVE = ("better", "worse", "higher", "lower")
+
+
+def decisive_rate(rows: Sequence[Mapping[str, Any]]) -> Tuple[int, int]:
+    """(agreeing, compared) over the rows whose live verdict calls a
+    difference: whether the simulator sees what the live runs could tell."""
+    return agreement_rate([r for r in rows if r["live"] in DECISIVE])
+
+
 def _rate_text(a: int, n: int) -> str:
     return f"{a} of {n} ({100.0 * a / n:.0f} %)" if n else "none compared"
 
@@ -479,8 +488,12 @@ def format_agreement(rows: Sequence[Mapping[str, Any]], held_out: Sequence[str])
     a, n = agreement_rate(rows)
     ha, hn = agreement_rate([r for r in rows if r["scenario"] in held_out])
     lines.append("")
+    da, dn = decisive_rate(rows)
+    hda, hdn = decisive_rate([r for r in rows if r["scenario"] in held_out])
     lines.append(f"Agreement of simulated and live verdicts against eevdf: {_rate_text(a, n)}; on held-out "
-                 f"scenarios: {_rate_text(ha, hn)} (**x**: they disagree; n/a: fewer than 3 repetitions on a side).")
+                 f"scenarios: {_rate_text(ha, hn)}. Where the live verdict calls a difference: "
+                 f"{_rate_text(da, dn)}; held out: {_rate_text(hda, hdn)} (**x**: they disagree; n/a: fewer than "
+                 "3 repetitions on a side).")
     return "\n".join(lines) + "\n"
 
 
@@ -756,6 +769,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
               "calibration_rounds": rounds, "machine": m, "seeds": seed_list, "agreement": agree,
               "agreement_rate": agreement_rate(agree),
               "agreement_rate_held_out": agreement_rate([r for r in agree if r["scenario"] in held]),
+              "agreement_rate_live_decisive": decisive_rate(agree),
               "ablation": abl}
     nrep = max(len(d) for v in live_reps.values() for d in v.values())
     head = (f"Machine profile {'(given) ' + machine if machine else prof}: "

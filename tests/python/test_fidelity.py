@@ -67,6 +67,8 @@ def test_agreement_counts_matching_verdicts() -> None:
     text = fidelity.format_agreement(rows, held_out=["x"])
     assert "| x (held out) | wakeup p99 | better / worse **x** |" in text
     assert "1 of 4 (25 %); on held-out scenarios: 1 of 4 (25 %)" in text
+    # where the live side calls a difference (p50, p99, both shares): 1 of 4; /a alone is not decisive in sim
+    assert fidelity.decisive_rate(rows) == (1, 4)
 
 
 def test_agreement_needs_three_repetitions_and_tool_rows() -> None:
