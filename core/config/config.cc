@@ -214,7 +214,9 @@ void parse_api(const YAML::Node& n, const Reader& r, ApiConfig& a) {
 // Shared with the machine-profile loader (sim/calibrate/profile.cc), so a
 // profile's `machine:` keys mean what a config's do.
 void parse_machine_section(const YAML::Node& n, const Reader& r, MachineConfig& m) {
-  r.only_keys(n, "machine", "context_switch_ns,wakeup_overhead_ns,speed_pct,cpus");
+  r.only_keys(n, "machine",
+              "context_switch_ns,wakeup_overhead_ns,speed_pct,cpus,runqueues,idle_exit_ns,idle_exit_after_ns,"
+              "migration_cost_ns,background_cpu_pct");
   if (n["context_switch_ns"]) {
     m.context_switch_ns = r.u64(n, "machine", "context_switch_ns", 0, 1000000);
     m.context_switch_ns_set = true;
@@ -225,17 +227,29 @@ void parse_machine_section(const YAML::Node& n, const Reader& r, MachineConfig& 
   }
   if (n["speed_pct"]) m.speed_pct = static_cast<std::uint32_t>(r.u64(n, "machine", "speed_pct", 1, 10000));
   if (n["cpus"]) m.cpus = static_cast<std::uint32_t>(r.u64(n, "machine", "cpus", 0, 4096));
+  if (n["runqueues"]) {
+    const std::string v = r.str(n, "machine", "runqueues");
+    if (v == "per_cpu") m.runqueues = MachineConfig::Runqueues::kPerCpu;
+    else if (v == "global") m.runqueues = MachineConfig::Runqueues::kGlobal;
+    else r.fail(n["runqueues"], "machine.runqueues", "expected per_cpu or global, got '" + v + "'");
+  }
+  if (n["idle_exit_ns"]) m.idle_exit_ns = r.u64(n, "machine", "idle_exit_ns", 0, 10000000);
+  if (n["idle_exit_after_ns"]) m.idle_exit_after_ns = r.u64(n, "machine", "idle_exit_after_ns", 0, 10000000000);
+  if (n["migration_cost_ns"]) m.migration_cost_ns = r.u64(n, "machine", "migration_cost_ns", 0, 10000000);
+  if (n["background_cpu_pct"])
+    m.background_cpu_pct = static_cast<std::uint32_t>(r.u64(n, "machine", "background_cpu_pct", 0, 409600));
 }
 
 namespace {
 
 void parse_cfs(const YAML::Node& n, const Reader& r, CfsConfig& c) {
-  r.only_keys(n, "cfs", "latency_ns,min_granularity_ns,wakeup_granularity_ns,bandwidth_slice_ns");
+  r.only_keys(n, "cfs", "latency_ns,min_granularity_ns,wakeup_granularity_ns,bandwidth_slice_ns,balance_interval_ns");
   const std::uint64_t s = 1000000000;
   if (n["latency_ns"]) c.latency_ns = r.u64(n, "cfs", "latency_ns", 0, s);
   if (n["min_granularity_ns"]) c.min_granularity_ns = r.u64(n, "cfs", "min_granularity_ns", 0, s);
   if (n["wakeup_granularity_ns"]) c.wakeup_granularity_ns = r.u64(n, "cfs", "wakeup_granularity_ns", 0, s);
   if (n["bandwidth_slice_ns"]) c.bandwidth_slice_ns = r.u64(n, "cfs", "bandwidth_slice_ns", 1000, s);
+  if (n["balance_interval_ns"]) c.balance_interval_ns = r.u64(n, "cfs", "balance_interval_ns", 100000, s);
 }
 
 }  // namespace

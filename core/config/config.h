@@ -75,6 +75,26 @@ struct MachineConfig {
   std::uint32_t cpus = 0;                  // 0 = the trace's machine.cpus; else run on this many CPUs
   bool context_switch_ns_set = false;      // given by a config file: wins over the trace's value
   bool wakeup_overhead_ns_set = false;
+  // Run queues (sim/cpu/cfs.h): kPerCpu = one queue hierarchy per CPU with
+  // the kernel's placement (select_task_rq_fair, simplified), newidle and
+  // periodic balancing; kGlobal = one machine-wide queue (ideal balancing,
+  // the model before per-CPU queues). Classes without per-CPU queues (fifo,
+  // flatcg, agentcg) ignore it.
+  enum class Runqueues { kPerCpu, kGlobal };
+  Runqueues runqueues = Runqueues::kGlobal;
+  // Waking an idle CPU (IPI + leaving its idle state): a kick to a CPU idle
+  // for at least idle_exit_after_ns dispatches idle_exit_ns later (deep
+  // C-state); a CPU idle for less pays nothing (it is still polling/in WFI).
+  std::uint64_t idle_exit_ns = 0;
+  std::uint64_t idle_exit_after_ns = 0;
+  // Extra CPU work a task does when it runs on a CPU other than the one it
+  // last ran on (cache refill), charged to the task's cgroup.
+  std::uint64_t migration_cost_ns = 0;
+  // CPU used outside the trace's cgroups (daemons, a player's supervisor),
+  // in percent of one CPU: background tasks in the root cgroup that run
+  // this much in every 10 ms (one task per started 100 %). Their wakeups
+  // are not in the latency figures.
+  std::uint32_t background_cpu_pct = 0;
 };
 
 // The CFS/EEVDF baseline's knobs (kernel defaults for a machine with >= 8
@@ -84,6 +104,9 @@ struct CfsConfig {
   std::uint64_t min_granularity_ns = 0;  // 0 = 0.75 ms x factor
   std::uint64_t wakeup_granularity_ns = 0;  // 0 = 1 ms x factor
   std::uint64_t bandwidth_slice_ns = 5000000;  // sched_cfs_bandwidth_slice_us = 5000
+  // Period of the per-CPU queues' load balancer (rebalance_domains(); the
+  // newidle pull of a CPU that goes idle happens at once).
+  std::uint64_t balance_interval_ns = 4000000;
 };
 
 struct Config {

@@ -52,82 +52,104 @@ class CfsClass final : public SchedClass {
     // EEVDF's sysctl_sched_base_slice (0.75 ms, scaled like the others); the
     // min_granularity knob sets it, as the kernel renamed that sysctl.
     base_slice_ns_ = min_gran_ns_;
-    const std::size_t n = ctx.nr_cgroups();
-    groups_.resize(n);
-    local_.assign(n * static_cast<std::size_t>(ctx.nr_cpus()), 0);
+    ncg_ = static_cast<std::uint32_t>(ctx.nr_cgroups());
+    nq_ = ctx.per_cpu_runqueues() ? static_cast<std::uint32_t>(ctx.nr_cpus()) : 1;
+    rqs_.resize(static_cast<std::size_t>(ncg_) * nq_);
+    for (std::uint32_t q = 0; q < nq_; ++q) {
+      for (CgroupId cg = 0; cg < ncg_; ++cg) {
+        Rq& r = rqs_[rq_of(q, cg)];
+        r.cg = cg;
+        r.parent = rq_of(q, ctx.cgroup(cg).parent);
+      }
+    }
+    bws_.resize(ncg_);
+    nr_queued_.assign(nq_, 0);
+    local_.assign(static_cast<std::size_t>(ncg_) * static_cast<std::size_t>(ctx.nr_cpus()), 0);
   }
 
-  int select_cpu(Task& p, int prev_cpu, std::uint64_t) override {
-    (void)p;
+  int select_cpu(Task& p, int prev_cpu, std::uint64_t flags) override {
+    if (nq_ > 1) return ctx_->select_cpu_fair(p, prev_cpu, flags);
     const int idle = ctx_->pick_idle_cpu(prev_cpu);
     return idle >= 0 ? idle : prev_cpu;
   }
+  std::uint32_t nr_queued(int cpu) const override { return nq_ > 1 ? nr_queued_[queue_of(cpu)] : 0; }
 
   void enqueue(Task& p, std::uint64_t flags) override {
     Entity& e = tasks_[p.id];
-    Group& g = groups_[p.cgroup];
-    // A task still on the run queue (preempted, its slice ended) keeps its
-    // vruntime; one that was off it (new, woken) is placed.
+    // A task still on a run queue (preempted, its slice ended) stays on it
+    // and keeps its vruntime; one that was off it (new, woken) joins the
+    // queue of the CPU select_cpu chose and is placed.
+    if (!e.on_rq) e.q = queue_of(p.cpu);
+    const std::uint32_t gi = rq_of(e.q, p.cgroup);
     if (!e.on_rq) {
       const bool is_new = (flags & kEnqNew) != 0;
-      if (eevdf_) place_eevdf(e, p.cgroup, is_new);
-      else if (is_new) e.vruntime = g.min_vruntime + vslice(e.weight);
-      else place_wakeup(e, g);
-      account_enqueue(p.cgroup, task_key(p.id));
+      if (eevdf_) place_eevdf(e, gi, is_new);
+      else if (is_new) e.vruntime = rqs_[gi].min_vruntime + vslice(e.weight, e.q);
+      else place_wakeup(e, rqs_[gi]);
+      account_enqueue(gi, task_key(p.id));
     }
     ++runnable_;
-    tree_insert(p.cgroup, task_key(p.id));
+    ++nr_queued_[e.q];
+    tree_insert(gi, task_key(p.id));
     if (flags & (kEnqWakeup | kEnqNew)) check_preempt(p);
+    if (nq_ > 1) arm_balance();
   }
 
   void dequeue(Task& p) override {
     Entity& e = tasks_[p.id];
     const std::uint64_t key = task_key(p.id);
+    const std::uint32_t gi = rq_of(e.q, p.cgroup);
     if (e.in_tree) {
-      tree_erase(p.cgroup, key);
+      tree_erase(gi, key);
       --runnable_;
+      --nr_queued_[e.q];
     }
-    if (e.on_rq) leave_rq(p.cgroup, key);
+    if (e.on_rq) leave_rq(gi, key);
   }
 
   Dispatch dispatch(int cpu, Task* prev) override {
     (void)prev;
-    for (std::size_t attempt = 0; attempt <= groups_.size(); ++attempt) {
-      CgroupId cg = kRootCgroup;
+    const std::uint32_t q = queue_of(cpu);
+    // newidle_balance(): a CPU about to go idle pulls from the busiest queue
+    if (nq_ > 1 && rqs_[rq_of(q, kRootCgroup)].root == kNil) pull(busiest(q), q);
+    for (std::size_t attempt = 0; attempt <= ncg_; ++attempt) {
+      std::uint32_t gi = rq_of(q, kRootCgroup);
       std::uint64_t key = 0;
       for (;;) {
-        Group& g = groups_[cg];
+        Rq& g = rqs_[gi];
         if (g.root == kNil) return {};
         key = eevdf_ ? pick_eevdf(g) : leftmost(g);
         if (!is_group(key)) break;
-        cg = group_of(key);
+        gi = group_of(key);
       }
       Task& t = ctx_->task(task_of(key));
       // Draw bandwidth for every limited level; a level whose pool is empty
       // is throttled (its entity leaves its parent's queue) and we pick again.
-      std::uint64_t slice = eevdf_ ? base_slice_ns_ : slice_ns();
+      std::uint64_t slice = eevdf_ ? base_slice_ns_ : slice_ns(q);
       bool throttled = false;
-      for (CgroupId a = t.cgroup;; a = ctx_->cgroup(a).parent) {
-        Group& g = groups_[a];
-        if (agentcg_bw_limited(&g.bw)) {
-          s64& local = local_at(a, cpu);
-          if (!agentcg_bw_acquire(&g.bw, &local, cfg_.bandwidth_slice_ns, ctx_->now().ns())) {
+      for (std::uint32_t a = gi;; a = rqs_[a].parent) {
+        const CgroupId cg = rqs_[a].cg;
+        Bw& b = bws_[cg];
+        if (agentcg_bw_limited(&b.bw)) {
+          s64& local = local_at(cg, cpu);
+          if (!agentcg_bw_acquire(&b.bw, &local, cfg_.bandwidth_slice_ns, ctx_->now().ns())) {
             throttle(a);
             throttled = true;
             break;
           }
           slice = std::min<std::uint64_t>(slice, static_cast<std::uint64_t>(local));
         }
-        if (a == kRootCgroup) break;
+        if (cg == kRootCgroup) break;
       }
       if (throttled) continue;
       // The task leaves the tree but stays on the run queue (the kernel's
       // curr): it still counts in V, and so does each group entity above it.
-      tree_erase(t.cgroup, key);
+      tree_erase(gi, key);
       --runnable_;
-      for (CgroupId a = t.cgroup;; a = ctx_->cgroup(a).parent) {
-        groups_[a].running++;
-        if (a == kRootCgroup) break;
+      --nr_queued_[q];
+      for (std::uint32_t a = gi;; a = rqs_[a].parent) {
+        rqs_[a].running++;
+        if (rqs_[a].cg == kRootCgroup) break;
       }
       return {&t, Time::from_ns(slice)};
     }
@@ -139,37 +161,44 @@ class CfsClass final : public SchedClass {
   void stopping(Task& p, int cpu, bool runnable) override {
     const std::uint64_t ran = (ctx_->now() - p.started_at).ns();
     Entity& e = tasks_[p.id];
-    set_vruntime(p.cgroup, e, e.vruntime + ran * kNice0Load / e.weight);
+    const std::uint32_t gi = rq_of(e.q, p.cgroup);
+    set_vruntime(gi, e, e.vruntime + ran * kNice0Load / e.weight);
     if (eevdf_) update_deadline(e);
-    advance_min(p.cgroup, e.vruntime);
-    for (CgroupId a = p.cgroup;; a = ctx_->cgroup(a).parent) {
-      Group& g = groups_[a];
+    advance_min(gi, e.vruntime);
+    for (std::uint32_t a = gi;;) {
+      Rq& g = rqs_[a];
+      const CgroupId cg = g.cg;
+      Bw& b = bws_[cg];
       if (g.running) g.running--;
-      if (agentcg_bw_limited(&g.bw)) {
-        s64& local = local_at(a, cpu);
-        agentcg_bw_charge(&g.bw, &local, ran);
-        agentcg_bw_return(&g.bw, &local);
+      if (agentcg_bw_limited(&b.bw)) {
+        s64& local = local_at(cg, cpu);
+        agentcg_bw_charge(&b.bw, &local, ran);
+        agentcg_bw_return(&b.bw, &local);
         // Runtime handed back while the group is throttled is handed on
         // at once (the kernel's slack timer, distribute_cfs_runtime());
         // waiting for the refill lost it: a 25 % quota delivered 23.25 %.
-        if (g.throttled && g.bw.runtime_ns > 0) unthrottle(a);
+        if (b.nr_throttled > 0 && b.bw.runtime_ns > 0) unthrottle_all(cg);
       }
-      if (a == kRootCgroup) break;
+      if (cg == kRootCgroup) break;
       // The group entity in the parent's queue advances too (its place in
-      // the parent's tree and its term in the parent's V follow).
-      const CgroupId parent = ctx_->cgroup(a).parent;
+      // the parent's tree and its term in the parent's V follow); with
+      // per-CPU queues its weight is refreshed first (entity_tick() ->
+      // update_cfs_group()).
+      if (nq_ > 1) refresh_share(a);
+      const std::uint32_t parent = g.parent;
       const std::uint64_t key = group_key(a);
-      Group& pg = groups_[parent];
+      Rq& pg = rqs_[parent];
       const bool in_tree = g.entity.in_tree;
       if (in_tree) pg.root = treap_erase(pg.root, key);
       set_vruntime(parent, g.entity, g.entity.vruntime + ran * kNice0Load / g.entity.weight);
       if (eevdf_) update_deadline(g.entity);
       if (in_tree) pg.root = treap_insert(pg.root, key);
       advance_min(parent, g.entity.vruntime);
+      a = parent;
     }
     // A task going to sleep leaves the run queue (and keeps its lag); each
     // group left without runnable entities leaves its parent's queue.
-    if (!runnable) leave_rq(p.cgroup, task_key(p.id));
+    if (!runnable) leave_rq(gi, task_key(p.id));
   }
 
   void init_task(Task& p, bool) override {
@@ -180,58 +209,77 @@ class CfsClass final : public SchedClass {
   void exit_task(Task& p) override { dequeue(p); }
 
   void cgroup_init(const CgroupInfo& cg) override {
-    Group& g = groups_.at(cg.id);
-    g.entity.weight = std::max<std::uint64_t>(1, cg.weight * kNice0Load / 100);
+    const std::uint64_t w = std::max<std::uint64_t>(1, cg.weight * kNice0Load / 100);
+    bws_.at(cg.id).shares = w;
+    for (std::uint32_t q = 0; q < nq_; ++q) rqs_[rq_of(q, cg.id)].entity.weight = w;
     cgroup_set_bandwidth(cg.id, cg.quota_us, cg.period_us);
   }
   void cgroup_move(Task& p, CgroupId from, CgroupId to) override {
     Entity& e = tasks_[p.id];
     const std::uint64_t key = task_key(p.id);
+    const std::uint32_t gf = rq_of(e.q, from), gt = rq_of(e.q, to);
     const bool in_tree = e.in_tree, on_rq = e.on_rq;
-    if (in_tree) tree_erase(from, key);
-    if (on_rq) account_dequeue(from, key);
-    e.vruntime = e.vruntime - std::min(e.vruntime, groups_[from].min_vruntime) + groups_[to].min_vruntime;
+    if (in_tree) tree_erase(gf, key);
+    if (on_rq) account_dequeue(gf, key);
+    e.vruntime = e.vruntime - std::min(e.vruntime, rqs_[gf].min_vruntime) + rqs_[gt].min_vruntime;
     p.cgroup = to;
-    if (on_rq) account_enqueue(to, key);
-    if (in_tree) tree_insert(to, key);
+    if (on_rq) account_enqueue(gt, key);
+    if (in_tree) tree_insert(gt, key);
   }
   void cgroup_set_weight(CgroupId cg, std::uint32_t weight) override {
-    Group& g = groups_.at(cg);
-    Entity& ge = g.entity;
     const std::uint64_t w = std::max<std::uint64_t>(1, weight * kNice0Load / 100);
-    if (cg == kRootCgroup) {
+    bws_.at(cg).shares = w;
+    for (std::uint32_t q = 0; q < nq_; ++q) {
+      const std::uint32_t gi = rq_of(q, cg);
+      Entity& ge = rqs_[gi].entity;
+      if (cg == kRootCgroup) {
+        ge.weight = w;
+        continue;
+      }
+      if (nq_ > 1) {
+        update_shares(gi);
+        continue;
+      }
+      Rq& pg = rqs_[rqs_[gi].parent];
+      const std::uint64_t key = group_key(gi);
+      if (ge.in_tree) pg.root = treap_erase(pg.root, key);
+      if (ge.on_rq) avg_sub(pg, ge);
       ge.weight = w;
-      return;
+      if (ge.on_rq) avg_add(pg, ge);
+      if (ge.in_tree) pg.root = treap_insert(pg.root, key);
     }
-    Group& pg = groups_[ctx_->cgroup(cg).parent];
-    const std::uint64_t key = group_key(cg);
-    if (ge.in_tree) pg.root = treap_erase(pg.root, key);
-    if (ge.on_rq) avg_sub(pg, ge);
-    ge.weight = w;
-    if (ge.on_rq) avg_add(pg, ge);
-    if (ge.in_tree) pg.root = treap_insert(pg.root, key);
   }
   void cgroup_set_bandwidth(CgroupId cg, std::optional<std::uint64_t> quota_us,
                             std::uint64_t period_us) override {
-    Group& g = groups_.at(cg);
-    if (g.timer) ctx_->cancel_timer(g.timer);
-    g.timer = 0;
-    agentcg_bw_init(&g.bw, quota_us ? *quota_us * 1000 : 0, period_us * 1000);
-    if (quota_us) g.timer = ctx_->arm_timer(ctx_->now() + Time::from_ns(g.bw.period_ns), cg);
+    Bw& b = bws_.at(cg);
+    if (b.timer) ctx_->cancel_timer(b.timer);
+    b.timer = 0;
+    agentcg_bw_init(&b.bw, quota_us ? *quota_us * 1000 : 0, period_us * 1000);
+    if (quota_us) b.timer = ctx_->arm_timer(ctx_->now() + Time::from_ns(b.bw.period_ns), cg);
   }
 
-  // The bandwidth period timer of cgroup `cookie`.
+  // The bandwidth period timer of cgroup `cookie`, or the load balancer.
   void on_timer(std::uint64_t cookie) override {
+    if (cookie == kBalanceCookie) {
+      balance_timer_ = 0;
+      balance();
+      arm_balance();
+      return;
+    }
     const auto cg = static_cast<CgroupId>(cookie);
-    Group& g = groups_.at(cg);
-    const std::uint64_t periods = g.bw.nr_periods;
-    const bool was = agentcg_bw_refill(&g.bw, ctx_->now().ns());
-    if (g.bw.nr_periods != periods) ctx_->note_period(cg);
-    if (was || g.throttled) unthrottle(cg);
-    g.timer = ctx_->arm_timer(ctx_->now() + Time::from_ns(g.bw.period_ns), cg);
+    Bw& b = bws_.at(cg);
+    const std::uint64_t periods = b.bw.nr_periods;
+    const bool was = agentcg_bw_refill(&b.bw, ctx_->now().ns());
+    if (b.bw.nr_periods != periods) ctx_->note_period(cg);
+    if (was || b.nr_throttled > 0) unthrottle_all(cg);
+    b.timer = ctx_->arm_timer(ctx_->now() + Time::from_ns(b.bw.period_ns), cg);
   }
 
  private:
+  static constexpr std::uint64_t kBalanceCookie = UINT64_MAX;
+  // calc_group_shares()'s floor for a group entity's per-CPU weight.
+  static constexpr std::uint64_t kMinShares = 2;
+
   // One schedulable entity (a task, or a group in its parent's queue). It is
   // "on the run queue" (on_rq, counted in the queue's V) while it or, for a
   // group, anything below it is runnable or running; "in the tree"
@@ -245,11 +293,14 @@ class CfsClass final : public SchedClass {
     std::int64_t vlag = 0;       // EEVDF: lag kept while off the run queue (V - vruntime)
     bool on_rq = false;
     bool in_tree = false;
+    std::uint32_t q = 0;         // tasks: the run queue (CPU) it is on or was last on
     std::uint64_t left = kNil, right = kNil;  // treap children (entity keys)
     std::uint64_t min_dl = 0, min_dl_key = kNil;  // earliest deadline in this subtree
   };
-  struct Group {
-    Entity entity;  // this group's entity in its parent's queue
+  // One cgroup's run queue on one CPU (the kernel's per-CPU cfs_rq of a
+  // task group), or its only one with a global queue. Index rq_of(q, cg).
+  struct Rq {
+    Entity entity;  // this group's entity in its parent's queue (same CPU)
     // Queued (pickable) child entities: a treap ordered by (vruntime, key),
     // each node augmented with its subtree's earliest deadline, so that
     // EEVDF's pick is one descent (O(log n)).
@@ -263,17 +314,28 @@ class CfsClass final : public SchedClass {
     std::uint32_t nr_on_rq = 0;  // on_rq child entities
     std::uint64_t min_vruntime = 0;
     std::uint32_t running = 0;  // tasks of the subtree on a CPU
+    CgroupId cg = kRootCgroup;
+    std::uint32_t parent = 0;   // the parent cgroup's queue on the same CPU (root: itself)
     bool throttled = false;
+  };
+  // Per cgroup, whatever its queues: cpu.max, cpu.weight, the load summed
+  // over its per-CPU queues (calc_group_shares()'s tg load).
+  struct Bw {
     agentcg_bw_pool bw{};
     std::uint64_t timer = 0;
+    std::uint64_t shares = kNice0Load;
+    std::uint64_t total_load = 0;
+    std::uint32_t nr_throttled = 0;  // its queues throttled now
   };
 
+  std::uint32_t queue_of(int cpu) const { return nq_ > 1 && cpu > 0 ? static_cast<std::uint32_t>(cpu) : 0; }
+  std::uint32_t rq_of(std::uint32_t q, CgroupId cg) const { return q * ncg_ + cg; }
   static std::uint64_t task_key(std::uint32_t id) { return static_cast<std::uint64_t>(id) << 1; }
-  static std::uint64_t group_key(CgroupId cg) { return (static_cast<std::uint64_t>(cg) << 1) | 1; }
+  static std::uint64_t group_key(std::uint32_t gi) { return (static_cast<std::uint64_t>(gi) << 1) | 1; }
   static bool is_group(std::uint64_t key) { return key & 1; }
   static std::uint32_t task_of(std::uint64_t key) { return static_cast<std::uint32_t>(key >> 1); }
-  static CgroupId group_of(std::uint64_t key) { return static_cast<CgroupId>(key >> 1); }
-  Entity& entity(std::uint64_t key) { return is_group(key) ? groups_[group_of(key)].entity : tasks_[task_of(key)]; }
+  static std::uint32_t group_of(std::uint64_t key) { return static_cast<std::uint32_t>(key >> 1); }
+  Entity& entity(std::uint64_t key) { return is_group(key) ? rqs_[group_of(key)].entity : tasks_[task_of(key)]; }
   s64& local_at(CgroupId cg, int cpu) {
     return local_[static_cast<std::size_t>(cg) * static_cast<std::size_t>(ctx_->nr_cpus()) + static_cast<std::size_t>(cpu)];
   }
@@ -354,102 +416,140 @@ class CfsClass final : public SchedClass {
     pull(t);
     return t;
   }
-  std::uint64_t leftmost(const Group& g) {
+  std::uint64_t leftmost(const Rq& g) {
     std::uint64_t n = g.root;
     while (n != kNil && entity(n).left != kNil) n = entity(n).left;
     return n;
   }
 
   // --- V: the kernel's running sums (avg_vruntime) -------------------------
-  void avg_add(Group& g, const Entity& e) {
+  // avg_add/avg_sub also keep the cgroup's load over all its queues
+  // (Bw::total_load) for the per-CPU group shares.
+  void avg_add(Rq& g, const Entity& e) {
     if (g.avg_load == 0) {
       g.avg_base = e.vruntime;
       g.avg_sum = 0;
     }
     g.avg_sum += static_cast<i128>(static_cast<std::int64_t>(e.vruntime - g.avg_base)) * e.weight;
     g.avg_load += e.weight;
+    bws_[g.cg].total_load += e.weight;
   }
-  void avg_sub(Group& g, const Entity& e) {
+  void avg_sub(Rq& g, const Entity& e) {
     g.avg_sum -= static_cast<i128>(static_cast<std::int64_t>(e.vruntime - g.avg_base)) * e.weight;
-    g.avg_load -= std::min(g.avg_load, e.weight);
+    const std::uint64_t d = std::min(g.avg_load, e.weight);
+    g.avg_load -= d;
+    bws_[g.cg].total_load -= std::min(bws_[g.cg].total_load, d);
     if (g.avg_load == 0) g.avg_sum = 0;
   }
   // V of the queue (floor of the weighted average); `fallback` when empty.
-  std::uint64_t avg_vruntime(const Group& g, std::uint64_t fallback) const {
+  std::uint64_t avg_vruntime(const Rq& g, std::uint64_t fallback) const {
     if (g.avg_load == 0) return fallback;
     i128 q = g.avg_sum / static_cast<i128>(g.avg_load);
     if (g.avg_sum < 0 && q * static_cast<i128>(g.avg_load) != g.avg_sum) --q;  // floor
     return g.avg_base + static_cast<std::uint64_t>(static_cast<std::int64_t>(q));
   }
   // vruntime_eligible(): v <= V without the division.
-  bool eligible(const Group& g, std::uint64_t v) const {
+  bool eligible(const Rq& g, std::uint64_t v) const {
     if (g.avg_load == 0) return true;
     return static_cast<i128>(static_cast<std::int64_t>(v - g.avg_base)) * g.avg_load <= g.avg_sum;
   }
   // Moves an entity's vruntime, keeping the queue's sums right.
-  void set_vruntime(CgroupId cg, Entity& e, std::uint64_t v) {
-    if (e.on_rq) avg_sub(groups_[cg], e);
+  void set_vruntime(std::uint32_t gi, Entity& e, std::uint64_t v) {
+    if (e.on_rq) avg_sub(rqs_[gi], e);
     e.vruntime = v;
-    if (e.on_rq) avg_add(groups_[cg], e);
+    if (e.on_rq) avg_add(rqs_[gi], e);
+  }
+
+  // --- per-CPU group shares (calc_group_shares(), without PELT) ------------
+  // A group's entity on one CPU weighs shares x (its queue's load there) /
+  // (its load on all CPUs), at least kMinShares: a group with tasks on
+  // four CPUs gets a quarter of its weight on each, as the kernel gives it
+  // (from PELT averages; here from the runnable weights, so a task that
+  // sleeps stops counting at once). Returns true when the entity's weight
+  // changed while it was on its parent's queue (the parent's load changed).
+  bool refresh_share(std::uint32_t gi) {
+    Rq& g = rqs_[gi];
+    if (g.cg == kRootCgroup) return false;
+    const Bw& b = bws_[g.cg];
+    std::uint64_t w = b.shares;
+    if (g.avg_load > 0 && b.total_load > g.avg_load)
+      w = std::clamp<std::uint64_t>(b.shares * g.avg_load / b.total_load, kMinShares, b.shares);
+    if (w == g.entity.weight) return false;
+    Rq& pg = rqs_[g.parent];
+    if (!g.entity.on_rq) {
+      g.entity.weight = w;
+      return false;
+    }
+    avg_sub(pg, g.entity);
+    g.entity.weight = w;
+    avg_add(pg, g.entity);
+    return true;
+  }
+  // After queue gi's load changed: its group entity and, while that changes
+  // its parent's load, the ones above (update_cfs_group() up the hierarchy).
+  void update_shares(std::uint32_t gi) {
+    while (refresh_share(gi)) gi = rqs_[gi].parent;
   }
 
   // --- on_rq (V) and tree (pick) membership, propagated up the hierarchy ----
-  void account_enqueue(CgroupId cg, std::uint64_t key) {
-    Group& g = groups_[cg];
+  void account_enqueue(std::uint32_t gi, std::uint64_t key) {
+    Rq& g = rqs_[gi];
     Entity& e = entity(key);
     avg_add(g, e);
     e.on_rq = true;
-    if (++g.nr_on_rq == 1 && cg != kRootCgroup && !g.throttled && !g.entity.on_rq) {
-      const CgroupId parent = ctx_->cgroup(cg).parent;
-      place_group(g.entity, parent);
-      account_enqueue(parent, group_key(cg));
+    if (++g.nr_on_rq == 1 && g.cg != kRootCgroup && !g.throttled && !g.entity.on_rq) {
+      place_group(g.entity, g.parent);
+      account_enqueue(g.parent, group_key(gi));
     }
+    if (nq_ > 1) update_shares(gi);
   }
-  void account_dequeue(CgroupId cg, std::uint64_t key) {
-    Group& g = groups_[cg];
+  void account_dequeue(std::uint32_t gi, std::uint64_t key) {
+    Rq& g = rqs_[gi];
     Entity& e = entity(key);
     avg_sub(g, e);
     e.on_rq = false;
     if (g.nr_on_rq) g.nr_on_rq--;
-    if (g.nr_on_rq == 0 && cg != kRootCgroup && g.entity.on_rq) leave_rq(ctx_->cgroup(cg).parent, group_key(cg));
+    if (g.nr_on_rq == 0 && g.cg != kRootCgroup && g.entity.on_rq) leave_rq(g.parent, group_key(gi));
+    if (nq_ > 1) update_shares(gi);
   }
-  // An entity leaves cg's run queue: EEVDF keeps its lag (update_entity_lag(),
-  // for tasks and group entities alike) for its next placement.
-  void leave_rq(CgroupId cg, std::uint64_t key) {
+  // An entity leaves queue gi: EEVDF keeps its lag (update_entity_lag(), for
+  // tasks and group entities alike) for its next placement.
+  void leave_rq(std::uint32_t gi, std::uint64_t key) {
     Entity& e = entity(key);
     if (eevdf_) {
-      const std::uint64_t v = avg_vruntime(groups_[cg], e.vruntime);
+      const std::uint64_t v = avg_vruntime(rqs_[gi], e.vruntime);
       e.vlag = clamp_lag(static_cast<std::int64_t>(v - e.vruntime), e);
     }
-    account_dequeue(cg, key);
+    account_dequeue(gi, key);
   }
-  void tree_insert(CgroupId cg, std::uint64_t key) {
-    Group& g = groups_[cg];
+  void tree_insert(std::uint32_t gi, std::uint64_t key) {
+    Rq& g = rqs_[gi];
     const bool was_empty = g.root == kNil;
     g.root = treap_insert(g.root, key);
     Entity& e = entity(key);
     e.in_tree = true;
-    advance_min(cg, e.vruntime);
-    if (was_empty && cg != kRootCgroup && !g.throttled && !g.entity.in_tree)
-      tree_insert(ctx_->cgroup(cg).parent, group_key(cg));
+    advance_min(gi, e.vruntime);
+    if (was_empty && g.cg != kRootCgroup && !g.throttled && !g.entity.in_tree) tree_insert(g.parent, group_key(gi));
   }
-  void tree_erase(CgroupId cg, std::uint64_t key) {
-    Group& g = groups_[cg];
+  void tree_erase(std::uint32_t gi, std::uint64_t key) {
+    Rq& g = rqs_[gi];
     g.root = treap_erase(g.root, key);
     entity(key).in_tree = false;
-    if (g.root == kNil && cg != kRootCgroup && g.entity.in_tree) tree_erase(ctx_->cgroup(cg).parent, group_key(cg));
+    if (g.root == kNil && g.cg != kRootCgroup && g.entity.in_tree) tree_erase(g.parent, group_key(gi));
   }
 
-  std::uint64_t vslice(std::uint64_t weight) const { return slice_ns() * kNice0Load / weight; }
-  // sched_slice() on a CPU holding runnable/ncpus tasks, without weights.
-  std::uint64_t slice_ns() const {
+  std::uint64_t vslice(std::uint64_t weight, std::uint32_t q) const { return slice_ns(q) * kNice0Load / weight; }
+  // sched_slice() on a CPU holding runnable/ncpus tasks (global queue) or
+  // its own queued tasks + the one to run (per-CPU), without weights.
+  std::uint64_t slice_ns(std::uint32_t q) const {
     const std::uint64_t cpus = static_cast<std::uint64_t>(ctx_->nr_cpus());
-    const std::uint64_t nr = std::max<std::uint64_t>(1, (runnable_ + cpus) / cpus);
+    const std::uint64_t nr =
+        nq_ > 1 ? std::uint64_t{nr_queued_[q]} + 1 : std::max<std::uint64_t>(1, (runnable_ + cpus) / cpus);
     const std::uint64_t nr_latency = std::max<std::uint64_t>(1, latency_ns_ / min_gran_ns_);
     const std::uint64_t period = nr > nr_latency ? nr * min_gran_ns_ : latency_ns_;
     return std::max(min_gran_ns_, period / nr);
   }
-  void place_wakeup(Entity& e, const Group& g) {
+  void place_wakeup(Entity& e, const Rq& g) {
     const std::uint64_t floor = g.min_vruntime > latency_ns_ / 2 ? g.min_vruntime - latency_ns_ / 2 : 0;
     e.vruntime = std::max(e.vruntime, floor);
   }
@@ -465,8 +565,8 @@ class CfsClass final : public SchedClass {
   // by (W + w) / W so that adding the entity leaves it with that lag; the
   // deadline one virtual slice later, half a slice for a new task
   // (PLACE_DEADLINE_INITIAL).
-  void place_eevdf(Entity& e, CgroupId cg, bool is_new) {
-    const Group& g = groups_[cg];
+  void place_eevdf(Entity& e, std::uint32_t gi, bool is_new) {
+    const Rq& g = rqs_[gi];
     const std::uint64_t v = avg_vruntime(g, g.min_vruntime);
     i128 lag = is_new ? 0 : e.vlag;
     if (lag != 0 && g.avg_load > 0)
@@ -483,7 +583,7 @@ class CfsClass final : public SchedClass {
   // the vruntime order) the earliest deadline, in one descent of the treap;
   // the leftmost when none is eligible (V can sit below every queued entity
   // while the ones behind it run).
-  std::uint64_t pick_eevdf(const Group& g) {
+  std::uint64_t pick_eevdf(const Rq& g) {
     std::uint64_t best = kNil, best_d = 0;
     for (std::uint64_t n = g.root; n != kNil;) {
       const Entity& x = entity(n);
@@ -507,44 +607,135 @@ class CfsClass final : public SchedClass {
     return best != kNil ? best : leftmost(g);
   }
 
-  void advance_min(CgroupId cg, std::uint64_t v) {
-    Group& g = groups_[cg];
+  void advance_min(std::uint32_t gi, std::uint64_t v) {
+    Rq& g = rqs_[gi];
     const std::uint64_t m = g.root == kNil ? v : std::min(v, entity(leftmost(g)).vruntime);
     g.min_vruntime = std::max(g.min_vruntime, m);
   }
 
-  void place_group(Entity& e, CgroupId parent) {
+  void place_group(Entity& e, std::uint32_t parent) {
     if (eevdf_) place_eevdf(e, parent, false);
-    else place_wakeup(e, groups_[parent]);
+    else place_wakeup(e, rqs_[parent]);
   }
 
-  // A throttled group's entity leaves its parent's tree and run queue.
-  void throttle(CgroupId cg) {
-    Group& g = groups_[cg];
+  // A throttled queue's group entity leaves its parent's tree and run queue.
+  void throttle(std::uint32_t gi) {
+    Rq& g = rqs_[gi];
     if (g.throttled) return;
     g.throttled = true;
-    ctx_->note_throttle(cg, true);
-    if (cg == kRootCgroup) return;
-    const CgroupId parent = ctx_->cgroup(cg).parent;
-    if (g.entity.in_tree) tree_erase(parent, group_key(cg));
-    if (g.entity.on_rq) leave_rq(parent, group_key(cg));
+    if (bws_[g.cg].nr_throttled++ == 0) ctx_->note_throttle(g.cg, true);
+    if (g.cg == kRootCgroup) return;
+    if (g.entity.in_tree) tree_erase(g.parent, group_key(gi));
+    if (g.entity.on_rq) leave_rq(g.parent, group_key(gi));
   }
 
-  void unthrottle(CgroupId cg) {
-    Group& g = groups_[cg];
-    if (!g.throttled) return;
-    g.throttled = false;
-    ctx_->note_throttle(cg, false);
-    if (cg != kRootCgroup) {
-      const CgroupId parent = ctx_->cgroup(cg).parent;
+  // Puts every throttled queue of the cgroup back and kicks the idle CPUs.
+  void unthrottle_all(CgroupId cg) {
+    bool any = false;
+    for (std::uint32_t q = 0; q < nq_; ++q) {
+      const std::uint32_t gi = rq_of(q, cg);
+      Rq& g = rqs_[gi];
+      if (!g.throttled) continue;
+      any = true;
+      g.throttled = false;
+      if (--bws_[cg].nr_throttled == 0) ctx_->note_throttle(cg, false);
+      if (cg == kRootCgroup) continue;
       if (g.nr_on_rq > 0 && !g.entity.on_rq) {
-        place_group(g.entity, parent);
-        account_enqueue(parent, group_key(cg));
+        place_group(g.entity, g.parent);
+        account_enqueue(g.parent, group_key(gi));
       }
-      if (g.root != kNil && !g.entity.in_tree) tree_insert(parent, group_key(cg));
+      if (g.root != kNil && !g.entity.in_tree) tree_insert(g.parent, group_key(gi));
     }
+    if (!any) return;
     for (int cpu = 0; cpu < ctx_->nr_cpus(); ++cpu)
       if (ctx_->cpu_idle(cpu)) ctx_->kick_cpu(cpu, false);
+  }
+
+  // --- per-CPU load balancing ------------------------------------------
+  // The queue with the most queued tasks other than `q` (lowest index on a
+  // tie); nq_ when no other queue has any.
+  std::uint32_t busiest(std::uint32_t q) const {
+    std::uint32_t best = nq_, most = 0;
+    for (std::uint32_t c = 0; c < nq_; ++c)
+      if (c != q && nr_queued_[c] > most) {
+        most = nr_queued_[c];
+        best = c;
+      }
+    return best;
+  }
+  // Moves the task queue `src` would run next to queue `dst`
+  // (detach_task()/attach_task()); false when src has none to give. The
+  // kernel skips cache-hot tasks and takes the list's tail; the next to
+  // run is the one whose wait the move shortens most.
+  bool pull(std::uint32_t src, std::uint32_t dst) {
+    if (src >= nq_ || src == dst || nr_queued_[src] == 0) return false;
+    std::uint32_t gi = rq_of(src, kRootCgroup);
+    std::uint64_t key = 0;
+    for (;;) {
+      const Rq& g = rqs_[gi];
+      if (g.root == kNil) return false;
+      key = eevdf_ ? pick_eevdf(g) : leftmost(g);
+      if (!is_group(key)) break;
+      gi = group_of(key);
+    }
+    Task& t = ctx_->task(task_of(key));
+    Entity& e = tasks_[t.id];
+    const std::uint32_t to = rq_of(dst, t.cgroup);
+    tree_erase(gi, key);
+    --nr_queued_[src];
+    // cfs: vruntime relative to the queue's min_vruntime
+    // (migrate_task_rq_fair()); eevdf: the lag goes with it.
+    const std::uint64_t rel = e.vruntime - std::min(e.vruntime, rqs_[gi].min_vruntime);
+    leave_rq(gi, key);
+    e.q = dst;
+    if (eevdf_) place_eevdf(e, to, false);
+    else e.vruntime = rqs_[to].min_vruntime + rel;
+    account_enqueue(to, key);
+    tree_insert(to, key);
+    ++nr_queued_[dst];
+    t.cpu = static_cast<int>(dst);
+    return true;
+  }
+  std::uint32_t nr_running(std::uint32_t q) const {
+    return nr_queued_[q] + (ctx_->cpu_idle(static_cast<int>(q)) ? 0 : 1);
+  }
+  // rebalance_domains(), one flat domain: move tasks from the CPU with the
+  // most to the one with the fewest until they differ by less than two;
+  // a task moved to a busy CPU may preempt there, an idle one is kicked.
+  void balance() {
+    for (std::uint32_t moves = 0; moves < nq_; ++moves) {
+      std::uint32_t hi = 0, lo = 0;
+      for (std::uint32_t c = 1; c < nq_; ++c) {
+        if (nr_running(c) > nr_running(hi)) hi = c;
+        if (nr_running(c) < nr_running(lo)) lo = c;
+      }
+      if (nr_running(hi) < nr_running(lo) + 2 || !pull(hi, lo)) break;
+      const int cpu = static_cast<int>(lo);
+      if (ctx_->cpu_idle(cpu)) ctx_->kick_cpu(cpu, false);
+      else check_preempt_queued(cpu);
+    }
+  }
+  // After a move to a busy CPU: the moved task preempts curr when it should
+  // (attach_task() -> wakeup_preempt()).
+  void check_preempt_queued(int cpu) {
+    const std::uint32_t q = queue_of(cpu);
+    std::uint32_t gi = rq_of(q, kRootCgroup);
+    std::uint64_t key = 0;
+    for (;;) {
+      const Rq& g = rqs_[gi];
+      if (g.root == kNil) return;
+      key = eevdf_ ? pick_eevdf(g) : leftmost(g);
+      if (!is_group(key)) break;
+      gi = group_of(key);
+    }
+    check_preempt(ctx_->task(task_of(key)));
+  }
+  // The balancer runs while some CPU has queued tasks.
+  void arm_balance() {
+    if (balance_timer_ != 0) return;
+    bool queued = false;
+    for (std::uint32_t c = 0; c < nq_ && !queued; ++c) queued = nr_queued_[c] > 0;
+    if (queued) balance_timer_ = ctx_->arm_timer(ctx_->now() + Time::from_ns(cfg_.balance_interval_ns), kBalanceCookie);
   }
 
   // check_preempt_wakeup: compare at the level where both entities meet.
@@ -553,12 +744,12 @@ class CfsClass final : public SchedClass {
     if (cpu < 0 || ctx_->cpu_idle(cpu)) return;
     Task* curr = ctx_->cpu_curr(cpu);
     if (!curr || curr == &p) return;
-    // Paths from each task's entity to the root: (queue cgroup, entity key).
+    // Paths from each task's entity to the root: (queue, entity key).
     auto path = [&](Task& t) {
-      std::vector<std::pair<CgroupId, std::uint64_t>> v;
-      v.push_back({t.cgroup, task_key(t.id)});
-      for (CgroupId c = t.cgroup; c != kRootCgroup; c = ctx_->cgroup(c).parent)
-        v.push_back({ctx_->cgroup(c).parent, group_key(c)});
+      std::vector<std::pair<std::uint32_t, std::uint64_t>> v;
+      const std::uint32_t gi = rq_of(tasks_[t.id].q, t.cgroup);
+      v.push_back({gi, task_key(t.id)});
+      for (std::uint32_t a = gi; rqs_[a].cg != kRootCgroup; a = rqs_[a].parent) v.push_back({rqs_[a].parent, group_key(a)});
       return v;
     };
     const auto pw = path(p), pc = path(*curr);
@@ -580,7 +771,7 @@ class CfsClass final : public SchedClass {
       // one pick_eevdf() would take over curr: eligible, earlier deadline
       std::uint64_t dcurr = cse.deadline;
       if (static_cast<std::int64_t>(vcurr - dcurr) >= 0) dcurr = vcurr + eevdf_vslice(cse.weight);
-      if (eligible(groups_[pw[i - 1].first], se.vruntime) && static_cast<std::int64_t>(se.deadline - dcurr) < 0)
+      if (eligible(rqs_[pw[i - 1].first], se.vruntime) && static_cast<std::int64_t>(se.deadline - dcurr) < 0)
         ctx_->kick_cpu(cpu, true);
       return;
     }
@@ -592,10 +783,15 @@ class CfsClass final : public SchedClass {
   bool eevdf_ = false;
   SchedContext* ctx_ = nullptr;
   std::uint64_t latency_ns_ = 0, min_gran_ns_ = 0, wakeup_gran_ns_ = 0, base_slice_ns_ = 0;
+  std::uint32_t ncg_ = 0;  // cgroups
+  std::uint32_t nq_ = 1;   // run queues: CPUs (per-CPU) or 1 (global)
   std::vector<Entity> tasks_;
-  std::vector<Group> groups_;
+  std::vector<Rq> rqs_;    // rq_of(q, cg)
+  std::vector<Bw> bws_;    // by cgroup
+  std::vector<std::uint32_t> nr_queued_;  // queued tasks per run queue
   std::vector<s64> local_;  // local bandwidth runtime per (cgroup, cpu)
   std::uint64_t runnable_ = 0;  // queued tasks
+  std::uint64_t balance_timer_ = 0;
 };
 
 class FifoClass final : public SchedClass {

@@ -45,9 +45,26 @@
 // slice end, V crept forward slowly, and a group that had run ahead waited
 // until V reached it (29.8 s runnable). Group entities now keep their
 // vruntime and lag like task entities.
-// Left out: per-CPU run queues and load balancing (one global queue stands
-// for ideal balancing), PELT load tracking and its effect on group shares,
-// SMT/NUMA domains, autogroup, nice levels.
+// Run queues (machine.runqueues): `global` is one machine-wide queue
+// hierarchy (ideal balancing, the model before per-CPU queues); `per_cpu`
+// keeps one hierarchy per CPU as the kernel does (a task group has a cfs_rq
+// and a group entity on every CPU):
+//  - placement by SchedContext::select_cpu_fair() (select_task_rq_fair,
+//    simplified): a waking task takes its previous CPU if idle, else an
+//    idle CPU, else queues on its previous CPU; a new task the idlest CPU;
+//  - a group entity's weight on a CPU is cpu.weight x (the group's runnable
+//    load there) / (its load on all CPUs), at least 2 (calc_group_shares()
+//    on runnable weights instead of PELT averages);
+//  - a CPU about to go idle pulls the next task of the CPU with the most
+//    queued tasks (newidle balance); every cfs.balance_interval_ns (4 ms)
+//    while tasks are queued, tasks move from the CPU with the most tasks to
+//    the one with the fewest until they differ by less than two (one flat
+//    domain; a moved task may preempt); cfs moves vruntime relative to the
+//    queues' min_vruntime, eevdf keeps the lag;
+//  - cpu.max: one pool per cgroup, local runtime and throttling per CPU.
+// Left out: PELT load tracking, SMT/NUMA domains and the LLC boundary (one
+// domain), cache-hot task selection in balancing, wake_affine (the waker's
+// CPU), autogroup, nice levels.
 #pragma once
 
 #include <memory>

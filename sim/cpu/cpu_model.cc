@@ -71,6 +71,34 @@ void CpuModel::start() {
       ++pending_starts_;
     }
   }
+  // Background CPU outside the trace's cgroups: one task per started 100 %
+  // of a CPU in the root cgroup, each running its part of every 10 ms. They
+  // are not live tasks (the run still ends when the trace's tasks exit).
+  for (std::uint32_t left = machine_.background_cpu_pct; left > 0;) {
+    const std::uint32_t pct = std::min<std::uint32_t>(left, 100);
+    left -= pct;
+    constexpr std::uint64_t kPeriodNs = 10000000;
+    const std::uint64_t run_ns = kPeriodNs * pct / 100;
+    auto spec = std::make_unique<trace::ProcessSpec>();
+    spec->comm = "background";
+    trace::Op run;
+    run.kind = trace::OpKind::kRun;
+    run.ns = trace::Value::fixed(run_ns);
+    trace::Op body_sleep;
+    body_sleep.kind = trace::OpKind::kSleep;
+    body_sleep.ns = trace::Value::fixed(kPeriodNs - run_ns);
+    trace::Op rep;
+    rep.kind = trace::OpKind::kRepeat;
+    rep.count = UINT32_MAX;
+    rep.body = {run};
+    if (run_ns < kPeriodNs) rep.body.push_back(body_sleep);
+    spec->ops = {rep};
+    background_specs_.push_back(std::move(spec));
+    const std::uint32_t id = new_task(*background_specs_.back(), next_pid_++, kRootCgroup, -1);
+    procs_[id].background = true;
+    --live_;
+    start_task(id, true, -1);
+  }
   if (trace_.duration_ns) sim_.schedule(Time::from_ns(*trace_.duration_ns), this, kStop);
   // No processes and no stop time (e.g. a GPU-only trace): the CPU side is
   // done at once; with a stop time it ends there.
@@ -143,7 +171,8 @@ CpuModel::Next CpuModel::advance(Task& t) {
       case trace::OpKind::kRun: {
         const std::uint64_t ns = op.ns.sample(p.rng);
         if (ns == 0) break;
-        p.run_left_ns = ns * 100 / machine_.speed_pct;
+        p.run_left_ns = ns * 100 / machine_.speed_pct + p.migr_debt_ns;
+        p.migr_debt_ns = 0;
         if (p.run_left_ns == 0) p.run_left_ns = 1;
         return Next::kRun;
       }
@@ -289,13 +318,38 @@ int CpuModel::pick_idle_cpu(int prefer) const {
   return -1;
 }
 
+int CpuModel::select_cpu_fair(const Task& p, int prev_cpu, std::uint64_t wake_flags) const {
+  (void)p;
+  const int n = nr_cpus();
+  if (prev_cpu < 0 || prev_cpu >= n) prev_cpu = 0;
+  const int idle = pick_idle_cpu(prev_cpu);
+  if (idle >= 0) return idle;
+  if ((wake_flags & kWakeFork) == 0) return prev_cpu;
+  // find_idlest_cpu(): the fewest tasks, the parent's CPU on a tie
+  int best = prev_cpu;
+  std::uint32_t best_nr = cls_.nr_queued(prev_cpu);
+  for (int c = 0; c < n; ++c) {
+    const std::uint32_t nr = cls_.nr_queued(c);
+    if (nr < best_nr) {
+      best = c;
+      best_nr = nr;
+    }
+  }
+  return best;
+}
+
 void CpuModel::kick_cpu(int cpu, bool preempt) {
   Cpu& c = cpus_.at(static_cast<std::size_t>(cpu));
   c.kick_preempt = c.kick_preempt || preempt;
   if (c.kick_pending) return;
   c.kick_pending = true;
   sync_idle(static_cast<std::size_t>(cpu));
-  sim_.schedule(sim_.now(), this, kKick, static_cast<std::uint64_t>(cpu));
+  // An idle CPU in a deep idle state answers the IPI idle_exit_ns later;
+  // the kick stays pending meanwhile, so placement prefers other idle CPUs.
+  Time at = sim_.now();
+  if (c.curr == nullptr && machine_.idle_exit_ns > 0 && at - c.idle_since >= Time::from_ns(machine_.idle_exit_after_ns))
+    at = at + Time::from_ns(machine_.idle_exit_ns);
+  sim_.schedule(at, this, kKick, static_cast<std::uint64_t>(cpu));
 }
 
 std::uint64_t CpuModel::arm_timer(Time at, std::uint64_t cookie) {
@@ -417,7 +471,10 @@ void CpuModel::dispatch(int cpu, Task* prev) {
   Cpu& c = cpus_[static_cast<std::size_t>(cpu)];
   if (c.curr) throw std::logic_error("dispatch on a busy CPU");
   const Dispatch d = cls_.dispatch(cpu, prev);
-  if (!d.task) return;  // idle
+  if (!d.task) {  // idle
+    c.idle_since = sim_.now();
+    return;
+  }
   Task& t = *d.task;
   if (t.state != TaskState::kRunnable) {
     throw std::logic_error(std::string(cls_.name()) + ": dispatched task " + std::to_string(t.pid) +
@@ -434,6 +491,14 @@ void CpuModel::dispatch(int cpu, Task* prev) {
   const std::uint64_t waited = (start - t.runnable_since).ns();
   max_runnable_wait_ns_ = std::max(max_runnable_wait_ns_, waited);
   Proc& p = procs_[t.id];
+  if (p.last_cpu >= 0 && p.last_cpu != cpu && machine_.migration_cost_ns > 0) {
+    // cache refill after a migration: more work for the task (its cgroup
+    // is charged), not a later start
+    if (p.run_left_ns > 0) p.run_left_ns += machine_.migration_cost_ns;
+    else p.migr_debt_ns += machine_.migration_cost_ns;
+  }
+  p.last_cpu = cpu;
+  if (p.background) p.woken = false;
   if (p.woken) {
     cg_[t.cgroup].wakeup.add(waited);
     wakeup_all_.add(waited);
@@ -486,7 +551,7 @@ void CpuModel::exit_task(Task& t) {
   set_mem(t, 0);
   cls_.exit_task(t);
   t.state = TaskState::kExited;
-  --live_;
+  if (!p.background) --live_;
   if (p.parent >= 0) {
     Proc& parent = procs_[static_cast<std::size_t>(p.parent)];
     Task& pt = tasks_[static_cast<std::size_t>(p.parent)];

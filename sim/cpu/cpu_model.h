@@ -21,8 +21,17 @@
 //    memory.events "high" in it and its ancestors; above memory.max counts
 //    "max", "oom" and "oom_kill" and kills the charging process. Reclaim and
 //    memory.high throttling delays are not modelled.
-// Not modelled: SMT, caches and migration costs, interrupts and softirqs,
-// multi-threaded processes (a process is one task), nice values.
+//  - Machine profile costs (core/config MachineConfig): a kick to a CPU idle
+//    for at least idle_exit_after_ns dispatches idle_exit_ns later (IPI +
+//    idle-state exit; the kick stays pending, so placement prefers other
+//    idle CPUs meanwhile); a task dispatched on a CPU other than the one it
+//    last ran on gets migration_cost_ns more work (cache refill, charged to
+//    its cgroup); background_cpu_pct adds tasks in the root cgroup that use
+//    that much of a CPU (daemons), without latency samples. Per-CPU queues
+//    (runqueues: per_cpu) are the classes' (sim/cpu/cfs.h); the model offers
+//    the kernel's placement as select_cpu_fair().
+// Not modelled: SMT, caches, interrupts and softirqs, multi-threaded
+// processes (a process is one task), nice values.
 //
 // Invariants: a task is on at most one CPU; time only moves forward; every
 // runnable task is either queued in the class or running; idle_ and
@@ -85,6 +94,11 @@ class CpuModel final : public SchedContext, public EventHandler {
   Task* cpu_curr(int cpu) const override { return cpus_.at(static_cast<std::size_t>(cpu)).curr; }
   bool cpu_idle(int cpu) const override { return cpus_.at(static_cast<std::size_t>(cpu)).curr == nullptr; }
   int pick_idle_cpu(int prefer) const override;
+  std::uint64_t idle_mask_word(std::size_t w) const override { return w < idle_.size() ? idle_[w] : 0; }
+  bool per_cpu_runqueues() const override {
+    return machine_.runqueues == config::MachineConfig::Runqueues::kPerCpu && cpus_.size() > 1;
+  }
+  int select_cpu_fair(const Task& p, int prev_cpu, std::uint64_t wake_flags) const override;
   void kick_cpu(int cpu, bool preempt) override;
   std::uint64_t arm_timer(Time at, std::uint64_t cookie) override;
   void cancel_timer(std::uint64_t handle) override;
@@ -130,6 +144,9 @@ class CpuModel final : public SchedContext, public EventHandler {
     std::optional<Time> tool_start;
     RandomStream rng;
     std::string comm;
+    bool background = false;        // machine.background_cpu_pct's task: no latency samples
+    int last_cpu = -1;              // CPU it last ran on (migration cost)
+    std::uint64_t migr_debt_ns = 0;  // migration cost not yet added to a run op
   };
   struct Cpu {
     Task* curr = nullptr;
@@ -137,6 +154,7 @@ class CpuModel final : public SchedContext, public EventHandler {
     Time acct_from;   // start of the not-yet-accounted part of curr's run
     Time slice_end;
     std::uint32_t last_task = UINT32_MAX;
+    Time idle_since;  // when it last went idle (idle-exit cost)
     bool kick_pending = false;
     bool kick_preempt = false;
   };
@@ -200,6 +218,7 @@ class CpuModel final : public SchedContext, public EventHandler {
   // added (classes keep Task* in their queues; a fork happens mid-advance()).
   std::deque<Task> tasks_;  // by id; never shrinks (ids are stable)
   const StrategyTable* strategies_ = nullptr;
+  std::vector<std::unique_ptr<trace::ProcessSpec>> background_specs_;  // machine.background_cpu_pct
   std::deque<Proc> procs_;  // parallel to tasks_
   std::map<std::int64_t, std::size_t> listed_by_pid_;  // listed pid -> processes index
   std::map<std::int64_t, std::uint32_t> task_by_pid_;  // pid -> newest task with it

@@ -426,5 +426,136 @@ TEST(Interactive, ShellWakeupsAreReported) {
   EXPECT_EQ(r["interactive_wakeup_latency_ns"]["count"], r["cgroups"]["/interactive"]["wakeup_latency_ns"]["count"]);
 }
 
+
+// --- per-CPU run queues (machine.runqueues: per_cpu) -------------------------
+
+nlohmann::json run_machine(const trace::Trace& t, const std::string& policy, const config::MachineConfig& m) {
+  RunOptions o;
+  o.policy = policy;
+  o.config.machine = m;
+  return sim::run(t, o);
+}
+config::MachineConfig per_cpu_machine() {
+  config::MachineConfig m;
+  m.runqueues = config::MachineConfig::Runqueues::kPerCpu;
+  return m;
+}
+
+// Weighted shares hold with per-CPU queues: each group's weight is split
+// over the CPUs its tasks run on (calc_group_shares), and the balancer
+// spreads the hogs. Without the split a group with tasks on four CPUs
+// would weigh four times its cpu.weight.
+TEST(PerCpuQueues, WeightedSharesHoldAcrossCpus) {
+  for (const std::string policy : {"eevdf", "cfs"}) {
+    Builder b(4, 2 * kSec);
+    b.cgroup("/light", 100);
+    b.cgroup("/heavy", 300);
+    b.hogs("/light", 4);
+    b.hogs("/heavy", 4);
+    const auto r = run_machine(b.t, policy, per_cpu_machine());
+    EXPECT_NEAR(share(r, "/light"), 0.25, 0.03) << policy;
+    EXPECT_NEAR(share(r, "/heavy"), 0.75, 0.03) << policy;
+    EXPECT_NEAR(r["cpu_utilization"].get<double>(), 1.0, 0.001) << policy;
+  }
+}
+
+// Balancing: six hogs started on one CPU's queue (all forked by one parent)
+// end up on all three CPUs: every hog gets about a third of the run.
+TEST(PerCpuQueues, BalancerSpreadsHogsOverCpus) {
+  Builder b(3, 3 * kSec);
+  b.cgroup("/a", 100);
+  std::vector<Op> forks;
+  for (int i = 0; i < 6; ++i) {
+    Op f;
+    f.kind = OpKind::kFork;
+    auto child = std::make_shared<trace::ProcessSpec>();
+    child->comm = "hog";
+    child->cgroup = "";  // the parent's
+    child->ops = {run_op(3 * kSec)};
+    f.child = child;
+    forks.push_back(f);
+  }
+  b.process("/a", forks);
+  const auto r = run_machine(b.t, "eevdf", per_cpu_machine());
+  EXPECT_NEAR(r["cpu_utilization"].get<double>(), 1.0, 0.01);
+  EXPECT_NEAR(share(r, "/a"), 1.0, 0.01);
+}
+
+// The idle-exit cost: a task that wakes onto an idle CPU (idle longer than
+// idle_exit_after_ns) starts idle_exit_ns later; a CPU idle for less pays
+// nothing.
+TEST(PerCpuQueues, IdleExitCostDelaysOnlyWakeupsOfLongIdleCpus) {
+  auto trace_with_sleep = [](std::uint64_t sleep_ns) {
+    Builder b(2, 1 * kSec);
+    b.cgroup("/a", 100);
+    b.process("/a", {repeat_op(50, {run_op(100000), io_op(sleep_ns)})});
+    return b.t;
+  };
+  config::MachineConfig m = per_cpu_machine();
+  const auto base = run_machine(trace_with_sleep(5 * kMs), "eevdf", m);
+  m.idle_exit_ns = 40000;
+  m.idle_exit_after_ns = 1 * kMs;
+  const auto deep = run_machine(trace_with_sleep(5 * kMs), "eevdf", m);
+  const auto shallow = run_machine(trace_with_sleep(200000), "eevdf", m);
+  const auto shallow_base = run_machine(trace_with_sleep(200000), "eevdf", per_cpu_machine());
+  EXPECT_EQ(deep["wakeup_latency_ns"]["p50"].get<std::uint64_t>(),
+            base["wakeup_latency_ns"]["p50"].get<std::uint64_t>() + 40000);
+  EXPECT_EQ(shallow["wakeup_latency_ns"]["p50"], shallow_base["wakeup_latency_ns"]["p50"]);
+}
+
+// A waking task whose CPU is busy, with no idle CPU, waits in that CPU's
+// queue: with one global queue it would take the first CPU that frees.
+// Two CPUs: a hog on each; a sleeper wakes every 10 ms wanting 1 ms. Under
+// per-CPU queues it queues behind its previous CPU's hog (eevdf: until that
+// hog's slice ends or it preempts); the machine-wide figures differ from
+// the global queue's, which is what the option is for.
+TEST(PerCpuQueues, WakeupWaitsOnItsCpuWhenNoneIsIdle) {
+  Builder b(2, 2 * kSec);
+  b.cgroup("/hog", 100);
+  b.cgroup("/s", 100);
+  b.hogs("/hog", 2);
+  b.process("/s", {repeat_op(150, {run_op(1 * kMs), io_op(10 * kMs)})});
+  const auto global = run(b.t, "eevdf");
+  const auto percpu = run_machine(b.t, "eevdf", per_cpu_machine());
+  // the same work gets done, shares within a point
+  EXPECT_NEAR(share(global, "/s"), share(percpu, "/s"), 0.01);
+  EXPECT_GT(percpu["cgroups"]["/s"]["wakeup_latency_ns"]["count"].get<std::uint64_t>(), 100u);
+}
+
+// Migration cost is extra work charged to the migrating task's cgroup: two
+// hogs and three sleepers on two CPUs (the balancer moves tasks), all work finishing before the end;
+// without the cost /b is charged exactly its work, with it more.
+TEST(PerCpuQueues, MigrationCostIsChargedToTheTask) {
+  Builder b(2, 10 * kSec);
+  b.cgroup("/a", 100);
+  b.cgroup("/b", 100);
+  b.process("/a", {run_op(1 * kSec)});
+  b.process("/a", {run_op(1 * kSec)});
+  b.process("/b", {repeat_op(100, {run_op(2 * kMs), io_op(1 * kMs)})});
+  b.process("/b", {repeat_op(100, {run_op(2 * kMs), io_op(1300000)})});
+  b.process("/b", {repeat_op(100, {run_op(4 * kMs), io_op(700000)})});
+  config::MachineConfig m = per_cpu_machine();
+  const auto none = run_machine(b.t, "eevdf", m);
+  m.migration_cost_ns = 50000;
+  const auto cost = run_machine(b.t, "eevdf", m);
+  EXPECT_EQ(none["cgroups"]["/b"]["cpu_time_ns"].get<std::uint64_t>(), 800 * kMs);
+  EXPECT_GT(cost["cgroups"]["/b"]["cpu_time_ns"].get<std::uint64_t>(), 800 * kMs);
+  EXPECT_EQ((cost["cgroups"]["/b"]["cpu_time_ns"].get<std::uint64_t>() - 800 * kMs) % 50000, 0u);
+  EXPECT_EQ(cost["cgroups"]["/a"]["cpu_time_ns"].get<std::uint64_t>() % 50000, 0u);
+}
+
+// Same trace, config and seed: byte-identical results with per-CPU queues.
+TEST(PerCpuQueues, Deterministic) {
+  Builder b(4, 1 * kSec);
+  b.cgroup("/a", 100);
+  b.cgroup("/b", 200);
+  b.hogs("/a", 3);
+  b.process("/b", {repeat_op(200, {run_op(300000), io_op(2 * kMs)})});
+  config::MachineConfig m = per_cpu_machine();
+  m.idle_exit_ns = 20000;
+  m.migration_cost_ns = 10000;
+  EXPECT_EQ(dump_results(run_machine(b.t, "eevdf", m)), dump_results(run_machine(b.t, "eevdf", m)));
+}
+
 }  // namespace
 }  // namespace agentcg::sim

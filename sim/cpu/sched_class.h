@@ -83,6 +83,33 @@ class SchedContext {
   virtual bool cpu_idle(int cpu) const = 0;
   // The lowest-numbered idle CPU, preferring `prefer` when it is idle; -1 if none.
   virtual int pick_idle_cpu(int prefer) const = 0;
+  // Word w (CPUs 64w..64w+63) of the idle-CPU mask (bit set: no task on
+  // it), the scx_bpf_get_idle_cpumask() a BPF select_cpu reads.
+  virtual std::uint64_t idle_mask_word(std::size_t w) const {
+    std::uint64_t m = 0;
+    for (std::size_t b = 0; b < 64 && w * 64 + b < static_cast<std::size_t>(nr_cpus()); ++b)
+      if (cpu_idle(static_cast<int>(w * 64 + b))) m |= std::uint64_t{1} << b;
+    return m;
+  }
+  // machine.runqueues: true when classes that can should keep one run queue
+  // per CPU (take a task on the CPU select_cpu chose, dispatch(cpu) from
+  // that CPU's queue, balance); false: one machine-wide queue.
+  virtual bool per_cpu_runqueues() const { return false; }
+  // The kernel's placement for the fair class (select_task_rq_fair(),
+  // simplified), for classes that model it (eevdf/cfs with per-CPU queues)
+  // and as the reference for a BPF select_cpu:
+  //  - fork (kWakeFork): find_idlest_cpu(): an idle CPU (prev_cpu, the
+  //    parent's, first), else the CPU with the fewest tasks (running +
+  //    SchedClass::nr_queued), prev_cpu on a tie, else the lowest;
+  //  - wakeup: prev_cpu if idle; else select_idle_sibling(): an idle CPU
+  //    (without a kick pending first); else prev_cpu, where the task waits
+  //    for that CPU (or a balancer pulls it).
+  virtual int select_cpu_fair(const Task& p, int prev_cpu, std::uint64_t wake_flags) const {
+    (void)p;
+    (void)wake_flags;
+    const int idle = pick_idle_cpu(prev_cpu);
+    return idle >= 0 ? idle : (prev_cpu >= 0 ? prev_cpu : 0);
+  }
   // scx_bpf_kick_cpu: an idle CPU calls dispatch(); with preempt, a busy CPU
   // stops its current task (stopping(runnable=true), enqueue) and dispatches.
   virtual void kick_cpu(int cpu, bool preempt) = 0;
@@ -126,7 +153,16 @@ class SchedClass {
   // Called once, after the cgroup tree exists and before any task.
   virtual void init(SchedContext& ctx) = 0;
 
+  // The CPU for a waking or new task (the model stores it in p.cpu before
+  // enqueue). A class with one global queue may return any CPU (the model
+  // kicks it when idle); a class with per-CPU queues queues p on it.
   virtual int select_cpu(Task& p, int prev_cpu, std::uint64_t wake_flags) = 0;
+  // Tasks queued (runnable, not running) on a CPU's own run queue, for the
+  // default placement's idlest-CPU search; 0 for classes with global queues.
+  virtual std::uint32_t nr_queued(int cpu) const {
+    (void)cpu;
+    return 0;
+  }
   virtual void enqueue(Task& p, std::uint64_t enq_flags) = 0;
   virtual void dequeue(Task& p) = 0;
   virtual Dispatch dispatch(int cpu, Task* prev) = 0;
