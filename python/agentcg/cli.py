@@ -474,7 +474,8 @@ def cmd_fidelity(a: argparse.Namespace) -> int:
         timeout_s=a.timeout, quiet=a.quiet, repeat=a.repeat,
         fit=_split(a.fit) if a.fit is not None else None,
         holdout=_split(a.holdout) if a.holdout is not None else None, machine=a.machine,
-        seeds=a.seeds, update_readme=a.update_readme, ablate=not a.no_ablation))
+        seeds=a.seeds, update_readme=a.update_readme, ablate=not a.no_ablation,
+        model=_key_values(a.model, "--model")))
 
 
 def cmd_policies(a: argparse.Namespace) -> int:
@@ -690,6 +691,9 @@ def build_parser() -> argparse.ArgumentParser:
     fi.add_argument("--update-readme", default=None, metavar="README",
                     help="also put the summary table between README's fidelity-table markers")
     fi.add_argument("--no-ablation", action="store_true", help="skip the ablation table")
+    fi.add_argument("--model", metavar="KEY=VALUE", action="append", default=[],
+                    help="a machine key held fixed in the fit and saved in the profile, e.g. runqueues=per_cpu "
+                         "or idle_exit_ns=50000 (repeatable)")
     fi.add_argument("--live-dir", default=None,
                     help="reuse the live results of an earlier run (its DIR) instead of booting the VM")
     fi.add_argument("--repeat", type=int, default=3,

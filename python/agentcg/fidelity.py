@@ -259,6 +259,40 @@ def calibrate(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[str
     return m, hist + refined
 
 
+BACKGROUND_PCTS = (0, 5, 10, 20, 30, 40, 60, 80, 100, 120, 150, 180)  # background CPU tried, % of one CPU
+
+
+def share_error(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[str, Any]],
+                m: Mapping[str, Any]) -> float:
+    """Sum of squared errors of every leaf cgroup's CPU share (of the whole machine)."""
+    err = 0.0
+    for k in keys:
+        r = simulate(k, m)
+        for row in side_by_side(r, real[k]):
+            if row["metric"].startswith("CPU share") and row.get("error_abs") is not None:
+                err += row["error_abs"] ** 2
+    return err
+
+
+def fit_background(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[str, Any]],
+                   m: Mapping[str, Any]) -> Dict[str, Any]:
+    """M with the background_cpu_pct (CPU used outside the trace's cgroups:
+    daemons, the player's supervisor, the emulation) of BACKGROUND_PCTS
+    that minimises the CPU-share error over KEYS; M unchanged when the
+    model has no such key or nothing beats M's own value."""
+    if not model_knows({"background_cpu_pct": 0}):
+        return dict(m)
+    best = (share_error(simulate, keys, real, m), m.get("background_cpu_pct", 0))
+    for pct in BACKGROUND_PCTS:
+        e = share_error(simulate, keys, real, {**m, "background_cpu_pct": pct})
+        if e < best[0] - 1e-12:
+            best = (e, pct)
+    out = dict(m)
+    if best[1]:
+        out["background_cpu_pct"] = best[1]
+    return out
+
+
 def _gauss_newton(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[str, Any]], cpus: int,
                   rounds: int, start_wakeup_ns: float, base: Optional[Mapping[str, Any]] = None
                   ) -> Tuple[Dict[str, int], List[Dict[str, Any]]]:
@@ -511,6 +545,7 @@ ABLATIONS: Tuple[Tuple[str, Dict[str, Any]], ...] = (
     ("per-CPU run queues (runqueues per_cpu)", {"runqueues": "per_cpu"}),
     ("no idle-exit cost (idle_exit_ns 0)", {"idle_exit_ns": 0}),
     ("no migration cost (migration_cost_ns 0)", {"migration_cost_ns": 0}),
+    ("no background CPU (background_cpu_pct 0)", {"background_cpu_pct": 0}),
 )
 
 
@@ -625,7 +660,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
              live_dir: Optional[str] = None, timeout_s: Optional[int] = None, quiet: bool = False,
              repeat: int = 3, fit: Optional[Sequence[str]] = None, holdout: Optional[Sequence[str]] = None,
              machine: Optional[str] = None, seeds: Any = "1-5", update_readme: Optional[str] = None,
-             ablate: bool = True) -> Dict[str, Any]:
+             ablate: bool = True, model: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """The live side runs every scheduler `repeat` times in one boot
     (interleaved, as live compare); errors are against the median of the
     repetitions. The machine profile is fitted on the FIT scenarios only
@@ -643,6 +678,10 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
         if s not in SIM_POLICY:
             raise AgentcgError(f"--schedulers: unknown scheduler '{s}' (expected {', '.join(SIM_POLICY)})")
     seed_list = _seed_list(seeds)
+    model = dict(model or {})
+    if model and not model_knows(model):
+        raise AgentcgError("--model " + ", ".join(f"{k}={v}" for k, v in model.items()) + ": not machine keys of this "
+                           "build's model (see core/config: machine)")
     given = mprof.load_profile(machine) if machine else None  # a bad profile fails before the VM boots
     dest = Path(out)
     dest.mkdir(parents=True, exist_ok=True)
@@ -658,6 +697,8 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
         prepare_trace(src, prepared[name], dur, mem_scale)
         names.append(name)
     if given is not None:
+        if model:
+            raise AgentcgError("--model: with --machine the profile's keys are used as they are")
         if fit is not None:
             raise AgentcgError("--fit: with --machine nothing is fitted (the profile is used as it is)")
         pf = set(given["fit"].get("fitted") or [])
@@ -719,7 +760,8 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
             raise AgentcgError("fidelity: nothing to fit the machine profile on: no leaf cgroup has wakeups both "
                                "live and simulated, and no tool calls (fitted scenarios: " + ", ".join(fitted) +
                                "); put the tasks in cgroups of their own")
-        m, rounds = calibrate(simulate, fit_keys, real, cpus)
+        m, rounds = calibrate(simulate, fit_keys, real, cpus, base=model or None)
+        m = fit_background(simulate, fit_keys, real, m)
     before: Dict[str, List[Dict[str, Any]]] = {}
     after: Dict[str, List[Dict[str, Any]]] = {}
     for k in keys:
@@ -757,8 +799,13 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
     if ablate:
         variants = [("fitted profile (every effect)", m)] + [(lbl, {**m, **kv}) for lbl, kv in ablations(m)]
         variants.append(("simulator defaults (no calibration)", default_machine))
+        ref = None
         for lbl, mach in variants:
             tab = {k: side_by_side(simulate(k, mach), real[k]) for k in keys}
+            if ref is None:
+                ref = tab
+            elif tab == ref and lbl != "simulator defaults (no calibration)":
+                continue  # the effect was off already in the profile: nothing to ablate
             abl[lbl] = {"fitted": group_err(tab, fitted), "held_out": group_err(tab, held)}
 
     report = {"traces": names, "schedulers": list(schedulers), "cpus": cpus, "duration_ns": dur,

@@ -188,3 +188,23 @@ def test_held_out_scenarios_are_not_fitted_on(tmp_path: Path) -> None:
     readme.write_text(f"x\n{fidelity.README_BEGIN}\nold\n{fidelity.README_END}\ny\n")
     fidelity.replace_readme_table(readme, "| new |\n")
     assert readme.read_text() == f"x\n{fidelity.README_BEGIN}\n| new |\n{fidelity.README_END}\ny\n"
+
+
+def test_background_cpu_is_fitted_from_the_shares(tmp_path: Path) -> None:
+    """The stand-in "live" machine spends 40 % of a CPU outside the trace's
+    cgroups; the share fit finds that value among its candidates."""
+    if not fidelity.model_knows({"background_cpu_pct": 0}):
+        pytest.skip("this build's model has no machine.background_cpu_pct")
+    prep = tmp_path / "hogs.json"
+    fidelity.prepare_trace(Path(REPO) / "traces" / "hogs.json", prep, fidelity.parse_duration("2s"), 1.0)
+    m = {"cpus": 2, "wakeup_overhead_ns": 1000, "speed_pct": 100, "context_switch_ns": 2000}
+    live_doc = agentcg.run(str(prep), policy="eevdf", config={"machine": {**m, "background_cpu_pct": 40}}).data
+
+    def simulate(key: str, mach: Dict[str, Any]) -> Dict[str, Any]:
+        return dict(agentcg.run(str(prep), policy="eevdf", config={"machine": dict(mach)}).data)
+
+    real = {"hogs/eevdf": live_doc}
+    assert fidelity.share_error(simulate, ["hogs/eevdf"], real, m) > 0
+    got = fidelity.fit_background(simulate, ["hogs/eevdf"], real, m)
+    assert got["background_cpu_pct"] == 40
+    assert fidelity.share_error(simulate, ["hogs/eevdf"], real, got) == 0
