@@ -609,8 +609,8 @@ def format_summary(before: Mapping[str, List[Dict[str, Any]]], after: Mapping[st
     return "\n".join(lines) + "\n"
 
 
-def _fmt_errors(groups: Mapping[str, Mapping[str, Optional[float]]]) -> str:
-    lines = ["| scenarios | machine " + _SUMMARY_HEAD[0], "|---|---" + _SUMMARY_HEAD[1]]
+def _fmt_errors(groups: Mapping[str, Mapping[str, Optional[float]]], head: str = "scenarios | machine") -> str:
+    lines = [f"| {head} " + _SUMMARY_HEAD[0], "|---|---" + _SUMMARY_HEAD[1]]
     for label, e in groups.items():
         lines.append(f"| {label} | " + _summary_cells(e) + " |")
     return "\n".join(lines) + "\n"
@@ -835,8 +835,8 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
     if abl:
         summary_md += ("\nAblation (worst errors over the held-out scenarios, and over the fitted ones), one modelled "
                        "effect off at a time:\n\n"
-                       + _fmt_errors({f"{lbl} | held out": v["held_out"] for lbl, v in abl.items()}) + "\n"
-                       + _fmt_errors({f"{lbl} | fitted": v["fitted"] for lbl, v in abl.items()}))
+                       + _fmt_errors({f"{lbl} | held out": v["held_out"] for lbl, v in abl.items()}, "machine | scenarios") + "\n"
+                       + _fmt_errors({f"{lbl} | fitted": v["fitted"] for lbl, v in abl.items()}, "machine | scenarios"))
     text = summary_md + "\nEvery metric (live / simulated with the defaults / simulated with the profile):\n\n" + \
         format_table(before, after)
     if nrep > 1:

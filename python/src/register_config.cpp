@@ -47,11 +47,19 @@ py::dict to_dict(const config::Config& c) {
   machine["wakeup_overhead_ns"] = c.machine.wakeup_overhead_ns;
   machine["speed_pct"] = c.machine.speed_pct;
   machine["cpus"] = c.machine.cpus;
+  // the per-CPU model's keys (sim/cpu/cfs.h), so Python's key check and
+  // --set know them
+  machine["runqueues"] = c.machine.runqueues == config::MachineConfig::Runqueues::kPerCpu ? "per_cpu" : "global";
+  machine["idle_exit_ns"] = c.machine.idle_exit_ns;
+  machine["idle_exit_after_ns"] = c.machine.idle_exit_after_ns;
+  machine["migration_cost_ns"] = c.machine.migration_cost_ns;
+  machine["background_cpu_pct"] = c.machine.background_cpu_pct;
   py::dict cfs;
   cfs["latency_ns"] = c.cfs.latency_ns;
   cfs["min_granularity_ns"] = c.cfs.min_granularity_ns;
   cfs["wakeup_granularity_ns"] = c.cfs.wakeup_granularity_ns;
   cfs["bandwidth_slice_ns"] = c.cfs.bandwidth_slice_ns;
+  cfs["balance_interval_ns"] = c.cfs.balance_interval_ns;
   py::dict gpu;
   gpu["time_quantum_ms"] = c.gpu.time_quantum_ms;
   py::dict out;

@@ -97,7 +97,7 @@ TEST(MachineProfile, BadProfilesNameFileLineAndKey) {
   EXPECT_NE(error_of(head + "machine:\n  cpus: 2\nfit:\n  fitted: [io]\n  held_out: [io]\n")
                 .find("p.yaml:7: key 'fit.held_out': scenario 'io' is also in fit.fitted"),
             std::string::npos);
-  EXPECT_NE(error_of(head + "machine:\n  cpus: 2\nfit:\n  fitted: io\n").find("p.yaml:5: key 'fit.fitted': expected a list"),
+  EXPECT_NE(error_of(head + "machine:\n  cpus: 2\nfit:\n  fitted: io\n").find("p.yaml:6: key 'fit.fitted': expected a list"),
             std::string::npos);
   EXPECT_NE(error_of(head + "machine: {}\n").find("key 'machine': expected at least one machine key"),
             std::string::npos);
