@@ -347,7 +347,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     os.makedirs(a.out, exist_ok=True)
     csv = os.path.join(a.out, "sweep.csv")
     df.to_csv(csv, index=False)
-    meta = {"format": "agentcg-sweep", "version": 1, "grid": grid, "seeds": _seeds(a.seeds),
+    meta = {"format": "agentcg-sweep", "version": 1, "grid": grid, "seeds": _seeds(a.seeds), "machine": a.machine,
             "trace": a.trace, "generator": ({"kind": a.generate, "options": gen_opts}
                                             if a.generate else None)}
     with open(os.path.join(a.out, "sweep.json"), "w", encoding="utf-8") as f:
