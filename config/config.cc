@@ -11,6 +11,7 @@
 // memory. Called by the simulator's CLI, agentcgroupd (start, --check-config,
 // SIGHUP), agentcg-gpud, the Python bindings and fuzz/config_fuzz.cc.
 #include "config/config.h"
+#include "config/machine_section.h"
 
 #include <sys/stat.h>
 
@@ -208,7 +209,11 @@ void parse_api(const YAML::Node& n, const Reader& r, ApiConfig& a) {
   }
 }
 
-void parse_machine(const YAML::Node& n, const Reader& r, MachineConfig& m) {
+}  // namespace
+
+// Shared with the machine-profile loader (sim/calibrate/profile.cc), so a
+// profile's `machine:` keys mean what a config's do.
+void parse_machine_section(const YAML::Node& n, const Reader& r, MachineConfig& m) {
   r.only_keys(n, "machine",
               "context_switch_ns,wakeup_overhead_ns,speed_pct,cpus,runqueues,idle_exit_ns,idle_exit_after_ns,"
               "migration_cost_ns,background_cpu_pct");
@@ -234,6 +239,8 @@ void parse_machine(const YAML::Node& n, const Reader& r, MachineConfig& m) {
   if (n["background_cpu_pct"])
     m.background_cpu_pct = static_cast<std::uint32_t>(r.u64(n, "machine", "background_cpu_pct", 0, 409600));
 }
+
+namespace {
 
 void parse_cfs(const YAML::Node& n, const Reader& r, CfsConfig& c) {
   r.only_keys(n, "cfs", "latency_ns,min_granularity_ns,wakeup_granularity_ns,bandwidth_slice_ns,balance_interval_ns");
@@ -275,7 +282,7 @@ Config load_string_unchecked(const std::string& yaml, const std::string& source)
   if (root["api"]) parse_api(root["api"], r, c.api);
   if (root["monitor"]) parse_monitor(root["monitor"], r, c.monitor);
   if (root["gpu"]) parse_gpu_section(root["gpu"], r, c.gpu);
-  if (root["machine"]) parse_machine(root["machine"], r, c.machine);
+  if (root["machine"]) parse_machine_section(root["machine"], r, c.machine);
   if (root["cfs"]) parse_cfs(root["cfs"], r, c.cfs);
   if (c.daemon.mode == "scx" && c.supervisor.scheduler_name.empty())
     r.fail(root["daemon"]["mode"], "scheduler.scheduler_name",

@@ -105,7 +105,9 @@ def _add_run_options(p: argparse.ArgumentParser, compare: bool) -> None:
                             "beside DIR/results.json), or ftrace/systrace text with sched_switch lines when FILE "
                             "ends in .txt or .systrace (Perfetto opens it as a kernel capture)")
         p.add_argument("--per-cgroup", action="store_true", help="every cgroup's rows in the summary")
-    p.add_argument("--config", metavar="FILE", default=None, help="YAML config (see core/config)")
+    p.add_argument("--config", metavar="FILE", default=None, help="YAML config (see config/config.h)")
+    p.add_argument("--machine", metavar="PROFILE", default=None,
+                   help="machine profile fitted by `agentcg fidelity` (its machine keys win over --config's)")
     p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                    help="override one config key, e.g. scheduler.fork_storm_threshold=16 (repeatable)")
     p.add_argument("--seed", type=_seed_arg, default=None, help="run seed, 0 to 2**64-1 (default 1)")
@@ -179,6 +181,13 @@ def _check_trace_path(path: str, flag: str = "TRACE") -> None:
         raise AgentcgError(f"{flag} {path}: is a directory, expected a trace file (JSON)")
 
 
+def _config(a: argparse.Namespace) -> Any:
+    """--config with --machine's profile laid over it (agentcg.machine)."""
+    from . import machine
+
+    return machine.config_with_profile(a.config, getattr(a, "machine", None))
+
+
 def cmd_run(a: argparse.Namespace) -> int:
     from . import _files, api
     from .table import print_summary
@@ -195,7 +204,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         raise UsageError(f"--gpu-policy {a.gpu_policy}: {a.trace} has no GPU jobs (no 'gpu' section); leave the "
                          "flag out or use a GPU trace (trace generate gpu-oversub ...)")
     os.makedirs(a.out, exist_ok=True)  # --perfetto may point inside it
-    r = api.run(trace, a.policy, a.gpu_policy, a.config, 1 if a.seed is None else a.seed, over,
+    r = api.run(trace, a.policy, a.gpu_policy, _config(a), 1 if a.seed is None else a.seed, over,
                 perfetto=a.perfetto)
     out = os.path.join(a.out, "results.json")
     _files.atomic_write(out, r.text)
@@ -231,12 +240,13 @@ def cmd_compare(a: argparse.Namespace) -> int:
         raise UsageError(f"--gpu-polic{'ies' if a.gpu_policies else 'y'}: {a.trace} has no GPU jobs "
                          "(no 'gpu' section); leave it out or use a GPU trace")
     pairs = [(c, g) for c in policies for g in gpols]
+    cfg = _config(a)
     runs: Dict[str, List[Dict[str, Any]]] = {}
     work = [(seed, c, g) for seed in seeds for c, g in pairs]
     for seed, c, g in progress.bar(work, desc="compare", unit="run"):
         label = c if len(gpols) == 1 else (g if len(policies) == 1 else f"{c}/{g}")
         # --plots: the first seed's schedule too (timelines, GPU lock holds)
-        r = api.run(trace, c, g, a.config, seed, over, label=label, schedule=bool(a.plots) and seed == seeds[0])
+        r = api.run(trace, c, g, cfg, seed, over, label=label, schedule=bool(a.plots) and seed == seeds[0])
         sub = os.path.join(a.out, label.replace("/", "+"))
         os.makedirs(sub, exist_ok=True)
         if seed == seeds[0]:
@@ -248,7 +258,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
         if len(seeds) > 1:  # every repetition is kept
             _files.atomic_write(os.path.join(sub, f"seed-{seed}.results.json"), r.text)
         runs.setdefault(label, []).append(r.data)
-    demand = api.demand_shares(trace, seeds[0], a.config) if trace.nr_processes else None
+    demand = api.demand_shares(trace, seeds[0], cfg) if trace.nr_processes else None
     labels = list(runs)
     rows = table.build_rows(runs, per_cgroup=a.per_cgroup, demand=demand)
     doc = {"format": "agentcg-compare", "version": 1, "trace": trace.name, "cpus": trace.cpus,
@@ -311,12 +321,12 @@ def cmd_sweep(a: argparse.Namespace) -> int:
         grid = {"policy": _split(a.policies), **{k: v for k, v in grid.items() if k != "policy"}}
     gen_opts = _key_values(a.gen, "--gen") if a.gen else {}
     target: Any = Generator(a.generate, gen_opts) if a.generate else a.trace
-    df = sweep(target, grid=grid, seeds=_seeds(a.seeds), config=a.config, workers=a.workers,
+    df = sweep(target, grid=grid, seeds=_seeds(a.seeds), config=_config(a), workers=a.workers,
                scheduler=a.dask, progress=not a.quiet)
     os.makedirs(a.out, exist_ok=True)
     csv = os.path.join(a.out, "sweep.csv")
     df.to_csv(csv, index=False)
-    meta = {"format": "agentcg-sweep", "version": 1, "grid": grid, "seeds": _seeds(a.seeds),
+    meta = {"format": "agentcg-sweep", "version": 1, "grid": grid, "seeds": _seeds(a.seeds), "machine": a.machine,
             "trace": a.trace, "generator": ({"kind": a.generate, "options": gen_opts}
                                             if a.generate else None)}
     with open(os.path.join(a.out, "sweep.json"), "w", encoding="utf-8") as f:
@@ -443,7 +453,11 @@ def cmd_fidelity(a: argparse.Namespace) -> int:
     return _live_command("fidelity", lambda: fidelity.fidelity(
         a.traces, a.out, build=a.build, schedulers=_split(a.schedulers), duration=a.duration,
         mem_scale=a.mem_scale, seed=a.seed, profile=a.profile, live_dir=a.live_dir,
-        timeout_s=a.timeout, quiet=a.quiet, repeat=a.repeat))
+        timeout_s=a.timeout, quiet=a.quiet, repeat=a.repeat,
+        fit=_split(a.fit) if a.fit is not None else None,
+        holdout=_split(a.holdout) if a.holdout is not None else None, machine=a.machine,
+        seeds=a.seeds, update_readme=a.update_readme, ablate=not a.no_ablation,
+        model=_key_values(a.model, "--model")))
 
 
 def cmd_policies(a: argparse.Namespace) -> int:
@@ -550,6 +564,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--policies", help="shorthand for --grid policy=a,b")
     s.add_argument("--seeds", default="1", help="seeds, e.g. 1,2,3 or 1-5 (default 1)")
     s.add_argument("--config", metavar="FILE", help="base YAML config")
+    s.add_argument("--machine", metavar="PROFILE", default=None,
+                   help="machine profile fitted by `agentcg fidelity` (its machine keys win over --config's)")
     s.add_argument("--workers", type=int, default=None, help="local worker processes (default: CPUs)")
     s.add_argument("--dask", metavar="ADDRESS", default=None,
                    help="run on a Dask cluster at ADDRESS (e.g. tcp://host:8786)")
@@ -632,8 +648,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "one boot) under the default scheduler (live: EEVDF, sim: eevdf) and agentcg; prints "
                         "wakeup latency p50/p99, per-cgroup CPU share, tool-call latency and context "
                         "switches with the error in %; fits the simulator's machine parameters to the live "
-                        "measurements by least squares, writes the machine profile and reports the error "
-                        "before and after.")
+                        "measurements of the --fit scenarios by least squares, writes the machine profile "
+                        "(reuse it with --machine) and reports the error before and after, for fitted and "
+                        "held-out scenarios apart; then the ranking agreement (simulated verdicts against eevdf "
+                        "over --seeds vs live verdicts over --repeat) and an ablation of the modelled effects. "
+                        "--live-dir takes a `live compare` or `fidelity` output directory.")
     fi.add_argument("traces", nargs="+", metavar="TRACE")
     fi.add_argument("--out", default=os.path.join("out", "fidelity"), help="output directory (default out/fidelity)")
     fi.add_argument("--build", default=None, help="build directory (default build/default)")
@@ -642,6 +661,23 @@ def build_parser() -> argparse.ArgumentParser:
     fi.add_argument("--mem-scale", type=float, default=0.25, help="scale of the traces' memory sizes")
     fi.add_argument("--seed", type=int, default=1)
     fi.add_argument("--profile", default=None, help="where to write the machine profile (default DIR/machine.yaml)")
+    fi.add_argument("--fit", default=None, metavar="SCENARIOS",
+                    help="fit the machine profile on these scenarios only (trace names, e.g. hogs,io; default: "
+                         "every scenario not in --holdout)")
+    fi.add_argument("--holdout", default=None, metavar="SCENARIOS",
+                    help="scenarios kept out of the fit: their errors are reported apart (default: those not in "
+                         "--fit)")
+    fi.add_argument("--machine", default=None, metavar="PROFILE",
+                    help="use this saved machine profile instead of fitting one (its fit.fitted names the fitted "
+                         "scenarios; the others count as held out)")
+    fi.add_argument("--seeds", default="1-5",
+                    help="simulator seeds behind the simulated verdicts of the agreement table (default 1-5)")
+    fi.add_argument("--update-readme", default=None, metavar="README",
+                    help="also put the summary table between README's fidelity-table markers")
+    fi.add_argument("--no-ablation", action="store_true", help="skip the ablation table")
+    fi.add_argument("--model", metavar="KEY=VALUE", action="append", default=[],
+                    help="a machine key held fixed in the fit and saved in the profile, e.g. runqueues=per_cpu "
+                         "or idle_exit_ns=50000 (repeatable)")
     fi.add_argument("--live-dir", default=None,
                     help="reuse the live results of an earlier run (its DIR) instead of booting the VM")
     fi.add_argument("--repeat", type=int, default=3,

@@ -160,10 +160,12 @@ def error_summary(rows: Sequence[Dict[str, Any]]) -> Dict[str, Optional[float]]:
     p50 = [abs(r["error_pct"]) for r in rows if r["metric"] == "wakeup latency p50" and r.get("error_pct") is not None]
     sh = [abs(r["error_abs"]) for r in rows if r["metric"].startswith("CPU share") and r.get("error_abs") is not None]
     sp = [abs(r["error_abs"]) for r in rows if r["metric"].startswith("CPU split") and r.get("error_abs") is not None]
+    tc = [abs(r["error_pct"]) for r in rows if r["metric"] == "tool-call latency p50" and r.get("error_pct") is not None]
     return {"wakeup_p50_max_err_pct": max(p50) if p50 else None,
             "wakeup_p99_max_err_pct": max(p99) if p99 else None,
             "share_max_err_abs": max(sh) if sh else None,
-            "split_max_err_abs": max(sp) if sp else None}
+            "split_max_err_abs": max(sp) if sp else None,
+            "tool_p50_max_err_pct": max(tc) if tc else None}
 
 
 def residual_targets(sim: Mapping[str, Any], real: Mapping[str, Any], name: str) -> List[Tuple[str, float, float]]:
@@ -227,7 +229,8 @@ def _log_residuals(pairs: Sequence[Tuple[str, float, float]]) -> List[float]:
 
 
 def calibrate(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[str, Any]], cpus: int,
-              rounds: int = CALIBRATION_ROUNDS) -> Tuple[Dict[str, int], List[Dict[str, Any]]]:
+              rounds: int = CALIBRATION_ROUNDS, base: Optional[Mapping[str, Any]] = None
+              ) -> Tuple[Dict[str, int], List[Dict[str, Any]]]:
     """Gauss-Newton on the log-ratios live/sim of residual_targets() over the
     logarithms of the parameters, the Jacobian by finite differences (one
     extra simulation per parameter and key), each step a linear
@@ -237,29 +240,65 @@ def calibrate(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[str
     (latency percentiles jump as queues form), so the search starts from
     the best of SCAN_POINTS wakeup costs.
     SIMULATE(key, machine) -> results dict. Returns the machine and the
-    per-round history."""
+    per-round history. BASE: machine keys the fit keeps as they are (e.g.
+    the model's per-CPU costs from a profile); the fitted ones override it."""
     # the simulator's defaults first (the "before"), then a coarse scan of
     # the wakeup cost picks the basin the Gauss-Newton steps refine
-    m0, hist = _gauss_newton(simulate, keys, real, cpus, 0, float(DEFAULT_WAKEUP_OVERHEAD_NS))
+    m0, hist = _gauss_newton(simulate, keys, real, cpus, 0, float(DEFAULT_WAKEUP_OVERHEAD_NS), base)
     scan = []
     for i in range(SCAN_POINTS):
         w = 100.0 * (1e6 / 100.0) ** (i / (SCAN_POINTS - 1))  # 100 ns .. 1 ms, log-spaced
-        scan.append((_gauss_newton(simulate, keys, real, cpus, 0, w)[1][0]["sq_log_error"], w))
+        scan.append((_gauss_newton(simulate, keys, real, cpus, 0, w, base)[1][0]["sq_log_error"], w))
     start = min(scan)[1]
-    m, refined = _gauss_newton(simulate, keys, real, cpus, rounds, start)
+    m, refined = _gauss_newton(simulate, keys, real, cpus, rounds, start, base)
     if refined[-1]["sq_log_error"] >= hist[0]["sq_log_error"]:
         return m0, hist  # nothing beats the defaults
     return m, hist + refined
 
 
+BACKGROUND_PCTS = (0, 5, 10, 20, 30, 40, 60, 80, 100, 120, 150, 180)  # background CPU tried, % of one CPU
+
+
+def share_error(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[str, Any]],
+                m: Mapping[str, Any]) -> float:
+    """Sum of squared errors of every leaf cgroup's CPU share (of the whole machine)."""
+    err = 0.0
+    for k in keys:
+        r = simulate(k, m)
+        for row in side_by_side(r, real[k]):
+            if row["metric"].startswith("CPU share") and row.get("error_abs") is not None:
+                err += row["error_abs"] ** 2
+    return err
+
+
+def fit_background(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[str, Any]],
+                   m: Mapping[str, Any]) -> Dict[str, Any]:
+    """M with the background_cpu_pct (CPU used outside the trace's cgroups:
+    daemons, the player's supervisor, the emulation) of BACKGROUND_PCTS
+    that minimises the CPU-share error over KEYS; M unchanged when the
+    model has no such key or nothing beats M's own value."""
+    if not model_knows({"background_cpu_pct": 0}):
+        return dict(m)
+    best = (share_error(simulate, keys, real, m), m.get("background_cpu_pct", 0))
+    for pct in BACKGROUND_PCTS:
+        e = share_error(simulate, keys, real, {**m, "background_cpu_pct": pct})
+        if e < best[0] - 1e-12:
+            best = (e, pct)
+    out = dict(m)
+    if best[1]:
+        out["background_cpu_pct"] = best[1]
+    return out
+
+
 def _gauss_newton(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[str, Any]], cpus: int,
-                  rounds: int, start_wakeup_ns: float) -> Tuple[Dict[str, int], List[Dict[str, Any]]]:
+                  rounds: int, start_wakeup_ns: float, base: Optional[Mapping[str, Any]] = None
+                  ) -> Tuple[Dict[str, int], List[Dict[str, Any]]]:
     from . import _core
 
     u = {"wakeup_overhead_ns": math.log(start_wakeup_ns), "speed_pct": math.log(100.0)}
 
     def machine(t: Mapping[str, float]) -> Dict[str, int]:
-        return {"cpus": cpus, "context_switch_ns": DEFAULT_CONTEXT_SWITCH_NS,
+        return {**(base or {}), "cpus": cpus, "context_switch_ns": DEFAULT_CONTEXT_SWITCH_NS,
                 "wakeup_overhead_ns": int(round(math.exp(t["wakeup_overhead_ns"]))),
                 "speed_pct": int(round(math.exp(t["speed_pct"])))}
 
@@ -311,16 +350,6 @@ def _gauss_newton(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping
     return machine(u), history
 
 
-def write_profile(path: Path, m: Mapping[str, int], history: Sequence[Mapping[str, Any]], n_targets: int) -> None:
-    lines = [f"# agentcg machine profile, fitted by `agentcg fidelity` (Gauss-Newton on {n_targets} live",
-             "# measurements: wakeup latency p50/p99 per cgroup, tool-call latency p50).",
-             f"# squared log error: {history[0]['sq_log_error']:.4f} before, {history[-1]['sq_log_error']:.4f} after.",
-             "# context_switch_ns is not fitted (latencies only show its sum with wakeup_overhead_ns).",
-             "machine:"] + [f"  {k}: {m[k]}" for k in ("context_switch_ns", "wakeup_overhead_ns", "speed_pct", "cpus")]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
 def median_doc(docs: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     """One results document whose every number is the median over the
     repetitions (keys missing from some take the median of those that have
@@ -349,21 +378,308 @@ def _live_reps(d: Path) -> List[Dict[str, Any]]:
     return [json.loads(p.read_text(encoding="utf-8")) for p in paths]
 
 
+# --- fitted vs held out -----------------------------------------------------------
+
+def scenario_of(name: str) -> str:
+    """'fid-fork-storm' -> 'fork-storm' (the trace's stem, how users name it)."""
+    return name[4:] if name.startswith("fid-") else name
+
+
+def split_scenarios(names: Sequence[str], fit: Optional[Sequence[str]], holdout: Optional[Sequence[str]]
+                    ) -> Tuple[List[str], List[str]]:
+    """(fitted, held out) among NAMES (scenario names; 'fid-' prefixes
+    accepted). Without either list every scenario is fitted; with one, the
+    other is the rest. A name that is not a scenario, a scenario in both, or
+    an empty fitted set is an error."""
+    known = {scenario_of(n) for n in names}
+
+    def norm(xs: Optional[Sequence[str]], flag: str) -> Optional[List[str]]:
+        if xs is None:
+            return None
+        out = []
+        for x in xs:
+            sx = scenario_of(x.strip())
+            if sx not in known:
+                raise AgentcgError(f"{flag} {x}: not one of the scenarios ({', '.join(sorted(known))})")
+            out.append(sx)
+        return out
+
+    f, h = norm(fit, "--fit"), norm(holdout, "--holdout")
+    order = [scenario_of(n) for n in names]
+    if f is None:
+        f = [n for n in order if n not in (h or [])]
+    if h is None:
+        h = [n for n in order if n not in f]
+    both = sorted(set(f) & set(h))
+    if both:
+        raise AgentcgError(f"--fit/--holdout: {', '.join(both)} both fitted and held out")
+    if not f:
+        raise AgentcgError("--fit: nothing left to fit the machine profile on (every scenario is held out)")
+    return [n for n in order if n in f], [n for n in order if n in h]
+
+
+# --- ranking agreement ------------------------------------------------------------
+
+def _lat(r: Mapping[str, Any], key: str, p: str) -> float:
+    d = r.get(key) or {}
+    return float(d[p]) if d.get("count") and d.get(p) is not None else float("nan")
+
+
+def headline_metrics(docs: Sequence[Mapping[str, Any]]) -> List[Tuple[str, Any, Optional[bool]]]:
+    """(metric, getter, lower_is_better) of the agreement table: wakeup
+    p50/p99, tool-call p50/p99 and tool calls completed (throughput) when the
+    trace makes tool calls, and each leaf cgroup's CPU share (no better or
+    worse: its verdict reads higher / lower)."""
+    out: List[Tuple[str, Any, Optional[bool]]] = [
+        ("wakeup p50", lambda r: _lat(r, "wakeup_latency_ns", "p50"), True),
+        ("wakeup p99", lambda r: _lat(r, "wakeup_latency_ns", "p99"), True)]
+    if any((d.get("tool_call_latency_ns") or {}).get("count") for d in docs):
+        out += [("tool-call p50", lambda r: _lat(r, "tool_call_latency_ns", "p50"), True),
+                ("tool-call p99", lambda r: _lat(r, "tool_call_latency_ns", "p99"), True),
+                ("tool calls completed", lambda r: float(r.get("tool_calls_completed", float("nan"))), False)]
+    leaves = sorted({c for d in docs for c in leaf_cgroups(d)})
+    for cg in leaves:
+        out.append((f"CPU share {cg}", lambda r, cg=cg: float(((r.get("cgroups") or {}).get(cg) or {})
+                                                              .get("cpu_share", float("nan"))), None))
+    return out
+
+
+def _verdict(cand: Sequence[float], base: Sequence[float], lower: Optional[bool]) -> str:
+    from . import stats
+
+    if lower is None:  # a share: which way it moved, not better or worse
+        v = stats.verdict(cand, base, False)
+        return {"better": "higher", "worse": "lower"}.get(v, v)
+    return stats.verdict(cand, base, lower)
+
+
+def agreement(sim: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]],
+              live_: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]],
+              baseline: str = "eevdf") -> List[Dict[str, Any]]:
+    """Rows {scenario, metric, scheduler, sim, live, agree} for every
+    scenario in both, headline metric and scheduler other than BASELINE:
+    the simulator's verdict against the baseline over its seeds beside the
+    live verdict over the VM repetitions (stats.verdict: better / worse /
+    indistinguishable; shares higher / lower). agree is None when either
+    side has too few repetitions for a verdict ('n/a')."""
+    rows: List[Dict[str, Any]] = []
+    for sc in sim:
+        if sc not in live_ or baseline not in sim[sc] or baseline not in live_[sc]:
+            continue
+        docs = [d for s in sim[sc].values() for d in s] + [d for s in live_[sc].values() for d in s]
+        for metric, get, lower in headline_metrics(docs):
+            for sched in sim[sc]:
+                if sched == baseline or sched not in live_[sc]:
+                    continue
+                vs = _verdict([get(d) for d in sim[sc][sched]], [get(d) for d in sim[sc][baseline]], lower)
+                vl = _verdict([get(d) for d in live_[sc][sched]], [get(d) for d in live_[sc][baseline]], lower)
+                ok = None if "n/a" in (vs, vl) or "-" in (vs, vl) else vs == vl
+                rows.append({"scenario": sc, "metric": metric, "scheduler": sched, "sim": vs, "live": vl,
+                             "agree": ok})
+    return rows
+
+
+def agreement_rate(rows: Sequence[Mapping[str, Any]]) -> Tuple[int, int]:
+    """(agreeing, compared): rows whose two verdicts both exist."""
+    cmp = [r for r in rows if r["agree"] is not None]
+    return sum(1 for r in cmp if r["agree"]), len(cmp)
+
+
+DECISIVE = ("better", "worse", "higher", "lower")
+
+
+def decisive_rate(rows: Sequence[Mapping[str, Any]]) -> Tuple[int, int]:
+    """(agreeing, compared) over the rows whose live verdict calls a
+    difference: whether the simulator sees what the live runs could tell."""
+    return agreement_rate([r for r in rows if r["live"] in DECISIVE])
+
+
+def _rate_text(a: int, n: int) -> str:
+    return f"{a} of {n} ({100.0 * a / n:.0f} %)" if n else "none compared"
+
+
+def format_agreement(rows: Sequence[Mapping[str, Any]], held_out: Sequence[str]) -> str:
+    scheds = sorted({r["scheduler"] for r in rows})
+    lines = ["| scenario | metric | " + " | ".join(f"{s}: sim / live" for s in scheds) + " |",
+             "|---|---|" + "---|" * len(scheds)]
+    keyed: Dict[Tuple[str, str], Dict[str, Mapping[str, Any]]] = {}
+    for r in rows:
+        keyed.setdefault((r["scenario"], r["metric"]), {})[r["scheduler"]] = r
+    for (sc, metric), by in keyed.items():
+        cells = []
+        for s in scheds:
+            r = by.get(s)
+            if r is None:
+                cells.append("-")
+                continue
+            mark = {True: "", False: " **x**", None: " (n/a)"}[r["agree"]]
+            cells.append(f"{r['sim']} / {r['live']}{mark}")
+        role = "held out" if sc in held_out else "fitted"
+        lines.append(f"| {sc} ({role}) | {metric} | " + " | ".join(cells) + " |")
+    a, n = agreement_rate(rows)
+    ha, hn = agreement_rate([r for r in rows if r["scenario"] in held_out])
+    lines.append("")
+    da, dn = decisive_rate(rows)
+    hda, hdn = decisive_rate([r for r in rows if r["scenario"] in held_out])
+    lines.append(f"Agreement of simulated and live verdicts against eevdf: {_rate_text(a, n)}; on held-out "
+                 f"scenarios: {_rate_text(ha, hn)}. Where the live verdict calls a difference: "
+                 f"{_rate_text(da, dn)}; held out: {_rate_text(hda, hdn)} (**x**: they disagree; n/a: fewer than "
+                 "3 repetitions on a side).")
+    return "\n".join(lines) + "\n"
+
+
+# --- ablation -------------------------------------------------------------------
+
+# (label, machine keys set on top of the fitted profile): each switches one
+# modelled effect off. Only the keys this build's model knows are used (a
+# model without per-CPU queues has no such switch: the row is left out).
+ABLATIONS: Tuple[Tuple[str, Dict[str, Any]], ...] = (
+    ("no wakeup cost (wakeup_overhead_ns 0)", {"wakeup_overhead_ns": 0}),
+    ("default wakeup cost (1 us)", {"wakeup_overhead_ns": DEFAULT_WAKEUP_OVERHEAD_NS}),
+    ("no speed fit (speed_pct 100)", {"speed_pct": 100}),
+    ("no switch cost (context_switch_ns 0)", {"context_switch_ns": 0}),
+    ("one shared run queue (runqueues global)", {"runqueues": "global"}),
+    ("per-CPU run queues (runqueues per_cpu)", {"runqueues": "per_cpu"}),
+    ("no idle-exit cost (idle_exit_ns 0)", {"idle_exit_ns": 0}),
+    ("no migration cost (migration_cost_ns 0)", {"migration_cost_ns": 0}),
+    ("no background CPU (background_cpu_pct 0)", {"background_cpu_pct": 0}),
+)
+
+
+def model_knows(keys: Mapping[str, Any]) -> bool:
+    """Whether this build's config loader accepts these machine keys."""
+    from . import _core
+    from .api import _to_yaml  # noqa: PLC2701 - the one deterministic YAML emitter
+
+    try:
+        _core.load_config_string(_to_yaml({"machine": dict(keys)}), "<ablation>")
+    except Exception:  # noqa: BLE001 - ConfigError: an unknown key means the model lacks the effect
+        return False
+    return True
+
+
+def ablations(current: Mapping[str, Any]) -> List[Tuple[str, Dict[str, Any]]]:
+    """The ABLATIONS this model has that change CURRENT (the fitted machine)."""
+    return [(lbl, kv) for lbl, kv in ABLATIONS
+            if model_knows(kv) and any(current.get(k) != v for k, v in kv.items())]
+
+
+def _summary_cells(e: Mapping[str, Optional[float]]) -> str:
+    return (f"{_fmt(e['wakeup_p50_max_err_pct'])} | {_fmt(e['wakeup_p99_max_err_pct'])} | "
+            f"{_fmt(e['share_max_err_abs'], 100)} | {_fmt(e['split_max_err_abs'], 100)} | "
+            f"{_fmt(e['tool_p50_max_err_pct'])}")
+
+
+_SUMMARY_HEAD = ("| wakeup p50 err % | wakeup p99 err % | share err pts | split err pts | tool-call p50 err % |",
+                 "|---:|---:|---:|---:|---:|")
+
+
+def format_summary(before: Mapping[str, List[Dict[str, Any]]], after: Mapping[str, List[Dict[str, Any]]],
+                   real: Mapping[str, Mapping[str, Any]], fitted: Sequence[str], held_out: Sequence[str]) -> str:
+    """The README table: one row per scenario and scheduler, fitted scenarios
+    first, then the held-out ones; live / simulated (fitted profile)
+    wakeup latency and the errors with the defaults -> with the profile."""
+    def cell(rows: Sequence[Mapping[str, Any]], metric: str, field: str = "sim") -> Optional[float]:
+        for r in rows:
+            if r["metric"] == metric:
+                return r.get(field)
+        return None
+
+    lines = ["| scenario | role | scheduler | wakeup p50 ms live / sim | err % default -> fitted | "
+             "wakeup p99 ms live / sim | err % default -> fitted | worst share err pts | tool-call p50 err % | "
+             "ctx switches err % |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for group, role in ((fitted, "fitted"), (held_out, "held out")):
+        for key in after:
+            n, s = key.split("/")
+            if scenario_of(n) not in group:
+                continue
+            b, a = before[key], after[key]
+            row = [scenario_of(n), role, s]
+            for p in ("p50", "p99"):
+                m = f"wakeup latency {p}"
+                row.append(f"{live.format_cell(cell(a, m, 'live'), 'ms')} / {live.format_cell(cell(a, m), 'ms')}")
+                row.append(f"{_fmt(cell(b, m, 'error_pct'), sign=True)} -> {_fmt(cell(a, m, 'error_pct'), sign=True)}")
+            row.append(_fmt(error_summary(a)["share_max_err_abs"], 100))
+            row.append(_fmt(cell(a, "tool-call latency p50", "error_pct"), sign=True))
+            row.append(_fmt(cell(a, "context switches", "error_pct"), sign=True))
+            lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _fmt_errors(groups: Mapping[str, Mapping[str, Optional[float]]], head: str = "scenarios | machine") -> str:
+    lines = [f"| {head} " + _SUMMARY_HEAD[0], "|---|---" + _SUMMARY_HEAD[1]]
+    for label, e in groups.items():
+        lines.append(f"| {label} | " + _summary_cells(e) + " |")
+    return "\n".join(lines) + "\n"
+
+
+# --- the command ------------------------------------------------------------------
+
+README_BEGIN = "<!-- fidelity-table:begin (regenerated by ./agentcg fidelity ... --update-readme README.md) -->"
+README_END = "<!-- fidelity-table:end -->"
+
+
+def _live_dir_of(root: Path, name: str) -> Path:
+    """DIR/fid-<trace>/ (fidelity's own runs) or DIR/<trace>/ (live compare's)."""
+    for cand in (root / name, root / scenario_of(name)):
+        if cand.is_dir():
+            return cand
+    return root / name
+
+
+def _seed_list(seeds: Any) -> List[int]:
+    if isinstance(seeds, str):
+        out: List[int] = []
+        for part in seeds.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            try:
+                if "-" in part:
+                    lo, hi = (int(x) for x in part.split("-", 1))
+                    if hi < lo or hi - lo > 1000:
+                        raise ValueError
+                    out.extend(range(lo, hi + 1))
+                else:
+                    out.append(int(part))
+            except ValueError:
+                raise AgentcgError(f"--seeds {seeds}: expected e.g. 1-5 or 1,2,3") from None
+        seeds = out
+    seeds = list(seeds)
+    if not seeds:
+        raise AgentcgError("--seeds: no seeds")
+    return seeds
+
+
 def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
              schedulers: Sequence[str] = ("eevdf", "agentcg"), duration: str = "20s",
              mem_scale: float = 0.25, seed: int = 1, profile: Optional[str] = None,
              live_dir: Optional[str] = None, timeout_s: Optional[int] = None, quiet: bool = False,
-             repeat: int = 3) -> Dict[str, Any]:
+             repeat: int = 3, fit: Optional[Sequence[str]] = None, holdout: Optional[Sequence[str]] = None,
+             machine: Optional[str] = None, seeds: Any = "1-5", update_readme: Optional[str] = None,
+             ablate: bool = True, model: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """The live side runs every scheduler `repeat` times in one boot
     (interleaved, as live compare); errors are against the median of the
-    repetitions, and the live verdicts against EEVDF are printed beside."""
-    from . import stats, table as ctable
+    repetitions. The machine profile is fitted on the FIT scenarios only
+    (default: all but HOLDOUT) and the errors are reported for fitted and
+    held-out scenarios apart; with MACHINE (a saved profile) nothing is
+    fitted and the profile's own fit.fitted names the fitted scenarios.
+    Then the ranking agreement: the simulator's verdicts against eevdf over
+    SEEDS beside the live verdicts over the repetitions; and an ablation of
+    the modelled effects."""
+    from . import machine as mprof, stats, table as ctable
 
     if repeat < 1:
         raise AgentcgError(f"--repeat {repeat}: expected at least 1")
     for s in schedulers:
         if s not in SIM_POLICY:
             raise AgentcgError(f"--schedulers: unknown scheduler '{s}' (expected {', '.join(SIM_POLICY)})")
+    seed_list = _seed_list(seeds)
+    model = dict(model or {})
+    if model and not model_knows(model):
+        raise AgentcgError("--model " + ", ".join(f"{k}={v}" for k, v in model.items()) + ": not machine keys of this "
+                           "build's model (see config/config.h: machine)")
+    given = mprof.load_profile(machine) if machine else None  # a bad profile fails before the VM boots
     dest = Path(out)
     dest.mkdir(parents=True, exist_ok=True)
     dur = parse_duration(duration)
@@ -377,6 +693,16 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
         prepared[name] = dest / "traces" / f"{name}.json"
         prepare_trace(src, prepared[name], dur, mem_scale)
         names.append(name)
+    if given is not None:
+        if model:
+            raise AgentcgError("--model: with --machine the profile's keys are used as they are")
+        if fit is not None:
+            raise AgentcgError("--fit: with --machine nothing is fitted (the profile is used as it is)")
+        pf = set(given["fit"].get("fitted") or [])
+        fitted = [scenario_of(n) for n in names if scenario_of(n) in pf]
+        held = [scenario_of(n) for n in names if scenario_of(n) not in pf]
+    else:
+        fitted, held = split_scenarios(names, fit, holdout)
 
     # live: one boot, or the results of an earlier run
     live_root = Path(live_dir) if live_dir else dest / "live"
@@ -399,79 +725,162 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
     live_reps: Dict[str, Dict[str, List[Dict[str, Any]]]] = {}
     for n in names:
         for s in schedulers:
-            docs = _live_reps(live_root / n / s)
+            d = _live_dir_of(live_root, n) / s
+            docs = _live_reps(d)
             if not docs:
-                raise AgentcgError(f"{live_root / n / s}/results.json: no live results (run without --live-dir "
-                                   "first)")
+                raise AgentcgError(f"{d}/results.json: no live results (run without --live-dir first)")
             live_reps.setdefault(n, {})[s] = docs
             real[f"{n}/{s}"] = median_doc(docs)
     cpus = int(next(iter(real.values()))["cpus"])
 
-    # one simulation per (trace/scheduler, machine): the calibration asks
-    # for the same machines again (the defaults, the fitted one)
+    # one simulation per (trace/scheduler, machine, seed): the calibration
+    # asks for the same machines again (the defaults, the fitted one)
     cache: Dict[str, Dict[str, Any]] = {}
 
-    def simulate(key: str, m: Mapping[str, int]) -> Dict[str, Any]:
-        ck = key + json.dumps(m, sort_keys=True)
+    def simulate(key: str, m: Mapping[str, Any], sd: int = seed) -> Dict[str, Any]:
+        ck = f"{key}#{sd}" + json.dumps(m, sort_keys=True)
         if ck not in cache:
             n, s = key.split("/")
-            cache[ck] = _simulate(prepared[n], SIM_POLICY[s], seed, m)
+            cache[ck] = _simulate(prepared[n], SIM_POLICY[s], sd, m)
         return cache[ck]
 
-    # simulated with the default machine (on the VM's CPU count), then
-    # calibrated (Gauss-Newton, see calibrate()) and simulated again
     keys = list(real)
+    fit_keys = [k for k in keys if scenario_of(k.split("/")[0]) in fitted]
     default_machine = {"cpus": cpus, "context_switch_ns": DEFAULT_CONTEXT_SWITCH_NS,
                        "wakeup_overhead_ns": DEFAULT_WAKEUP_OVERHEAD_NS, "speed_pct": 100}
+    n_targets = sum(len(residual_targets(simulate(k, default_machine), real[k], k)) for k in fit_keys)
+    if given is not None:
+        m: Dict[str, Any] = {**default_machine, **given["machine"]}
+        rounds: List[Dict[str, Any]] = []
+    else:
+        if n_targets == 0:  # e.g. every task in the root cgroup: a fit would silently keep the defaults
+            raise AgentcgError("fidelity: nothing to fit the machine profile on: no leaf cgroup has wakeups both "
+                               "live and simulated, and no tool calls (fitted scenarios: " + ", ".join(fitted) +
+                               "); put the tasks in cgroups of their own")
+        m, rounds = calibrate(simulate, fit_keys, real, cpus, base=model or None)
+        m = fit_background(simulate, fit_keys, real, m)
     before: Dict[str, List[Dict[str, Any]]] = {}
     after: Dict[str, List[Dict[str, Any]]] = {}
-    n_targets = sum(len(residual_targets(simulate(k, default_machine), real[k], k)) for k in keys)
-    if n_targets == 0:  # e.g. every task in the root cgroup: a fit would silently keep the defaults
-        raise AgentcgError("fidelity: nothing to fit the machine profile on: no leaf cgroup has wakeups both "
-                           "live and simulated, and no tool calls (traces: " + ", ".join(traces) + "); put the "
-                           "tasks in cgroups of their own")
-    m, rounds = calibrate(simulate, keys, real, cpus)
     for k in keys:
         n, s = k.split("/")
-        for label, machine, table in (("sim", default_machine, before), ("sim-calibrated", m, after)):
-            r = simulate(k, machine)
+        for label, mach, tab in (("sim", default_machine, before), ("sim-calibrated", m, after)):
+            r = simulate(k, mach)
             _save(dest / label / n / SIM_POLICY[s] / "results.json", r)
-            table[k] = side_by_side(r, real[k])
+            tab[k] = side_by_side(r, real[k])
+
+    def group_err(tab: Mapping[str, List[Dict[str, Any]]], group: Sequence[str]) -> Dict[str, Optional[float]]:
+        return error_summary([r for k, v in tab.items() if scenario_of(k.split("/")[0]) in group for r in v])
+
+    errors = {"fitted": {"before": group_err(before, fitted), "after": group_err(after, fitted)},
+              "held_out": {"before": group_err(before, held), "after": group_err(after, held)}}
     prof = Path(profile) if profile else dest / "machine.yaml"
-    write_profile(prof, m, rounds, n_targets)
-    all_before = [r for v in before.values() for r in v]
-    all_after = [r for v in after.values() for r in v]
+    if given is None:
+        mprof.write_profile(prof, m, {"tool": "agentcg fidelity", "fitted": fitted, "held_out": held,
+                                      "targets": n_targets, "sq_log_error_before": rounds[0]["sq_log_error"],
+                                      "sq_log_error_after": rounds[-1]["sq_log_error"]},
+                            comment=["agentcg machine profile, fitted by `agentcg fidelity` (Gauss-Newton on the "
+                                     "live wakeup latency",
+                                     "p50/p99 per cgroup and tool-call latency p50 of the fitted scenarios); "
+                                     "load with --machine.",
+                                     "context_switch_ns is not fitted (latencies only show its sum with "
+                                     "wakeup_overhead_ns)."])
+
+    # ranking agreement: the simulator over seeds with the profile, the VM over repetitions
+    sim_reps = {scenario_of(n): {s: [simulate(f"{n}/{s}", m, sd) for sd in seed_list] for s in schedulers}
+                for n in names}
+    live_by_sc = {scenario_of(n): live_reps[n] for n in names}
+    agree = agreement(sim_reps, live_by_sc) if "eevdf" in schedulers else []
+
+    # ablation: the fitted profile with one modelled effect switched off at a time
+    abl: Dict[str, Dict[str, Dict[str, Optional[float]]]] = {}
+    if ablate:
+        variants = [("fitted profile (every effect)", m)] + [(lbl, {**m, **kv}) for lbl, kv in ablations(m)]
+        variants.append(("simulator defaults (no calibration)", default_machine))
+        ref = None
+        for lbl, mach in variants:
+            tab = {k: side_by_side(simulate(k, mach), real[k]) for k in keys}
+            if ref is None:
+                ref = tab
+            elif tab == ref and lbl != "simulator defaults (no calibration)":
+                continue  # the effect was off already in the profile: nothing to ablate
+            abl[lbl] = {"fitted": group_err(tab, fitted), "held_out": group_err(tab, held)}
+
     report = {"traces": names, "schedulers": list(schedulers), "cpus": cpus, "duration_ns": dur,
-              "mem_scale": mem_scale, "profile": str(prof), "before": before, "after": after,
-              "error_before": error_summary(all_before), "error_after": error_summary(all_after),
-              "calibration_rounds": rounds, "machine": m}
-    table = format_table(before, after)
+              "mem_scale": mem_scale, "profile": str(machine or prof), "before": before, "after": after,
+              "fitted": fitted, "held_out": held, "errors": errors,
+              "error_before": error_summary([r for v in before.values() for r in v]),
+              "error_after": error_summary([r for v in after.values() for r in v]),
+              "calibration_rounds": rounds, "machine": m, "seeds": seed_list, "agreement": agree,
+              "agreement_rate": agreement_rate(agree),
+              "agreement_rate_held_out": agreement_rate([r for r in agree if r["scenario"] in held]),
+              "agreement_rate_live_decisive": decisive_rate(agree),
+              "ablation": abl}
     nrep = max(len(d) for v in live_reps.values() for d in v.values())
+    head = (f"Machine profile {'(given) ' + machine if machine else prof}: "
+            + ", ".join(f"{k} {v}" for k, v in m.items()) + f". Fitted on: {', '.join(fitted) or '-'}; "
+            f"held out: {', '.join(held) or '-'}. Live: {nrep} repetition(s) per scheduler (medians); "
+            f"simulated verdicts over seeds {seed_list[0]}-{seed_list[-1]}.\n\n")
+    summary_md = (head + format_summary(before, after, real, fitted, held) + "\n"
+                  + "Worst errors per group (% or share points), with the simulator's defaults and the fitted "
+                  "profile:\n\n"
+                  + _fmt_errors({f"fitted ({', '.join(fitted) or '-'}) | defaults": errors["fitted"]["before"],
+                                 "fitted | profile": errors["fitted"]["after"],
+                                 f"held out ({', '.join(held) or '-'}) | defaults": errors["held_out"]["before"],
+                                 "held out | profile": errors["held_out"]["after"]}) + "\n"
+                  + (format_agreement(agree, held) if agree else "No agreement table (eevdf not among the "
+                     "schedulers).\n"))
+    if abl:
+        summary_md += ("\nAblation (worst errors over the held-out scenarios, and over the fitted ones), one modelled "
+                       "effect off at a time:\n\n"
+                       + _fmt_errors({f"{lbl} | held out": v["held_out"] for lbl, v in abl.items()}, "machine | scenarios") + "\n"
+                       + _fmt_errors({f"{lbl} | fitted": v["fitted"] for lbl, v in abl.items()}, "machine | scenarios"))
+    text = summary_md + "\nEvery metric (live / simulated with the defaults / simulated with the profile):\n\n" + \
+        format_table(before, after)
     if nrep > 1:
-        table += (f"\nLive, {nrep} repetitions per scheduler (the errors above are against their medians); "
-                  "verdicts against eevdf:\n\n")
+        text += (f"\nLive, {nrep} repetitions per scheduler (the errors above are against their medians); "
+                 "verdicts against eevdf:\n\n")
         for n in names:
-            table += ctable.render_text(ctable.build_rows(live_reps[n]), list(schedulers), title=n) + "\n"
+            text += ctable.render_text(ctable.build_rows(live_reps[n]), list(schedulers), title=n) + "\n"
     report["live_repetitions"] = nrep
     report["host_load"] = dict(live.last_host_load) if not live_dir else None
     if report["host_load"] and report["host_load"].get("warning"):
-        table += "WARNING: " + report["host_load"]["warning"] + "\n"
+        text += "WARNING: " + report["host_load"]["warning"] + "\n"
     _save(dest / "fidelity.json", report)
-    (dest / "fidelity.md").write_text(table, encoding="utf-8")
+    (dest / "fidelity.md").write_text(text, encoding="utf-8")
+    if update_readme:
+        replace_readme_table(Path(update_readme), summary_md)
     if not quiet:
-        print(table, end="")
-        for label, e in (("before calibration", report["error_before"]),
-                         ("after calibration ", report["error_after"])):
-            print(f"worst error {label}: wakeup p50 {_fmt(e['wakeup_p50_max_err_pct'])} %, p99 "
-                  f"{_fmt(e['wakeup_p99_max_err_pct'])} %; CPU share {_fmt(e['share_max_err_abs'], 100)} "
-                  f"points, split {_fmt(e['split_max_err_abs'], 100)} points")
-        print(f"machine profile: {prof}")
+        print(text, end="")
+        for label, grp in (("fitted", "fitted"), ("held out", "held_out")):
+            for when in ("before", "after"):
+                e = errors[grp][when]
+                print(f"worst error, {label}, {'defaults' if when == 'before' else 'profile '}: wakeup p50 "
+                      f"{_fmt(e['wakeup_p50_max_err_pct'])} %, p99 {_fmt(e['wakeup_p99_max_err_pct'])} %; CPU share "
+                      f"{_fmt(e['share_max_err_abs'], 100)} points; tool-call p50 {_fmt(e['tool_p50_max_err_pct'])} %")
+        a, n = report["agreement_rate"]
+        ha, hn = report["agreement_rate_held_out"]
+        print(f"ranking agreement (sim vs live verdicts against eevdf): {_rate_text(a, n)}; held out: "
+              f"{_rate_text(ha, hn)}")
+        if given is None:
+            print(f"machine profile: {prof} (reuse with --machine {prof})")
         print(f"fidelity: {dest}/fidelity.md, fidelity.json, sim/, sim-calibrated/, live/")
     return report
 
 
-def _fmt(v: Optional[float], mult: float = 1.0) -> str:
-    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v * mult:.1f}"
+def replace_readme_table(readme: Path, table_md: str) -> None:
+    """Puts TABLE_MD between the README's fidelity-table markers."""
+    doc = readme.read_text(encoding="utf-8")
+    if README_BEGIN not in doc or README_END not in doc:
+        raise AgentcgError(f"{readme}: no fidelity table markers ({README_BEGIN} ... {README_END})")
+    head, rest = doc.split(README_BEGIN, 1)
+    _, tail = rest.split(README_END, 1)
+    readme.write_text(head + README_BEGIN + "\n" + table_md.rstrip("\n") + "\n" + README_END + tail, encoding="utf-8")
+
+
+def _fmt(v: Optional[float], mult: float = 1.0, sign: bool = False) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{v * mult:+.0f}" if sign else f"{v * mult:.1f}"
 
 
 def _save(path: Path, data: Any) -> None:

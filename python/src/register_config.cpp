@@ -8,9 +8,11 @@
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <yaml-cpp/yaml.h>
 
 #include "config/config.h"
 #include "sim/calibrate/calibrate.h"
+#include "sim/calibrate/profile.h"
 #include "python/src/bindings.h"
 
 namespace py = pybind11;
@@ -46,11 +48,19 @@ py::dict to_dict(const config::Config& c) {
   machine["wakeup_overhead_ns"] = c.machine.wakeup_overhead_ns;
   machine["speed_pct"] = c.machine.speed_pct;
   machine["cpus"] = c.machine.cpus;
+  // the per-CPU model's keys (sim/cpu/cfs.h), so Python's key check and
+  // --set know them
+  machine["runqueues"] = c.machine.runqueues == config::MachineConfig::Runqueues::kPerCpu ? "per_cpu" : "global";
+  machine["idle_exit_ns"] = c.machine.idle_exit_ns;
+  machine["idle_exit_after_ns"] = c.machine.idle_exit_after_ns;
+  machine["migration_cost_ns"] = c.machine.migration_cost_ns;
+  machine["background_cpu_pct"] = c.machine.background_cpu_pct;
   py::dict cfs;
   cfs["latency_ns"] = c.cfs.latency_ns;
   cfs["min_granularity_ns"] = c.cfs.min_granularity_ns;
   cfs["wakeup_granularity_ns"] = c.cfs.wakeup_granularity_ns;
   cfs["bandwidth_slice_ns"] = c.cfs.bandwidth_slice_ns;
+  cfs["balance_interval_ns"] = c.cfs.balance_interval_ns;
   py::dict gpu;
   gpu["time_quantum_ms"] = c.gpu.time_quantum_ms;
   py::dict out;
@@ -59,6 +69,19 @@ py::dict to_dict(const config::Config& c) {
   out["cfs"] = cfs;
   out["gpu"] = gpu;
   return out;
+}
+
+// A validated YAML value as Python: digits -> int, other scalars -> str,
+// sequences -> lists (what machine keys are made of).
+py::object yaml_value(const YAML::Node& n) {
+  if (n.IsSequence()) {
+    py::list l;
+    for (const auto& x : n) l.append(yaml_value(x));
+    return l;
+  }
+  const std::string s = n.IsScalar() ? n.Scalar() : std::string();
+  if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) return py::int_(std::stoull(s));
+  return py::str(s);
 }
 
 }  // namespace
@@ -91,6 +114,32 @@ void register_config(py::module_& m) {
       },
       py::arg("args"),
       "`calibrate MEASUREMENTS.csv -o PROFILE.yaml ...` (sim/calibrate): the exit code; output to sys.stdout/stderr.");
+  m.def(
+      "load_machine_profile",
+      [](const std::string& path) {
+        const calibrate::MachineProfile p = calibrate::load_profile(path);
+        // the machine keys as the file gives them (validated above), so a key
+        // the model gains needs no change here
+        py::dict machine;
+        const YAML::Node sec = YAML::Load(p.text)["machine"];
+        for (const auto& kv : sec) machine[py::str(kv.first.Scalar())] = yaml_value(kv.second);
+        py::dict fit;
+        fit["tool"] = p.fit.tool;
+        fit["fitted"] = p.fit.fitted;
+        fit["held_out"] = p.fit.held_out;
+        fit["targets"] = p.fit.targets;
+        fit["sq_log_error_before"] = p.fit.sq_log_error_before < 0 ? py::object(py::none()) : py::float_(p.fit.sq_log_error_before);
+        fit["sq_log_error_after"] = p.fit.sq_log_error_after < 0 ? py::object(py::none()) : py::float_(p.fit.sq_log_error_after);
+        py::dict out;
+        out["machine"] = machine;
+        out["fit"] = fit;
+        out["source"] = p.source;
+        return out;
+      },
+      py::arg("path"),
+      "Loads and validates a machine profile (sim/calibrate/profile.h): {machine: {key: value} as given, "
+      "fit: {tool, fitted, held_out, targets, sq_log_error_before, sq_log_error_after}, source}; raises "
+      "ConfigError naming FILE:LINE and the key.");
   m.def("least_squares", &calibrate::least_squares, py::arg("a"), py::arg("b"),
         "min |A x - b| by column-pivoting QR (Eigen); raises ValueError when A does not determine x.");
 }

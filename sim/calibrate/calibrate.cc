@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "sim/args.h"
+#include "sim/calibrate/profile.h"
 
 namespace agentcg::calibrate {
 
@@ -192,18 +193,20 @@ std::vector<double> least_squares(const std::vector<std::vector<double>>& a, con
 }
 
 std::string profile_yaml(const Fit& f, std::size_t measurements) {
-  std::ostringstream o;
-  o << "# agentcg machine profile, fitted by least squares from " << measurements
+  // A machine profile (profile.h): `--machine FILE` reads it back.
+  MachineProfile p;
+  p.machine = f.machine;
+  p.machine_keys = {"context_switch_ns", "wakeup_overhead_ns", "speed_pct"};
+  if (f.machine.cpus) p.machine_keys.push_back("cpus");
+  p.fit.tool = "agentcg calibrate";
+  p.fit.targets = measurements;
+  std::ostringstream c;
+  c << "agentcg machine profile, fitted by least squares from " << measurements
     << " (simulated, live) measurements.\n";
-  o << "# RMS error: " << std::llround(f.rms_error_before_ns) << " ns before, "
-    << std::llround(f.rms_error_after_ns) << " ns after the fit.\n";
-  for (const std::string& n : f.notes) o << "# note: " << n << "\n";
-  o << "machine:\n"
-    << "  context_switch_ns: " << f.machine.context_switch_ns << "\n"
-    << "  wakeup_overhead_ns: " << f.machine.wakeup_overhead_ns << "\n"
-    << "  speed_pct: " << f.machine.speed_pct << "\n";
-  if (f.machine.cpus) o << "  cpus: " << f.machine.cpus << "\n";
-  return o.str();
+  c << "RMS error: " << std::llround(f.rms_error_before_ns) << " ns before, "
+    << std::llround(f.rms_error_after_ns) << " ns after the fit.";
+  for (const std::string& n : f.notes) c << "\nnote: " << n;
+  return profile_text(p, c.str());
 }
 
 void write_profile(const Fit& f, std::size_t measurements, const std::string& path) {
@@ -213,7 +216,7 @@ void write_profile(const Fit& f, std::size_t measurements, const std::string& pa
   if (!out) throw std::runtime_error(path + ": write failed");
 }
 
-config::MachineConfig read_profile(const std::string& path) { return config::load_file(path).machine; }
+config::MachineConfig read_profile(const std::string& path) { return load_profile(path).machine; }
 
 int calibrate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   try {

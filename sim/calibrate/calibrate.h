@@ -2,8 +2,7 @@
 // Calibration: fits the simulator's machine parameters (MachineConfig in
 // config/config.h: context_switch_ns, wakeup_overhead_ns, speed_pct) to
 // live measurements by linear least squares (Eigen), and writes/reads the
-// result as a machine profile (YAML with a `machine:` section that the
-// shared config loader reads).
+// result as a machine profile (profile.h), which `--machine FILE` loads.
 //
 // Model: a workload's elapsed CPU-side time on the live machine is
 //   live_ns = work_ns x (100 / speed_pct) + context_switches x context_switch_ns
@@ -73,11 +72,11 @@ Fit fit(const std::vector<Measurement>& m, std::optional<std::uint64_t> fixed_co
 // the measurements do not determine).
 std::vector<double> least_squares(const std::vector<std::vector<double>>& a, const std::vector<double>& b);
 
-// Profile YAML (`machine:` section + provenance comments); write_profile
-// throws std::runtime_error when the file cannot be written.
+// A machine profile (profile.h: format, version, `machine:`, `fit:`);
+// write_profile throws std::runtime_error when the file cannot be written.
 std::string profile_yaml(const Fit& f, std::size_t measurements);
 void write_profile(const Fit& f, std::size_t measurements, const std::string& path);
-// Reads a profile (or any config file) with the shared loader.
+// Reads a machine profile (profile.h's loader; throws config::ConfigError).
 config::MachineConfig read_profile(const std::string& path);
 
 // calibrate MEASUREMENTS.csv -o PROFILE.yaml [--fix-context-switch-ns N]

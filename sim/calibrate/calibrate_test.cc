@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Tests of the calibration fit on synthetic measurements made with known
-// machine parameters, the profile round trip through the shared config
+// machine parameters, the profile round trip through the machine-profile
 // loader, and located errors on bad measurement files.
 #include <gtest/gtest.h>
 
@@ -62,7 +62,7 @@ TEST(Calibrate, RejectsUndeterminedFits) {
   EXPECT_THROW(fit(same), std::invalid_argument);
 }
 
-TEST(Calibrate, ProfileRoundTripsThroughConfigLoader) {
+TEST(Calibrate, ProfileRoundTripsThroughProfileLoader) {
   const auto m = synthetic(80, 3000, 1500, 0);
   const Fit f = fit(m);
   const auto path = std::filesystem::temp_directory_path() / "agentcg_calibrate_profile.yaml";

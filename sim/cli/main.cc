@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // agentcg-sim: the simulator's command line (the ./agentcg launcher runs it,
 // or the Python CLI that wraps the same entry points).
-//   run TRACE [--policy P] [--gpu-policy G] [--config F] [--seed N] --out DIR [--perfetto F] [--json]
-//   compare TRACE [--policies a,b,c] [--gpu-policy G] [--config F] [--seed N] --out DIR [--json]
+//   run TRACE [--policy P] [--gpu-policy G] [--config F] [--machine PROFILE] [--seed N] --out DIR [--perfetto F] [--json]
+//   compare TRACE [--policies a,b,c] [--gpu-policy G] [--config F] [--machine PROFILE] [--seed N] --out DIR [--json]
 //   trace generate|validate|import|stats|merge ...
 //   policies, --version
 // eevdf (the kernel's default since 6.6) is the default and the baseline;
@@ -29,6 +29,7 @@
 #include "sim/cli/trace_cmd.h"
 #include "sim/cli/import_cmd.h"
 #include "sim/calibrate/calibrate.h"
+#include "sim/calibrate/profile.h"
 
 #ifndef AGENTCG_VERSION
 #define AGENTCG_VERSION "unknown"
@@ -44,8 +45,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: agentcg <command> [options]\n"
     "commands:\n"
-    "  run TRACE [--policy eevdf] [--gpu-policy G] [--config FILE] [--strategies FILE] [--seed N] --out DIR [--perfetto FILE] [--json]\n"
-    "  compare TRACE [--policies eevdf,flatcg,agentcg] [--gpu-policy G] [--config FILE] [--strategies FILE] [--seed N] --out DIR [--json]\n"
+    "  run TRACE [--policy eevdf] [--gpu-policy G] [--config FILE] [--machine PROFILE] [--strategies FILE] [--seed N] --out DIR [--perfetto FILE] [--json]\n"
+    "  compare TRACE [--policies eevdf,flatcg,agentcg] [--gpu-policy G] [--config FILE] [--machine PROFILE] [--strategies FILE] [--seed N] --out DIR [--json]\n"
     "          [--per-cgroup]   (per-cgroup rows; shown by default up to 12 cgroups)\n"
     "      CPU policies: eevdf (default since Linux 6.6, the baseline), cfs (pre-6.6 reference), fifo,\n"
     "      flatcg, agentcg; repetitions with intervals and verdicts: the Python CLI's compare --seeds\n"
@@ -73,6 +74,8 @@ std::string pct(double v) {
 agentcg::sim::RunOptions options_from(const Args& a) {
   agentcg::sim::RunOptions o;
   if (auto c = a.get("config")) o.config = agentcg::config::load_file(*c);
+  // a fitted machine profile (sim/calibrate/profile.h) wins over --config's machine keys
+  if (auto m = a.get("machine")) agentcg::calibrate::apply_profile(agentcg::calibrate::load_profile(*m), o.config.machine);
   if (auto s = a.get("strategies")) o.strategies = agentcg::strategy::load_file(*s);
   o.seed = a.get_u64("seed", 1);
   o.gpu_policy = a.get("gpu-policy").value_or("none");
@@ -126,7 +129,7 @@ void print_summary(const json& r) {
 }
 
 int cmd_run(const std::vector<std::string>& argv) {
-  Args a(argv, {"policy", "gpu-policy", "config", "seed", "out", "perfetto", "strategies"}, {"quiet", "json"});
+  Args a(argv, {"policy", "gpu-policy", "config", "machine", "seed", "out", "perfetto", "strategies"}, {"quiet", "json"});
   if (a.positional().size() != 1) throw UsageError("run takes exactly one TRACE");
   auto o = options_from(a);
   o.policy = a.get("policy").value_or("eevdf");
@@ -154,7 +157,7 @@ std::vector<std::string> split(const std::string& s) {
 }
 
 int cmd_compare(const std::vector<std::string>& argv) {
-  Args a(argv, {"policies", "gpu-policy", "config", "seed", "out", "strategies"}, {"quiet", "json", "per-cgroup"});
+  Args a(argv, {"policies", "gpu-policy", "config", "machine", "seed", "out", "strategies"}, {"quiet", "json", "per-cgroup"});
   if (a.positional().size() != 1) throw UsageError("compare takes exactly one TRACE");
   const auto base = options_from(a);
   const auto policies = split(a.get("policies").value_or("eevdf,flatcg,agentcg"));

@@ -5,6 +5,7 @@
 #   tests/data/bad-traces/*.json   agentcg-sim trace validate [--policy P] FILE
 #   tests/data/bad-configs/*.yaml  agentcg-sim run traces/hogs.json --config FILE ...
 #                                  (the loader agentcgroupd and agentcg-gpud use)
+#   tests/data/bad-profiles/*.yaml agentcg-sim run traces/hogs.json --machine FILE ...
 #   tests/data/bad-imports/*       agentcg-sim trace import --from F --strict FILE -o -
 #                                  (F from the name: record-*/ agentcg-record,
 #                                  gpu-*.csv gpu-csv, ebpf-* agentcgroup-ebpf, else ftrace)
@@ -44,6 +45,9 @@ def rows(sim):
         for f in sorted(pathlib.Path("tests/data/bad-configs").glob("*.yaml")):
             cmd = [sim, "run", "traces/hogs.json", "--policy", "cfs", "--config", str(f), "--out", tmp, "--quiet"]
             out.append((f"`run --config` {f}", f) + run(cmd))
+        for f in sorted(pathlib.Path("tests/data/bad-profiles").glob("*.yaml")):
+            cmd = [sim, "run", "traces/hogs.json", "--policy", "cfs", "--machine", str(f), "--out", tmp, "--quiet"]
+            out.append((f"`run --machine` {f}", f) + run(cmd))
     for f in sorted(pathlib.Path("tests/data/bad-imports").iterdir()):
         # The format from the name: record-* folders are agentcg-record
         # recordings, gpu-*.csv GPU job CSVs, ebpf-* JSONL, the rest ftrace.

@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO, run_cli
 
 import agentcg
-from agentcg import fidelity, live
+from agentcg import fidelity, live, machine
 from agentcg._errors import AgentcgError
 
 
@@ -153,7 +153,7 @@ def test_calibration_recovers_a_known_wakeup_cost(tmp_path: Path) -> None:
     assert rep["calibration_rounds"][0]["machine"]["wakeup_overhead_ns"] == 1000  # the defaults come first
     assert abs(m["speed_pct"] - 100) <= 10
     assert rep["error_after"]["wakeup_p50_max_err_pct"] < rep["error_before"]["wakeup_p50_max_err_pct"] / 2
-    prof = agentcg.load_config(str(out / "machine.yaml"))["machine"]
+    prof = machine.load_profile(str(out / "machine.yaml"))["machine"]
     assert prof["wakeup_overhead_ns"] == m["wakeup_overhead_ns"] and prof["cpus"] == 2
     assert "| fid-io/eevdf | wakeup latency p99 (ms) |" in (out / "fidelity.md").read_text()
 

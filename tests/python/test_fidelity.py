@@ -1,0 +1,210 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""`agentcg fidelity`'s calibrate-on-some/test-on-others split, the ranking
+agreement of simulated and live verdicts, and machine profiles (save, load,
+--machine for run/compare) -- without a VM: where a "live" side is needed,
+simulations with known machine parameters stand in for it (a test double,
+named as such below)."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+import agentcg
+from agentcg import fidelity, machine
+from agentcg._errors import AgentcgError
+
+from conftest import REPO, run_cli
+
+
+# --- held-out split --------------------------------------------------------------
+
+def test_split_defaults_and_errors() -> None:
+    names = ["fid-hogs", "fid-io", "fid-agent"]
+    assert fidelity.split_scenarios(names, None, None) == (["hogs", "io", "agent"], [])
+    assert fidelity.split_scenarios(names, None, ["agent"]) == (["hogs", "io"], ["agent"])
+    assert fidelity.split_scenarios(names, ["io"], None) == (["io"], ["hogs", "agent"])
+    assert fidelity.split_scenarios(names, ["fid-io"], ["hogs"]) == (["io"], ["hogs"])  # agent: neither
+    with pytest.raises(AgentcgError, match="both fitted and held out"):
+        fidelity.split_scenarios(names, ["io"], ["io"])
+    with pytest.raises(AgentcgError, match="--holdout nope: not one of the scenarios"):
+        fidelity.split_scenarios(names, None, ["nope"])
+    with pytest.raises(AgentcgError, match="nothing left to fit"):
+        fidelity.split_scenarios(names, None, ["hogs", "io", "agent"])
+
+
+# --- agreement on synthetic verdicts -----------------------------------------------
+
+def _doc(wake_p50: float, wake_p99: float, share_a: float, tools: int = 0) -> Dict[str, Any]:
+    d: Dict[str, Any] = {"wakeup_latency_ns": {"count": 10, "p50": wake_p50, "p99": wake_p99},
+                         "tool_call_latency_ns": {"count": 0},
+                         "cgroups": {"/": {"tasks": 0}, "/a": {"tasks": 1, "cpu_share": share_a},
+                                     "/b": {"tasks": 1, "cpu_share": 1 - share_a}}}
+    if tools:
+        d["tool_call_latency_ns"] = {"count": tools, "p50": 5.0 * tools, "p99": 9.0 * tools}
+        d["tool_calls_completed"] = tools
+    return d
+
+
+def test_agreement_counts_matching_verdicts() -> None:
+    # sim: agentcg clearly worse at p50, clearly better at p99, same shares
+    sim = {"x": {"eevdf": [_doc(10, 100, 0.5), _doc(11, 101, 0.5), _doc(12, 102, 0.5)],
+                 "agentcg": [_doc(20, 50, 0.5), _doc(21, 51, 0.5), _doc(22, 52, 0.5)]}}
+    # live: p50 worse as well (agrees), p99 also worse (disagrees), /a higher (disagrees: sim same)
+    live = {"x": {"eevdf": [_doc(10, 100, 0.40), _doc(12, 101, 0.41), _doc(11, 99, 0.40)],
+                  "agentcg": [_doc(30, 200, 0.60), _doc(31, 210, 0.61), _doc(29, 190, 0.62)]}}
+    rows = fidelity.agreement(sim, live)
+    by = {r["metric"]: r for r in rows}
+    assert set(by) == {"wakeup p50", "wakeup p99", "CPU share /a", "CPU share /b"}
+    assert (by["wakeup p50"]["sim"], by["wakeup p50"]["live"], by["wakeup p50"]["agree"]) == ("worse", "worse", True)
+    assert (by["wakeup p99"]["sim"], by["wakeup p99"]["live"], by["wakeup p99"]["agree"]) == ("better", "worse", False)
+    assert by["CPU share /a"]["sim"] == "indistinguishable" and by["CPU share /a"]["live"] == "higher"
+    assert by["CPU share /b"]["live"] == "lower"
+    assert fidelity.agreement_rate(rows) == (1, 4)
+    text = fidelity.format_agreement(rows, held_out=["x"])
+    assert "| x (held out) | wakeup p99 | better / worse **x** |" in text
+    assert "1 of 4 (25 %); on held-out scenarios: 1 of 4 (25 %)" in text
+    # where the live side calls a difference (p50, p99, both shares): 1 of 4; /a alone is not decisive in sim
+    assert fidelity.decisive_rate(rows) == (1, 4)
+
+
+def test_agreement_needs_three_repetitions_and_tool_rows() -> None:
+    sim = {"x": {"eevdf": [_doc(10, 100, 0.5, tools=2)] * 3, "flatcg": [_doc(20, 100, 0.5, tools=3)] * 3}}
+    live = {"x": {"eevdf": [_doc(10, 100, 0.5, tools=2)] * 2, "flatcg": [_doc(20, 100, 0.5, tools=3)] * 2}}
+    rows = fidelity.agreement(sim, live)
+    assert {r["metric"] for r in rows} >= {"tool-call p50", "tool-call p99", "tool calls completed"}
+    assert all(r["live"] == "n/a" and r["agree"] is None for r in rows)
+    assert fidelity.agreement_rate(rows) == (0, 0)
+    by = {r["metric"]: r for r in rows}
+    assert by["tool calls completed"]["sim"] == "better"  # throughput: higher is better
+    assert by["tool-call p50"]["sim"] == "worse"
+    # no eevdf on one side: nothing to compare against
+    assert fidelity.agreement({"x": {"flatcg": sim["x"]["flatcg"]}}, live) == []
+
+
+# --- machine profiles ---------------------------------------------------------------
+
+def test_profile_round_trip(tmp_path: Path) -> None:
+    p = tmp_path / "m.yaml"
+    fit = {"tool": "agentcg fidelity", "fitted": ["hogs", "io"], "held_out": ["agent"], "targets": 7,
+           "sq_log_error_before": 12.5, "sq_log_error_after": 3.25}
+    machine.write_profile(p, {"speed_pct": 90, "cpus": 2, "wakeup_overhead_ns": 123456}, fit, comment=["hello"])
+    got = machine.load_profile(str(p))
+    assert got["machine"] == {"cpus": 2, "wakeup_overhead_ns": 123456, "speed_pct": 90}
+    assert got["fit"] == fit
+    assert p.read_text().startswith("# hello\nformat: agentcg-machine-profile\nversion: 1\nmachine:\n  cpus: 2\n")
+    assert machine.overrides(str(p)) == {"machine.cpus": 2, "machine.wakeup_overhead_ns": 123456,
+                                         "machine.speed_pct": 90}
+
+
+def test_profile_errors_name_file_line_and_key(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("format: agentcg-machine-profile\nversion: 1\nmachine:\n  cpus: 2\n  wakeup_ns: 5\n")
+    with pytest.raises(agentcg.ConfigError, match=r"bad\.yaml:5: key 'machine\.wakeup_ns': unknown key"):
+        machine.load_profile(str(bad))
+    r = run_cli(["run", str(Path(REPO) / "traces" / "hogs.json"), "--machine", str(bad), "--out",
+                 str(tmp_path / "o"), "--quiet"])
+    assert r.returncode == 1 and "bad.yaml:5: key 'machine.wakeup_ns'" in r.stderr
+
+
+def test_machine_flag_equals_the_same_keys_set_by_hand(tmp_path: Path) -> None:
+    """run/compare --machine P give the bytes of --set machine.K=V for P's keys."""
+    p = tmp_path / "m.yaml"
+    machine.write_profile(p, {"cpus": 1, "wakeup_overhead_ns": 300000, "speed_pct": 50})
+    trace = str(Path(REPO) / "traces" / "io.json")
+    a = run_cli(["run", trace, "--policy", "eevdf", "--machine", str(p), "--out", str(tmp_path / "a"), "--quiet"])
+    b = run_cli(["run", trace, "--policy", "eevdf", "--set", "machine.cpus=1", "--set",
+                 "machine.wakeup_overhead_ns=300000", "--set", "machine.speed_pct=50", "--out", str(tmp_path / "b"),
+                 "--quiet"])
+    c = run_cli(["run", trace, "--policy", "eevdf", "--out", str(tmp_path / "c"), "--quiet"])
+    assert a.returncode == b.returncode == c.returncode == 0, a.stderr + b.stderr + c.stderr
+    ra, rb, rc = ((tmp_path / d / "results.json").read_text() for d in "abc")
+    assert ra == rb and ra != rc
+    assert json.loads(ra)["cpus"] == 1
+    # --set still wins over the profile
+    d = run_cli(["run", trace, "--policy", "eevdf", "--machine", str(p), "--set", "machine.cpus=2", "--out",
+                 str(tmp_path / "d"), "--quiet"])
+    assert d.returncode == 0 and json.loads((tmp_path / "d" / "results.json").read_text())["cpus"] == 2
+    cmp = run_cli(["compare", trace, "--policies", "eevdf", "--machine", str(p), "--out", str(tmp_path / "e"),
+                   "--quiet"])
+    assert cmp.returncode == 0 and (tmp_path / "e" / "eevdf" / "results.json").read_text() == ra
+
+
+# --- the command: fitted vs held out ------------------------------------------------
+
+def _fake_live(tmp_path: Path, names: List[str], wakeup_ns: int, reps: int = 1) -> Path:
+    """Test double of the VM: each 'live' repetition is a simulation on 2
+    CPUs with wakeup_overhead_ns WAKEUP_NS (seed = repetition)."""
+    live_dir = tmp_path / "live"
+    for name in names:
+        prep = tmp_path / f"{name}.json"
+        fidelity.prepare_trace(Path(REPO) / "traces" / f"{name}.json", prep, fidelity.parse_duration("2s"), 1.0)
+        for s in ("eevdf", "agentcg"):
+            for rep in range(1, reps + 1):
+                r = agentcg.run(str(prep), policy=fidelity.SIM_POLICY[s], seed=rep,
+                                config={"machine": {"cpus": 2, "wakeup_overhead_ns": wakeup_ns}})
+                d = live_dir / name / s / f"rep-{rep}"  # `live compare`'s layout (no fid- prefix)
+                d.mkdir(parents=True)
+                (d / "results.json").write_text(r.text)
+    return live_dir
+
+
+def test_held_out_scenarios_are_not_fitted_on(tmp_path: Path) -> None:
+    live_dir = _fake_live(tmp_path, ["io", "fork-storm"], 40000, reps=3)
+    traces = [str(Path(REPO) / "traces" / f"{n}.json") for n in ("io", "fork-storm")]
+    rep = fidelity.fidelity(traces, str(tmp_path / "out"), duration="2s", mem_scale=1.0, live_dir=str(live_dir),
+                            quiet=True, holdout=["fork-storm"], seeds="1-3")
+    assert rep["fitted"] == ["io"] and rep["held_out"] == ["fork-storm"]
+    # the same fit as with the held-out trace absent: it did not take part
+    alone = fidelity.fidelity(traces[:1], str(tmp_path / "alone"), duration="2s", mem_scale=1.0,
+                              live_dir=str(live_dir), quiet=True, seeds="1-3", ablate=False)
+    assert rep["machine"] == alone["machine"]
+    assert abs(rep["machine"]["wakeup_overhead_ns"] - 40000) <= 4000
+    # errors reported per group; the held-out one shrinks too, as the cost is the machine's
+    e = rep["errors"]
+    assert e["held_out"]["after"]["wakeup_p50_max_err_pct"] < e["held_out"]["before"]["wakeup_p50_max_err_pct"]
+    prof = machine.load_profile(rep["profile"])
+    assert prof["fit"]["fitted"] == ["io"] and prof["fit"]["held_out"] == ["fork-storm"]
+    assert prof["machine"]["wakeup_overhead_ns"] == rep["machine"]["wakeup_overhead_ns"]
+    md = (tmp_path / "out" / "fidelity.md").read_text()
+    assert "| io | fitted | eevdf |" in md and "| fork-storm | held out | agentcg |" in md
+    assert "on held-out scenarios:" in md
+    # the stand-in "live" side is the simulator itself: every compared verdict agrees
+    a, n = rep["agreement_rate"]
+    assert n > 0 and a >= 0.75 * n
+    assert "fitted profile (every effect)" in rep["ablation"]
+    assert math.isfinite(rep["ablation"]["no wakeup cost (wakeup_overhead_ns 0)"]["held_out"]["wakeup_p50_max_err_pct"])
+
+    # reuse: --machine PROFILE fits nothing and keeps the profile's split
+    again = fidelity.fidelity(traces, str(tmp_path / "again"), duration="2s", mem_scale=1.0, live_dir=str(live_dir),
+                              quiet=True, machine=rep["profile"], seeds="1-3", ablate=False)
+    assert again["calibration_rounds"] == [] and again["machine"] == {**rep["machine"]}
+    assert again["fitted"] == ["io"] and again["held_out"] == ["fork-storm"]
+
+    readme = tmp_path / "README.md"
+    readme.write_text(f"x\n{fidelity.README_BEGIN}\nold\n{fidelity.README_END}\ny\n")
+    fidelity.replace_readme_table(readme, "| new |\n")
+    assert readme.read_text() == f"x\n{fidelity.README_BEGIN}\n| new |\n{fidelity.README_END}\ny\n"
+
+
+def test_background_cpu_is_fitted_from_the_shares(tmp_path: Path) -> None:
+    """The stand-in "live" machine spends 40 % of a CPU outside the trace's
+    cgroups; the share fit finds that value among its candidates."""
+    if not fidelity.model_knows({"background_cpu_pct": 0}):
+        pytest.skip("this build's model has no machine.background_cpu_pct")
+    prep = tmp_path / "hogs.json"
+    fidelity.prepare_trace(Path(REPO) / "traces" / "hogs.json", prep, fidelity.parse_duration("2s"), 1.0)
+    m = {"cpus": 2, "wakeup_overhead_ns": 1000, "speed_pct": 100, "context_switch_ns": 2000}
+    live_doc = agentcg.run(str(prep), policy="eevdf", config={"machine": {**m, "background_cpu_pct": 40}}).data
+
+    def simulate(key: str, mach: Dict[str, Any]) -> Dict[str, Any]:
+        return dict(agentcg.run(str(prep), policy="eevdf", config={"machine": dict(mach)}).data)
+
+    real = {"hogs/eevdf": live_doc}
+    assert fidelity.share_error(simulate, ["hogs/eevdf"], real, m) > 0
+    got = fidelity.fit_background(simulate, ["hogs/eevdf"], real, m)
+    assert got["background_cpu_pct"] == 40
+    assert fidelity.share_error(simulate, ["hogs/eevdf"], real, got) == 0
