@@ -26,7 +26,14 @@ class ConfigError : public std::runtime_error {
 
 struct DaemonConfig {
   std::string log_level = "info";     // debug, info, warn, error
-  std::uint32_t metrics_port = 9090;  // 0 = no metrics endpoint
+  // 0 = no metrics endpoint. 9402, not 9090 (Prometheus's own UI/API port,
+  // taken on any host that runs Prometheus): beside agentcg-gpud's 9401 so
+  // the project's two endpoints share one firewall/scrape rule, outside
+  // Prometheus's own 9090-9094, and clear of the exporters most often found
+  // on a GPU node (node 9100, NVIDIA DCGM 9400). The exporter range
+  // 9100-9999 is fully claimed on Prometheus's port list, so no port there
+  // is unclaimed; this one is just not a common one.
+  std::uint32_t metrics_port = 9402;
   std::string metrics_address = "127.0.0.1";
   // agentcg, flatcg, scx (a named sched_ext binary, see SupervisorConfig),
   // or none (alias monitor: no scheduler, the kernel's own; the monitor runs

@@ -73,7 +73,8 @@ nlohmann::json run(const trace::Trace& trace, const RunOptions& options) {
   if (!strategies.empty()) cpu.set_strategies(&strategies);
   std::unique_ptr<gpu::GpuSimulation> gpu_sim;
   if (gpu::trace_has_gpu(trace)) {
-    gpu_sim = gpu::make_gpu_simulation(sim, trace, options.gpu_policy, options.config.gpu, options.seed);
+    gpu_sim = gpu::make_gpu_simulation(sim, trace, options.gpu_policy, options.config.gpu, options.seed,
+                                       want_log ? &log : nullptr);
   } else
   if (options.gpu_policy != "none") {
     bool known = false;
@@ -110,7 +111,5 @@ nlohmann::json run(const trace::Trace& trace, const RunOptions& options) {
   }
   return r;
 }
-
-std::string dump_results(const nlohmann::json& results) { return results.dump(2) + "\n"; }
 
 }  // namespace agentcg::sim

@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "config/strategy_file.h"
+#include "sim/metrics.h"
 #include "sim/trace/trace.h"
 
 namespace agentcg::sim {
@@ -41,7 +42,6 @@ std::vector<std::string> gpu_policies();
 // for a trace that fails at run time.
 nlohmann::json run(const trace::Trace& trace, const RunOptions& options);
 
-// Serialises results deterministically (sorted keys, 2-space indent, final newline).
-std::string dump_results(const nlohmann::json& results);
+// dump_results() (the results.json writer) is declared in sim/metrics.h.
 
 }  // namespace agentcg::sim

@@ -220,4 +220,6 @@ double round6(double v) {
   return std::round(v * mag) / mag;
 }
 
+std::string dump_results(const nlohmann::json& results) { return results.dump(2) + "\n"; }
+
 }  // namespace agentcg::sim

@@ -116,4 +116,9 @@ double jain_index(const std::vector<double>& x);
 // stable across platforms' last-bit differences.
 double round6(double v);
 
+// Serialises a results document deterministically (sorted keys, 2-space
+// indent, final newline): the one writer of results.json for the simulator
+// (sim/api.h re-exports it) and the live player.
+std::string dump_results(const nlohmann::json& results);
+
 }  // namespace agentcg::sim

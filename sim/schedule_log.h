@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// What ran where and when, recorded by the CPU model when a caller asks for
-// it (RunOptions::perfetto_path, the schedule-timeline plot). Written out as
-// Chrome trace-event JSON by sim/perfetto.cc.
+// What ran where and when, recorded by the CPU model (task slices, wakeups)
+// and the GPU model (lock holds, drains after a DROP, memory residency)
+// when a caller asks for it (RunOptions::perfetto_path, the timeline
+// plots). Written out as Chrome trace-event JSON or ftrace text by
+// sim/perfetto.cc.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,38 @@ struct CounterSample {
   double value;
 };
 
+// A task became runnable (the kernel's sched_waking; fork: sched_wakeup_new)
+// at ts_ns; target_cpu is the CPU it last ran on (task_cpu() when the
+// kernel emits sched_waking, before select_task_rq), 0 for a new task.
+struct WakeEvent {
+  std::int64_t pid;
+  std::uint32_t target_cpu;
+  std::uint64_t ts_ns;
+  bool fork;
+};
+
+// A GPU job's hold of its GPU's lock: kHold from the grant to the DROP (or
+// to the release when no DROP came), kDrain from the DROP to the release
+// (the job finishes its queued kernels before it lets go, as nvshare's
+// client does). end_ns of a hold still open when the run stops is the
+// run's end.
+enum class GpuSliceKind { kHold, kDrain };
+struct GpuSlice {
+  std::uint32_t gpu;
+  std::uint32_t job;  // index into ScheduleLog::gpu_jobs
+  GpuSliceKind kind;
+  std::uint64_t start_ns;
+  std::uint64_t end_ns;
+};
+
+// A job's bytes resident on its GPU from ts_ns on (a step function).
+struct GpuResidency {
+  std::uint32_t gpu;
+  std::uint32_t job;
+  std::uint64_t ts_ns;
+  std::uint64_t bytes;
+};
+
 struct ScheduleLog {
   std::uint32_t nr_cpus = 0;
   std::vector<std::string> cgroup_paths;
@@ -32,6 +66,11 @@ struct ScheduleLog {
   std::vector<std::pair<std::int64_t, std::string>> pid_comm;
   std::vector<ScheduleSlice> slices;    // in order of end time
   std::vector<CounterSample> counters;
+  std::vector<WakeEvent> wakeups;       // in time order
+  std::uint32_t nr_gpus = 0;
+  std::vector<std::string> gpu_jobs;    // job ids, in trace order
+  std::vector<GpuSlice> gpu_slices;     // in order of start time
+  std::vector<GpuResidency> gpu_residency;  // in time order
   std::uint64_t end_ns = 0;
 };
 
@@ -40,9 +79,11 @@ struct ScheduleLog {
 // A path ending in .txt or .systrace gets write_systrace's text instead.
 void write_perfetto(const ScheduleLog& log, const std::string& path);
 
-// ftrace/systrace text: "# tracer: nop" and one sched_switch line per change
-// of task on a CPU (Perfetto reads it as a kernel capture). No sched_waking:
-// the log does not record when a task became runnable.
+// ftrace/systrace text: "# tracer: nop", one sched_switch line per change
+// of task on a CPU, sched_waking / sched_wakeup_new when a task became
+// runnable, and the GPU track as atrace marks (tracing_mark_write B/E
+// slices per job, C counters for residency) in one pseudo-process per GPU
+// (Perfetto reads it all as a kernel capture).
 void write_systrace(const ScheduleLog& log, const std::string& path);
 
 }  // namespace agentcg::sim

@@ -32,7 +32,8 @@ TEST(Tunables, FlatcgModeClearsEveryFeature) {
 
 TEST(Config, ShippedConfigLoadsAndBadOneNamesLineAndKey) {
   const config::Config c = config::load_file("live/agentcgroupd/config.yaml");
-  EXPECT_EQ(c.daemon.metrics_port, 9090u);
+  EXPECT_EQ(c.daemon.metrics_port, 9402u);  // the shipped file keeps the default
+  EXPECT_EQ(config::Config{}.daemon.metrics_port, 9402u);  // not Prometheus's own 9090
   EXPECT_EQ(c.monitor.poll_interval_ms, 10u);
   try {
     config::load_string("daemon:\n  metrics_port: 70000\n", "bad.yaml");

@@ -86,9 +86,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/api.h"
-#include "sim/cpu/cgroup_tree.h"
 #include "config/cli.h"
+#include "sim/cpu/cgroup_tree.h"
 #include "sim/metrics.h"
 #include "sim/random.h"
 #include "sim/trace/trace.h"

@@ -7,7 +7,11 @@ results.json document (dict access, `result["jain_fairness"]`), its exact
 text (`result.text`, byte-identical to what the C++ CLI writes for the same
 trace, config and seed), and tables: `cgroups()` (one row per cgroup),
 `series()` (CPU share per interval and cgroup), `gpu_jobs()`, `gpu_clients()`,
-`schedule()` (task slices per CPU, when run with schedule=True).
+`schedule()` (task slices per CPU, when run with schedule=True), and
+`latency_cdf()`: the distribution of every wakeup (tool-call) latency
+sample, from the machine's LatencyHistogram that run() keeps beside the
+results (`Result.histograms`; saved as histograms.json next to
+results.json, which stays byte-identical to the C++ CLI's).
 
 Config: None (defaults), a path to a YAML file (errors keep file:line), a
 dict of sections ({"scheduler": {"fork_storm_threshold": 16}}), or a dict of
@@ -47,6 +51,7 @@ __all__ = [
 ]
 
 LATENCY_KEYS = ("count", "p50", "p90", "p99", "p999", "max", "mean")
+HISTOGRAMS_FILE = "histograms.json"  # beside results.json: the machine's latency histograms
 
 
 def cpu_policies() -> List[str]:
@@ -170,9 +175,13 @@ class Result(Mapping[str, Any]):
     """One simulation's results.json, with tables for analysis and plots."""
 
     def __init__(self, text: str, schedule_path: Optional[str] = None,
-                 label: Optional[str] = None, schedule_text: Optional[str] = None) -> None:
+                 label: Optional[str] = None, schedule_text: Optional[str] = None,
+                 histograms: Optional[str] = None) -> None:
         self.text = text
         self.data: Dict[str, Any] = json.loads(text)
+        # {"wakeup_latency_ns": LatencyHistogram JSON, "tool_call_latency_ns": ...}
+        # of the whole machine, or None (results.json written without them)
+        self.histograms: Optional[Dict[str, Any]] = json.loads(histograms) if histograms else None
         self._schedule_path = schedule_path
         self._schedule_text = schedule_text  # run(schedule=True): held in memory, no file left behind
         self._schedule: Optional[Any] = None
@@ -219,6 +228,16 @@ class Result(Mapping[str, Any]):
             sched = found[0] if len(found) == 1 else sched
         if os.path.exists(sched):
             r._schedule_path = sched
+        hist = os.path.join(os.path.dirname(p), HISTOGRAMS_FILE)
+        if os.path.exists(hist) and os.path.basename(p) == "results.json":
+            try:
+                with open(hist, encoding="utf-8") as f:
+                    doc = json.load(f)
+            except (OSError, json.JSONDecodeError) as e:
+                raise AgentcgError(f"{hist}: not a histograms file: {e}") from None
+            if not isinstance(doc, dict) or doc.get("format") != "agentcg-histograms":
+                raise AgentcgError(f"{hist}: not a histograms file (expected \"format\": \"agentcg-histograms\")")
+            r.histograms = {k: v for k, v in doc.items() if k.endswith("_latency_ns")}
         return r
 
     def default_label(self) -> str:
@@ -243,14 +262,50 @@ class Result(Mapping[str, Any]):
         return isinstance(self.data.get("gpu"), dict)
 
     def save(self, path: Union[str, "os.PathLike[str]"]) -> str:
-        """Writes results.json (exact bytes); a directory gets DIR/results.json."""
+        """Writes results.json (exact bytes); a directory gets DIR/results.json.
+        Saved as .../results.json, the latency histograms go beside it
+        (histograms.json) when the run kept them."""
+        from ._files import atomic_write
+
         p = os.fspath(path)
         if os.path.isdir(p) or p.endswith(os.sep):
             os.makedirs(p, exist_ok=True)
             p = os.path.join(p, "results.json")
-        with open(p, "w", encoding="utf-8", newline="") as f:
-            f.write(self.text)
+        atomic_write(p, self.text)
+        if os.path.basename(p) == "results.json":
+            self.save_histograms(os.path.dirname(p) or ".")
         return p
+
+    def save_histograms(self, directory: str) -> Optional[str]:
+        """DIR/histograms.json (the latency histograms) when the run kept them."""
+        if not self.histograms:
+            return None
+        from ._files import atomic_write
+
+        p = os.path.join(directory, HISTOGRAMS_FILE)
+        doc = {"format": "agentcg-histograms", "version": 1, **self.histograms}
+        atomic_write(p, json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")
+        return p
+
+    def latency_cdf(self, key: str = "wakeup_latency_ns") -> "pandas.DataFrame":
+        """Every sample's latency as a CDF: rows (latency_ns, fraction), ascending,
+        fraction = share of samples at or below latency_ns. Exact while the run
+        had at most 1,024 samples; beyond that one row per histogram bucket (64
+        per power of two: within 1.6 % of the value), at the bucket's upper edge.
+        Raises AgentcgError when the run kept no histograms."""
+        import pandas as pd
+
+        h = (self.histograms or {}).get(key)
+        if h is None:
+            raise AgentcgError(f"no {key} histogram in these results (results.json alone holds percentiles; "
+                               f"runs from agentcg.run() and the CLI keep them in {HISTOGRAMS_FILE})")
+        pts = _core.histogram_points(json.dumps(h))
+        total = sum(n for _, _, n in pts)
+        rows, acc = [], 0
+        for _, hi, n in pts:
+            acc += n
+            rows.append((hi, acc / total if total else float("nan")))
+        return pd.DataFrame(rows, columns=["latency_ns", "fraction"])
 
     def summary(self) -> Dict[str, Any]:
         """Flat scalar metrics (the row a sweep or a comparison table holds)."""
@@ -375,6 +430,17 @@ class Result(Mapping[str, Any]):
                 return f.read()
         return None
 
+    def gpu_slices(self) -> "pandas.DataFrame":
+        """GPU lock holds and drains (gpu, job, kind "hold"/"drain", start_ns,
+        end_ns) from the recorded schedule: a hold runs from a grant to the
+        DROP or release, a drain from the DROP to the release. Needs
+        run(..., schedule=True) or --perfetto; raises AgentcgError otherwise."""
+        if self._schedule_text is not None:
+            return _gpu_slices(_events_from_text(self._schedule_text, "<schedule>"))
+        if not self._schedule_path:
+            raise AgentcgError("no schedule recorded: run with schedule=True (CLI: --perfetto FILE)")
+        return _gpu_slices(_perfetto_events(self._schedule_path))
+
     def schedule_counters(self) -> "pandas.DataFrame":
         """Counter samples (track, ts_ns, value) from the Perfetto trace."""
         if self._schedule_text is not None:
@@ -431,7 +497,7 @@ def _slices(events: List[Dict[str, Any]]) -> "pandas.DataFrame":
 
     rows = []
     for e in events:
-        if e.get("ph") != "X":
+        if e.get("ph") != "X" or e.get("cat", "sched") != "sched":
             continue
         start = _us_to_ns(e.get("ts", 0))
         args = e.get("args", {})
@@ -440,6 +506,23 @@ def _slices(events: List[Dict[str, Any]]) -> "pandas.DataFrame":
                      "start_ns": start, "end_ns": start + _us_to_ns(e.get("dur", 0))})
     df = pd.DataFrame(rows, columns=["cpu", "pid", "name", "cgroup", "start_ns", "end_ns"])
     return df.sort_values(["cpu", "start_ns"], kind="stable").reset_index(drop=True)
+
+
+def _gpu_slices(events: List[Dict[str, Any]]) -> "pandas.DataFrame":
+    """The GPU lock holds and drains ("cat":"gpu" slices, sim/perfetto.cc)."""
+    import pandas as pd
+
+    rows = []
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") != "gpu":
+            continue
+        start = _us_to_ns(e.get("ts", 0))
+        args = e.get("args", {})
+        rows.append({"gpu": int(args.get("gpu", 0)), "job": str(args.get("job", "")),
+                     "kind": "hold" if e.get("name") == "holds GPU" else "drain",
+                     "start_ns": start, "end_ns": start + _us_to_ns(e.get("dur", 0))})
+    df = pd.DataFrame(rows, columns=["gpu", "job", "kind", "start_ns", "end_ns"])
+    return df.sort_values(["gpu", "job", "start_ns"], kind="stable").reset_index(drop=True)
 
 
 def read_perfetto_counters(path: str) -> "pandas.DataFrame":
@@ -484,14 +567,14 @@ def run(trace: TraceLike, policy: str = "eevdf", gpu_policy: str = "none", confi
         fd, ppath = tempfile.mkstemp(prefix="agentcg-schedule-", suffix=".json")
         os.close(fd)
         try:
-            text = _core.run(t, policy, gpu_policy, int(seed), cpath, ctext, csource, ppath)
+            text, hist = _core.run_with_histograms(t, policy, gpu_policy, int(seed), cpath, ctext, csource, ppath)
             with open(ppath, encoding="utf-8") as f:
                 sched = f.read()
         finally:
             os.unlink(ppath)
-        return Result(text, None, label, schedule_text=sched)
-    text = _core.run(t, policy, gpu_policy, int(seed), cpath, ctext, csource, ppath)
-    return Result(text, ppath or None, label)
+        return Result(text, None, label, schedule_text=sched, histograms=hist)
+    text, hist = _core.run_with_histograms(t, policy, gpu_policy, int(seed), cpath, ctext, csource, ppath)
+    return Result(text, ppath or None, label, histograms=hist)
 
 
 SEED_MAX = 2**64 - 1

@@ -20,6 +20,7 @@ import sys
 import traceback
 from typing import Any, Dict, List, Optional, Sequence
 
+
 EXIT_OK = 0
 EXIT_INPUT = 1
 EXIT_USAGE = 2
@@ -53,33 +54,10 @@ def _split(s: str) -> List[str]:
     return [x for x in s.split(",") if x]
 
 
-# --- printing (one table: agentcg.table) --------------------------------------
-
-def print_summary(r: Dict[str, Any], per_cgroup: bool = False) -> None:
-    from . import table
-
-    label = str(r.get("policy")) + ("" if r.get("gpu_policy") in (None, "none") else f"/{r.get('gpu_policy')}")
-    print(f"trace {r.get('trace')}  policy {label}  cpus {r.get('cpus')}  seed {r.get('seed')}  "
-          f"simulated {float(r.get('duration_ns') or 0) / 1e9:g} s")
-    print(table.render_text(table.build_rows({label: [r]}, per_cgroup=per_cgroup), [label]), end="")
-
-
-def print_compare(name: str, cpus: Any, seeds: Sequence[int], runs: Dict[str, List[Dict[str, Any]]],
-                  per_cgroup: bool = False, demand: Optional[Dict[str, float]] = None) -> None:
-    from . import table
-
-    seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {_seed_range(seeds)}"
-    labels = list(runs)
-    print(table.render_text(table.build_rows(runs, per_cgroup=per_cgroup, demand=demand), labels,
-                            title=f"trace {name} ({cpus} CPUs, {seed_text}; baseline "
-                                  f"{table.baseline_of(labels)})"), end="")
-
-
-def _seed_range(seeds: Sequence[int]) -> str:
-    s = list(seeds)
-    if s == list(range(s[0], s[0] + len(s))) and len(s) > 2:
-        return f"{s[0]}-{s[-1]}"
-    return ",".join(str(x) for x in s)
+# Printing lives in agentcg.table (print_summary, print_compare) and file
+# writing in agentcg._files, both below cli and demo: cli -> demo -> table,
+# arrows downward only. Imports stay inside the commands so `--help` and
+# `--version` load neither the extension nor pandas.
 
 
 # --- commands -------------------------------------------------------------------
@@ -202,7 +180,8 @@ def _check_trace_path(path: str, flag: str = "TRACE") -> None:
 
 
 def cmd_run(a: argparse.Namespace) -> int:
-    from . import api
+    from . import _files, api
+    from .table import print_summary
 
     _check_policies([a.policy], False, "--policy")
     _check_policies([a.gpu_policy], True, "--gpu-policy")
@@ -219,7 +198,8 @@ def cmd_run(a: argparse.Namespace) -> int:
     r = api.run(trace, a.policy, a.gpu_policy, a.config, 1 if a.seed is None else a.seed, over,
                 perfetto=a.perfetto)
     out = os.path.join(a.out, "results.json")
-    _atomic_write(out, r.text)
+    _files.atomic_write(out, r.text)
+    r.save_histograms(a.out)  # histograms.json: the CDF plots' samples
     if a.json:
         sys.stdout.write(r.text if r.text.endswith("\n") else r.text + "\n")
     elif not a.quiet:
@@ -228,15 +208,9 @@ def cmd_run(a: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _atomic_write(path: str, text: str) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-    os.replace(tmp, path)  # never leave a half-written results file
-
-
 def cmd_compare(a: argparse.Namespace) -> int:
-    from . import _core, api, progress, table
+    from . import _core, _files, api, progress, table
+    from .table import print_compare
     from .traces import load_trace
 
     policies = _split(a.policies)
@@ -261,13 +235,18 @@ def cmd_compare(a: argparse.Namespace) -> int:
     work = [(seed, c, g) for seed in seeds for c, g in pairs]
     for seed, c, g in progress.bar(work, desc="compare", unit="run"):
         label = c if len(gpols) == 1 else (g if len(policies) == 1 else f"{c}/{g}")
-        r = api.run(trace, c, g, a.config, seed, over, label=label)
+        # --plots: the first seed's schedule too (timelines, GPU lock holds)
+        r = api.run(trace, c, g, a.config, seed, over, label=label, schedule=bool(a.plots) and seed == seeds[0])
         sub = os.path.join(a.out, label.replace("/", "+"))
         os.makedirs(sub, exist_ok=True)
         if seed == seeds[0]:
-            _atomic_write(os.path.join(sub, "results.json"), r.text)
+            _files.atomic_write(os.path.join(sub, "results.json"), r.text)
+            r.save_histograms(sub)
+            sched = r.schedule_text()
+            if sched is not None:
+                _files.atomic_write(os.path.join(sub, "schedule.perfetto.json"), sched)
         if len(seeds) > 1:  # every repetition is kept
-            _atomic_write(os.path.join(sub, f"seed-{seed}.results.json"), r.text)
+            _files.atomic_write(os.path.join(sub, f"seed-{seed}.results.json"), r.text)
         runs.setdefault(label, []).append(r.data)
     demand = api.demand_shares(trace, seeds[0], a.config) if trace.nr_processes else None
     labels = list(runs)
@@ -275,7 +254,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
     doc = {"format": "agentcg-compare", "version": 1, "trace": trace.name, "cpus": trace.cpus,
            "seeds": seeds, "baseline": table.baseline_of(labels), "policies": labels,
            "rows": table.rows_json(rows, labels)}
-    _atomic_write(os.path.join(a.out, "compare.json"), table.dumps(doc))
+    _files.atomic_write(os.path.join(a.out, "compare.json"), table.dumps(doc))
     if a.plots:
         from . import plots
 

@@ -66,7 +66,7 @@ def _scenarios(root: str, seed: int) -> List[Tuple[str, Any, List[Tuple[str, str
 
 def run_demo(out_dir: str, seed: int = 1, quiet: bool = False,
              root: Optional[str] = None, seeds: Optional[Sequence[int]] = None) -> int:
-    from . import cli, plots, report, table
+    from . import _files, plots, report, table
 
     seeds = list(seeds) if seeds else [seed]
     scenarios = _scenarios(root or str(TRACES_DIR), seeds[0])
@@ -81,7 +81,7 @@ def run_demo(out_dir: str, seed: int = 1, quiet: bool = False,
             for c, g in pairs:
                 label = g if gpu else c
                 pbar.set_postfix_str(f"{name}/{label}/seed {s}")
-                r = run(trace, c, g, seed=s, schedule=(s == seeds[0] and not gpu and name == "fork-storm"),
+                r = run(trace, c, g, seed=s, schedule=(s == seeds[0] and (gpu or name == "fork-storm")),
                         label=label)
                 runs.setdefault(label, []).append(r.data)
                 if s == seeds[0]:
@@ -101,12 +101,12 @@ def run_demo(out_dir: str, seed: int = 1, quiet: bool = False,
         doc = {"format": "agentcg-compare", "version": 1, "trace": trace.name, "cpus": trace.cpus,
                "seeds": seeds, "baseline": table.baseline_of(labels), "policies": labels,
                "rows": table.rows_json(rows, labels)}
-        cli._atomic_write(os.path.join(out_dir, name, "compare.json"), table.dumps(doc))
+        _files.atomic_write(os.path.join(out_dir, name, "compare.json"), table.dumps(doc))
         done.append((name, trace, runs, demand))
     pbar.close()
     if not quiet:
         for name, trace, runs, demand in done:
-            cli.print_compare(name if trace.name == name else f"{name} ({trace.name})", trace.cpus, seeds, runs,
+            table.print_compare(name if trace.name == name else f"{name} ({trace.name})", trace.cpus, seeds, runs,
                               demand=demand)
             print()
     files = plots.plot_directory(out_dir, os.path.join(out_dir, "plots"))

@@ -35,7 +35,6 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ._errors import AgentcgError
 
-ROOT = Path(__file__).resolve().parents[2]
 SCHEDULERS = ("eevdf", "flatcg", "agentcg")
 DEFAULT_TRACES = ("agent", "fork-storm")
 # the player's --duration per bundled trace: the agent trace is 60 s of
@@ -47,13 +46,50 @@ class LiveSkip(AgentcgError):
     """The VM cannot run here (no qemu, kernel or live binaries): says why."""
 
 
+# Where things are, without assuming the package sits in a checkout: the
+# build directory comes from the argument (--build), else $AGENTCG_BUILD_DIR
+# (the ./agentcg launcher exports it), else ./build/default; the source tree
+# (live/vm/run-vm.sh, traces/) from $AGENTCG_SOURCE_DIR, else the build
+# directory's CMakeCache.txt (CMAKE_HOME_DIRECTORY: the tree it was
+# configured from). Each miss is a LiveSkip that names what to set.
+
+
 def build_dir(build: Optional[str] = None) -> Path:
-    b = Path(build or os.environ.get("AGENTCG_BUILD_DIR") or ROOT / "build" / "default")
+    """The build directory holding the live binaries (see above)."""
+    b = Path(build or os.environ.get("AGENTCG_BUILD_DIR") or Path("build") / "default")
+    if not b.is_dir():
+        raise LiveSkip(f"{b}: no build directory here (give --build DIR or set AGENTCG_BUILD_DIR to a "
+                       "build directory of agentcg, e.g. build/default after './agentcg setup')")
     for need in ("live/agentcgroupd/agentcgroupd", "live/player/agentcg-player"):
         if not (b / need).is_file():
             raise LiveSkip(f"{b / need} is not built: run './agentcg setup' on a machine with the live "
                            "tools (cmake prints '-- agentcg live backend: ...' with the reason when off)")
     return b
+
+
+def source_dir(build: Path) -> Path:
+    """The source tree of BUILD: $AGENTCG_SOURCE_DIR, else CMakeCache.txt's
+    CMAKE_HOME_DIRECTORY. Must hold live/vm/run-vm.sh."""
+    env = os.environ.get("AGENTCG_SOURCE_DIR")
+    if env:
+        src, how = Path(env), "AGENTCG_SOURCE_DIR"
+    else:
+        cache = Path(build) / "CMakeCache.txt"
+        src, how = None, f"{cache}"
+        try:
+            for line in cache.read_text(encoding="utf-8", errors="replace").splitlines():
+                if line.startswith("CMAKE_HOME_DIRECTORY:"):
+                    src = Path(line.split("=", 1)[1])
+                    break
+        except OSError:
+            pass
+        if src is None:
+            raise LiveSkip(f"{cache}: no CMAKE_HOME_DIRECTORY to find the source tree from; set "
+                           "AGENTCG_SOURCE_DIR to the agentcg source tree (the folder holding live/vm/run-vm.sh)")
+    if not (src / "live" / "vm" / "run-vm.sh").is_file():
+        raise LiveSkip(f"{src}: not an agentcg source tree (no live/vm/run-vm.sh; from {how}); set "
+                       "AGENTCG_SOURCE_DIR to the folder holding live/vm/run-vm.sh")
+    return src
 
 
 def run_vm(build: Path, scenarios: str, out: Path, log: Path, env: Mapping[str, str],
@@ -74,7 +110,7 @@ def run_vm(build: Path, scenarios: str, out: Path, log: Path, env: Mapping[str, 
         vm_env = dict(os.environ)
         vm_env["AGENTCG_VM_FILES"] = " ".join(pairs)
         vm_env.setdefault("AGENTCG_VM_MEM", "3G")
-        cmd = [str(ROOT / "live" / "vm" / "run-vm.sh"), str(build), str(log), scenarios,
+        cmd = [str(source_dir(build) / "live" / "vm" / "run-vm.sh"), str(build), str(log), scenarios,
                str(timeout_s), str(out)]
         if not quiet:
             print(f"live: booting the VM ({scenarios}); serial log {log}", flush=True)
@@ -391,11 +427,12 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
             raise AgentcgError(f"--schedulers: unknown scheduler '{s}' (expected {', '.join(SCHEDULERS)})")
     if schedulers[0] != "eevdf":
         raise AgentcgError("--schedulers: the first one is the reference and must be eevdf")
+    b = build_dir(build)
+    src = source_dir(b)
     for t in traces:
-        p = ROOT / "traces" / f"{t}.json"
+        p = src / "traces" / f"{t}.json"
         if not p.exists():
             raise AgentcgError(f"--traces: {p} does not exist (bundled traces: traces/*.json)")
-    b = build_dir(build)
     dest = Path(out)
     dest.mkdir(parents=True, exist_ok=True)
     durs = dict(DEFAULT_DURATIONS)

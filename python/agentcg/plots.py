@@ -8,7 +8,8 @@ PNG/SVG. `plot_comparison` and `plot_directory` write the standard set for
 a comparison (used by `agentcg compare --plots`, `agentcg plot`, the report
 and the demo).
 
-Plots: wakeup-latency CDF per policy (from the reported percentiles, on a
+Plots: wakeup-latency CDF per policy (from every sample's histogram bucket
+when the run kept its histograms, else from the reported percentiles; a
 logit axis so p50..p99.9 are evenly spaced); tool-call latency per policy;
 per-cgroup CPU share over time against entitlement; schedule timeline (task
 slices per CPU for a window, from the Perfetto schedule); GPU job timeline
@@ -41,6 +42,7 @@ __all__ = [
     "plot_comparison",
     "plot_cpu_share",
     "plot_directory",
+    "plot_gpu_jobs",
     "plot_gpu_share",
     "plot_gpu_timeline",
     "plot_schedule_timeline",
@@ -126,44 +128,60 @@ _PCTS = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999))
 
 def plot_wakeup_cdf(results: Any, key: str = "wakeup_latency_ns", cgroup: Optional[str] = None,
                     title: Optional[str] = None) -> Figure:
-    """Wakeup latency (runnable -> running) percentiles per policy, and the max.
+    """Wakeup (or, key="tool_call_latency_ns", tool-call) latency CDF per policy.
 
-    results.json carries percentiles, not raw samples, so this is not a CDF
-    of every sample: the markers are p50, p90, p99 and p99.9 on a logit y
-    axis (each step one more "nine"), joined by a thin line, and the
-    maximum is marked on its own row ("max") so the worst wait is never
-    hidden behind the last percentile.
+    From every sample when the results carry the machine's latency
+    histogram (runs from agentcg.run() and the CLI: Result.latency_cdf(),
+    exact up to 1,024 samples, then buckets within 1.6 %): a step CDF on a
+    log x axis and a logit y axis (p50, p90, p99, p99.9 evenly spaced, so the
+    tail is as visible as the body), each policy's maximum marked with a
+    triangle at the top. Results without the histogram (a results.json on
+    its own, a cgroup's view, live runs) fall back to the reported
+    percentiles joined by a thin dashed line, and the title says so.
     """
     rs = _results(results)
     fig = _fig()
     ax = fig.add_subplot()
     plotted = 0
+    from_samples = all(cgroup is None and (r.histograms or {}).get(key) for r in rs.values())
     for i, (label, r) in enumerate(rs.items()):
         src = r.data.get("cgroups", {}).get(cgroup, {}) if cgroup else r.data
         lat = src.get(key) or {}
         if not lat or int(lat.get("count", 0) or 0) == 0:
             continue
-        xs = [max(float(lat.get(k, 0) or 0), 1.0) / 1e6 for k, _ in _PCTS]
-        ys = [q for _, q in _PCTS]
         col = _color(label, i)
-        ax.plot(xs, ys, marker="o", lw=1, color=col, label=f"{label} (n={lat.get('count')})")
+        n = int(lat.get("count"))
         mx = lat.get("max")
-        if mx is not None:
+        mx_text = f", max {_ms_label(float(mx))}" if mx is not None else ""
+        if from_samples:
+            cdf = r.latency_cdf(key)
+            xs = [max(float(v), 1.0) / 1e6 for v in cdf["latency_ns"]]
+            ys = [min(float(f), 0.99999) for f in cdf["fraction"]]
+            # start the step at the smallest sample at fraction 0
+            ax.step([xs[0]] + xs, [1e-5] + ys, where="post", lw=1.4, color=col, label=f"{label} (n={n:,}{mx_text})")
+        else:
+            xs = [max(float(lat.get(k, 0) or 0), 1.0) / 1e6 for k, _ in _PCTS]
+            ax.plot(xs, [q for _, q in _PCTS], marker="o", lw=1, ls="--", color=col,
+                    label=f"{label} (n={n:,}{mx_text}, percentiles only)")
+        if mx is not None:  # the worst wait, never hidden behind the last step
             ax.plot([max(float(mx), 1.0) / 1e6], [0.9998], marker="v", ms=9, color=col, ls="none")
         plotted += 1
     ax.set_xscale("log")
     ax.set_yscale("logit")
-    ax.set_ylim(0.3, 0.99993)
-    ax.set_yticks([0.5, 0.9, 0.99, 0.999, 0.9998])
-    ax.set_yticklabels(["p50", "p90", "p99", "p99.9", "max"])
+    ax.set_ylim(0.01 if from_samples else 0.3, 0.99993)
+    ticks = ([0.01, 0.1, 0.5, 0.9, 0.99, 0.999, 0.9998] if from_samples else [0.5, 0.9, 0.99, 0.999, 0.9998])
+    ax.set_yticks(ticks)
+    ax.set_yticklabels([{0.01: "p1", 0.1: "p10", 0.5: "p50", 0.9: "p90", 0.99: "p99", 0.999: "p99.9",
+                         0.9998: "max"}[t] for t in ticks])
     from matplotlib.ticker import NullLocator
 
     ax.yaxis.set_minor_locator(NullLocator())  # the logit axis' minor ticks are clutter here
     what = "Tool-call" if key.startswith("tool") else "Wakeup"
     ax.set_xlabel(f"{what.lower()} latency (ms, log scale)")
-    ax.set_ylabel("fraction of events at or below (percentile)")
+    ax.set_ylabel("fraction of samples at or below")
     where = f" in {cgroup}" if cgroup else ""
-    ax.set_title(title or f"{what} latency percentiles{where}: {_trace_name(rs)}")
+    kind = "CDF of every sample" if from_samples else "percentiles (no histogram kept)"
+    ax.set_title(title or f"{what} latency {kind}{where}: {_trace_name(rs)}")
     ax.grid(True, which="major", alpha=0.4)
     ax.grid(True, which="minor", axis="x", alpha=0.15)
     if plotted:
@@ -372,7 +390,91 @@ def plot_schedule_timeline(result: Result, window: Optional[Tuple[int, int]] = N
 # --- GPU ----------------------------------------------------------------------------
 
 def plot_gpu_timeline(result: Result, title: Optional[str] = None) -> Figure:
-    """Per GPU job: waiting (light) and running/holding the GPU (solid) over time.
+    """Per GPU job: every lock hold (solid), every drain after a DROP
+    (hatched) and the waits between them (grey), with each job's memory
+    residency below, from the recorded schedule (run(..., schedule=True),
+    --perfetto): nvshare's switches and memory-aware's co-running show as
+    they happened. Without a recorded schedule: one bar per job from its
+    first start to its finish (plot_gpu_jobs)."""
+    g = result.data.get("gpu")
+    if not isinstance(g, dict):
+        raise AgentcgError("these results have no GPU section (the trace has no GPU jobs)")
+    sl = result.gpu_slices() if result.has_schedule else None
+    if sl is None or len(sl) == 0:
+        return plot_gpu_jobs(result, title)
+    from matplotlib.patches import Patch
+
+    jobs = g.get("jobs", {})
+    names = sorted(jobs, key=lambda j: (jobs[j].get("gpu") if jobs[j].get("gpu") is not None else -1,
+                                        int(jobs[j].get("arrival_ns", 0) or 0), j))
+    cnt = result.schedule_counters()
+    res = cnt[cnt["track"].str.contains(" resident ", regex=False)] if len(cnt) else cnt
+    fig = _fig(9.0, 0.42 * max(len(names), 1) + (4.4 if len(res) else 2.4))
+    if len(res):
+        ax, axm = fig.subplots(2, 1, sharex=True, height_ratios=[max(len(names), 2) * 0.42, 2.0])
+    else:
+        ax, axm = fig.add_subplot(), None
+    end_ns = float(result.data.get("duration_ns") or 0)
+    for i, j in enumerate(names):
+        d = jobs[j]
+        col = cgroup_color(j)
+        arr = float(d.get("arrival_ns", 0) or 0)
+        fin = d.get("finish_ns")
+        stop = float(fin) if fin is not None else max(end_ns, arr)
+        mine = sl[sl["job"] == j]
+        ax.broken_barh([(arr / 1e9, (stop - arr) / 1e9)], (i - 0.3, 0.6), facecolors="#e0e0e0")
+        hold = mine[mine["kind"] == "hold"]
+        drain = mine[mine["kind"] == "drain"]
+        if len(hold):
+            ax.broken_barh([(a / 1e9, (b - a) / 1e9) for a, b in zip(hold["start_ns"], hold["end_ns"])],
+                           (i - 0.38, 0.76), facecolors=col)
+        if len(drain):
+            ax.broken_barh([(a / 1e9, (b - a) / 1e9) for a, b in zip(drain["start_ns"], drain["end_ns"])],
+                           (i - 0.38, 0.76), facecolors="white", edgecolor=col, hatch="////", linewidth=0.6)
+        if fin is not None:
+            ax.plot([float(fin) / 1e9], [i], marker="|", ms=14, mew=2, color="black")
+    ax.set_yticks(range(len(names)))
+    ax.set_yticklabels([f"{j} (GPU {jobs[j].get('gpu')})" for j in names], fontsize="small")
+    ax.set_ylim(len(names) - 0.5, -0.5)
+    ax.set_ylabel("GPU job")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(handles=[Patch(color="#e0e0e0", label="arrived, waiting for the lock"),
+                       Patch(color="#555555", label="holds the GPU lock (colour: job)"),
+                       Patch(facecolor="white", edgecolor="#555555", hatch="////",
+                             label="draining its queue after a DROP"),
+                       Patch(color="black", label="finished (|)")],
+              fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    if axm is not None:
+        for track, part in res.groupby("track", sort=True):
+            job = str(track).split(" resident ", 1)[1]
+            xs = list(part["ts_ns"] / 1e9) + [end_ns / 1e9]
+            ys = list(part["value"] / 2**30)
+            axm.step(xs, ys + ys[-1:], where="post", lw=1.3, color=cgroup_color(job), label=job)
+        caps = [float(x.get("memory_bytes", 0) or 0) / 2**30 for x in g.get("gpus", [])]
+        for k, cap in enumerate(caps):
+            if cap > 0:
+                axm.axhline(cap, color="black", ls="--", lw=0.8)
+                axm.annotate(f"GPU {k} memory {cap:.3g} GiB", (0.0, cap), xycoords=("axes fraction", "data"),
+                             xytext=(2, 2), textcoords="offset points", fontsize="x-small")
+        axm.set_ylabel("resident (GiB)")
+        axm.set_ylim(bottom=0)
+        axm.grid(True, alpha=0.3)
+        axm.set_xlabel("simulated time (s)")
+        if len(names) <= 12:
+            axm.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0), title="job")
+    else:
+        ax.set_xlabel("simulated time (s)")
+    ms = g.get("makespan_ns")
+    ax.set_title(title or f"GPU lock holds under {result.gpu_policy} ({result.data.get('trace')})"
+                 + (f": makespan {float(ms) / 1e9:.3g} s, {g.get('switches', 0)} switches, "
+                    f"{g.get('drops', 0)} drops" if ms else ""))
+    return fig
+
+
+def plot_gpu_jobs(result: Result, title: Optional[str] = None) -> Figure:
+    """Per GPU job: waiting (light) and first start to finish (solid): the
+    summary view when no schedule was recorded (plot_gpu_timeline draws
+    every hold when one was).
 
     Uses the job times of results["gpu"]["jobs"] (arrival_ns, start_ns or
     wait_ns, jct_ns / end_ns) and, when the schedule was recorded, GPU
@@ -580,13 +682,15 @@ def comparison_figures(cmp: Any, window: Optional[Tuple[int, int]] = None
         figs.append(("wakeup-cdf", plot_wakeup_cdf(rs)))
     if any(int((r.data.get("tool_call_latency_ns") or {}).get("count", 0) or 0) for r in rs.values()):
         figs.append(("tool-call-latency", plot_tool_call_latency(rs)))
+        if all((r.histograms or {}).get("tool_call_latency_ns") for r in rs.values()):
+            figs.append(("tool-call-cdf", plot_wakeup_cdf(rs, key="tool_call_latency_ns")))
     if any((r.data.get("series") or {}).get("cgroups") for r in rs.values()):
         figs.append(("cpu-share", plot_cpu_share_comparison(rs)))
-    sched = [r for r in rs.values() if r.has_schedule]
+    sched = [r for r in rs.values() if r.has_schedule and len(r.schedule())]
     if sched and window is None:
         window = action_window(sched)  # one window for every policy
     for label, r in rs.items():
-        if r.has_schedule:
+        if r.has_schedule and len(r.schedule()):  # a GPU-only run has no CPU slices: no empty panel
             figs.append((f"schedule-{label.replace('/', '+')}", plot_schedule_timeline(r, window)))
     gpu = {k: r for k, r in rs.items() if r.has_gpu}
     if gpu:

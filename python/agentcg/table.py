@@ -26,7 +26,10 @@ Rules that keep the table honest:
 - per-cgroup tool-call rows only when several cgroups make tool calls (with
   one, they would repeat the overall rows).
 
-Who calls it: cli.py (run, compare, demo), report.py, live.py, fidelity.py.
+print_summary / print_compare put a table on stdout (cli.py's run and
+compare, demo.py).
+
+Who calls it: cli.py (run, compare), demo.py, report.py, live.py, fidelity.py.
 """
 from __future__ import annotations
 
@@ -37,7 +40,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 from . import stats
 
 __all__ = ["AGGREGATE_ABOVE", "Row", "STARVATION_NS", "baseline_of", "build_rows", "capped_entitlements",
-           "format_value", "render_html", "render_text", "rows_json"]
+           "format_value", "print_compare", "print_summary", "render_html", "render_text", "rows_json"]
 
 STARVATION_NS = 1_000_000_000  # a task runnable for 1 s without running is starved
 AGGREGATE_ABOVE = 4           # more leaf cgroups than this: aggregate rows unless per_cgroup
@@ -394,3 +397,30 @@ def rows_json(rows: Sequence[Row], labels: Sequence[str]) -> List[Dict[str, Any]
 
 def dumps(doc: Any) -> str:
     return json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n"
+
+
+# --- printing ---------------------------------------------------------------------
+
+def print_summary(r: Doc, per_cgroup: bool = False) -> None:
+    """One run's header line and table on stdout (`agentcg run`)."""
+    label = str(r.get("policy")) + ("" if r.get("gpu_policy") in (None, "none") else f"/{r.get('gpu_policy')}")
+    print(f"trace {r.get('trace')}  policy {label}  cpus {r.get('cpus')}  seed {r.get('seed')}  "
+          f"simulated {float(r.get('duration_ns') or 0) / 1e9:g} s")
+    print(render_text(build_rows({label: [r]}, per_cgroup=per_cgroup), [label]), end="")
+
+
+def print_compare(name: str, cpus: Any, seeds: Sequence[int], runs: Mapping[str, Sequence[Doc]],
+                  per_cgroup: bool = False, demand: Optional[Mapping[str, float]] = None) -> None:
+    """A comparison's table on stdout (`agentcg compare`, `agentcg demo`)."""
+    seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seed_range(seeds)}"
+    labels = list(runs)
+    print(render_text(build_rows(runs, per_cgroup=per_cgroup, demand=demand), labels,
+                      title=f"trace {name} ({cpus} CPUs, {seed_text}; baseline {baseline_of(labels)})"), end="")
+
+
+def seed_range(seeds: Sequence[int]) -> str:
+    """1,2,3,4 -> "1-4"; anything else comma-separated."""
+    s = list(seeds)
+    if s == list(range(s[0], s[0] + len(s))) and len(s) > 2:
+        return f"{s[0]}-{s[-1]}"
+    return ",".join(str(x) for x in s)

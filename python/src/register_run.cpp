@@ -4,8 +4,10 @@
 // Python writes the same results.json bytes as the C++ CLI. The GIL is
 // released for the whole load-config + simulate + serialise step so other
 // Python threads (progress bars, Dask workers) keep running.
+#include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <pybind11/pybind11.h>
@@ -47,6 +49,80 @@ void register_run(py::module_& m) {
       "Runs one simulation; returns results.json text (with histograms=True, plus "
       "the mergeable latency histograms under \"histograms\"). Raises ValueError for an "
       "unknown policy, TraceError/ConfigError for bad input.");
+  // The same run, with the machine's latency histograms handed back beside
+  // the results instead of inside them: results.json stays byte-identical
+  // to a run without them (and to the C++ CLI's), while the CDF plots
+  // (python/agentcg/plots.py) get every sample's bucket from the side file
+  // histograms.json. Bounded: LatencyHistogram keeps <= 1024 exact samples,
+  // then 64 buckets per power of two (a few thousand counts at most).
+  m.def(
+      "run_with_histograms",
+      [](const trace::Trace& trace, const std::string& policy, const std::string& gpu_policy,
+         std::uint64_t seed, const std::string& config_path, const std::string& config_yaml,
+         const std::string& config_source, const std::string& perfetto_path) {
+        std::string results, histograms;
+        {
+          py::gil_scoped_release release;
+          sim::RunOptions options;
+          options.policy = policy;
+          options.gpu_policy = gpu_policy;
+          options.seed = seed;
+          options.perfetto_path = perfetto_path;
+          options.histograms = true;
+          if (!config_path.empty()) {
+            options.config = config::load_file(config_path);
+          } else if (!config_yaml.empty()) {
+            options.config = config::load_string(config_yaml, config_source);
+          }
+          nlohmann::json r = sim::run(trace, options);
+          histograms = r["histograms"].dump();
+          r.erase("histograms");
+          results = sim::dump_results(r);
+        }
+        return py::make_tuple(results, histograms);
+      },
+      py::arg("trace"), py::arg("policy") = "cfs", py::arg("gpu_policy") = "none",
+      py::arg("seed") = 1, py::arg("config_path") = "", py::arg("config_yaml") = "",
+      py::arg("config_source") = "<config>", py::arg("perfetto_path") = "",
+      "Like run(), but returns (results.json text without histograms, the histograms' JSON text).");
+  // A histogram's points for a CDF: (low_ns, high_ns, count) per exact sample
+  // (low == high) or per non-empty bucket (its value range, clipped to the
+  // histogram's min and max), ascending; the bucket edges are the simulator's
+  // (LatencyHistogram::bucket_low/bucket_width), not re-derived in Python.
+  m.def(
+      "histogram_points",
+      [](const std::string& text) {
+        nlohmann::json j;
+        try {
+          j = nlohmann::json::parse(text);
+        } catch (const nlohmann::json::parse_error& e) {
+          throw std::invalid_argument(std::string("histogram: not JSON: ") + e.what());
+        }
+        const sim::LatencyHistogram h = sim::LatencyHistogram::from_json(j, "histogram");
+        std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> pts;
+        if (j.contains("samples")) {
+          for (const auto& v : j["samples"]) {
+            const auto x = v.get<std::uint64_t>();
+            pts.emplace_back(x, x, 1);
+          }
+        } else {
+          const auto first = j["first_bucket"].get<std::size_t>();
+          const auto& counts = j["counts"];
+          for (std::size_t i = 0; i < counts.size(); ++i) {
+            const auto n = counts[i].get<std::uint64_t>();
+            if (n == 0) continue;
+            const std::size_t b = first + i;
+            const std::uint64_t lo = std::max(sim::LatencyHistogram::bucket_low(b), h.min());
+            const std::uint64_t hi =
+                std::min(sim::LatencyHistogram::bucket_low(b) + sim::LatencyHistogram::bucket_width(b) - 1, h.max());
+            pts.emplace_back(lo, std::max(lo, hi), n);
+          }
+        }
+        return pts;
+      },
+      py::arg("histogram"),
+      "(low_ns, high_ns, count) per sample or bucket of a LatencyHistogram JSON text, ascending. "
+      "Raises ValueError on a malformed histogram.");
   m.def("cpu_policies", &sim::cpu_policies, "The CPU policies, in display order.");
   // The fleet merge (python/agentcg/fleet.py): LatencyHistogram::to_json()
   // texts in, {"histogram": merged to_json(), "summary": its results.json

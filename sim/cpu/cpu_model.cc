@@ -117,6 +117,7 @@ void CpuModel::start_task(std::uint32_t id, bool fork, int parent_cpu) {
   t.state = TaskState::kRunnable;
   t.runnable_since = sim_.now();
   procs_[id].woken = true;
+  if (log_) log_->wakeups.push_back({t.pid, 0, sim_.now().ns(), true});
   const int cpu = cls_.select_cpu(t, parent_cpu < 0 ? 0 : parent_cpu, kWakeFork);
   t.cpu = cpu;
   cls_.enqueue(t, kEnqNew);
@@ -261,6 +262,7 @@ void CpuModel::set_mem(Task& t, std::uint64_t bytes) {
 void CpuModel::do_wake(Task& t) {
   t.runnable_since = sim_.now();
   procs_[t.id].woken = true;
+  if (log_) log_->wakeups.push_back({t.pid, static_cast<std::uint32_t>(t.cpu < 0 ? 0 : t.cpu), sim_.now().ns(), false});
   if (machine_.wakeup_overhead_ns > 0) {
     sim_.schedule_in(Time::from_ns(machine_.wakeup_overhead_ns), this, kEnqueue, t.id);
   } else {
@@ -367,7 +369,16 @@ void CpuModel::count(std::string_view counter, std::uint64_t n) {
 void CpuModel::charge(Cpu& c, int cpu) {
   Task& t = *c.curr;
   const Time now = sim_.now();
-  if (now <= c.acct_from) return;
+  if (now <= c.acct_from) {
+    // It ran for no time (blocked at once, its first op a sleep) but it was
+    // dispatched, and its wakeup latency counted: keep that switch in the
+    // schedule as a zero-length slice, or the Perfetto/ftrace export would
+    // show it waiting until its next run.
+    if (log_ && !(!log_->slices.empty() && log_->slices.back().cpu == static_cast<std::uint32_t>(cpu) &&
+                  log_->slices.back().pid == t.pid && log_->slices.back().end_ns == c.acct_from.ns()))
+      log_->slices.push_back({static_cast<std::uint32_t>(cpu), t.pid, t.cgroup, c.acct_from.ns(), c.acct_from.ns()});
+    return;
+  }
   const std::uint64_t ran = (now - c.acct_from).ns();
   Proc& p = procs_[t.id];
   p.run_left_ns -= std::min(p.run_left_ns, ran);

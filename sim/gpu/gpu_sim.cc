@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// The GPU + PCIe model and its driver: GPU jobs (sim/gpu/gpu_trace.h) run
+// The GPU + PCIe model and its driver: GPU jobs (sim/trace/gpu_trace.h) run
 // as nvshare-like clients of a core/ GPU policy (core/include/agentcg/gpu/
 // policy.h) on the shared sim::Simulator.
 //
@@ -28,6 +28,12 @@
 //    it releases early; finishing = disconnect.
 // Invariants: resident bytes on a GPU never exceed its data capacity; time
 // only moves forward; all iteration is over vectors in job order.
+//
+// With a ScheduleLog (a Perfetto/ftrace export or the GPU timeline plot was
+// asked for) the model records each lock hold (grant -> DROP -> release as
+// a hold slice then a drain slice) and each job's resident bytes whenever
+// they moved by 1/256 of the GPU's memory or to/from zero (bounded: at most
+// ~512 samples per job and fill-and-empty cycle, not one per kernel).
 #include "sim/gpu/gpu_sim.h"
 
 #include <algorithm>
@@ -36,7 +42,8 @@
 #include <vector>
 
 #include "agentcg/gpu/policy.h"
-#include "sim/gpu/gpu_trace.h"
+#include "sim/trace/gpu_trace.h"
+#include "sim/schedule_log.h"
 
 namespace agentcg::sim::gpu {
 
@@ -93,6 +100,9 @@ struct Job {
   std::uint64_t fault_bytes = 0, prefetch_bytes = 0;
   std::uint64_t drops = 0, grants = 0, wait_for_memory = 0;
   std::uint32_t limit_pct = 100;
+  // ScheduleLog bookkeeping: the open hold/drain slice, the last logged bytes
+  std::optional<std::size_t> log_slice;
+  std::optional<std::uint64_t> logged_resident;
 };
 
 struct Gpu {
@@ -116,8 +126,8 @@ struct Gpu {
 class GpuSim final : public GpuSimulation, public EventHandler {
  public:
   GpuSim(Simulator& sim, const trace::Trace& trace, const std::string& policy,
-         const config::GpuConfig& cfg)
-      : sim_(sim), cfg_(cfg), policy_name_(policy) {
+         const config::GpuConfig& cfg, ScheduleLog* log)
+      : sim_(sim), cfg_(cfg), policy_name_(policy), log_(log) {
     GpuWorkload w = parse_gpu_section(trace);
     // Machine profile (config gpu.gpus / gpu.gpu_memory_mb): the trace's
     // first GPU, replicated; a job pinned beyond it is an error.
@@ -149,6 +159,11 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       j.total_kernels = j.spec.iterations * j.spec.kernels_per_iteration;
       j.limit_pct = j.spec.limit_pct.value_or(100);
       jobs_.push_back(std::move(j));
+    }
+    if (log_) {
+      log_->nr_gpus = static_cast<std::uint32_t>(gpus_.size());
+      log_->gpu_jobs.clear();
+      for (const auto& j : jobs_) log_->gpu_jobs.push_back(j.spec.id);
     }
   }
 
@@ -209,6 +224,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     }
     drain(now);
     for (std::uint32_t g = 0; g < gpus_.size(); ++g) reschedule(g, now);
+    if (log_) log_residency(now);
   }
 
   nlohmann::json results() const override {
@@ -289,6 +305,36 @@ class GpuSim final : public GpuSimulation, public EventHandler {
  private:
   static agentcg::gpu::ClientId client(std::size_t i) { return i + 1; }
 
+  // ScheduleLog: close job i's open slice at now; open a new one of `kind`.
+  // A slice still open when the run stops keeps end_ns = ~0 and the writer
+  // ends it at the log's end (sim/perfetto.cc).
+  void log_close(std::size_t i, std::uint64_t now) {
+    Job& j = jobs_[i];
+    if (!log_ || !j.log_slice) return;
+    log_->gpu_slices[*j.log_slice].end_ns = now;
+    j.log_slice.reset();
+  }
+  void log_open(std::size_t i, GpuSliceKind kind, std::uint64_t now) {
+    if (!log_) return;
+    log_close(i, now);
+    jobs_[i].log_slice = log_->gpu_slices.size();
+    log_->gpu_slices.push_back({*jobs_[i].gpu, static_cast<std::uint32_t>(i), kind, now, ~0ull});
+  }
+  void log_residency(std::uint64_t now) {
+    for (std::size_t i = 0; i < jobs_.size(); ++i) {
+      Job& j = jobs_[i];
+      if (!j.gpu) continue;
+      const auto bytes = static_cast<std::uint64_t>(std::max(0.0, j.resident));
+      const std::uint64_t step = std::max<std::uint64_t>(1, gpus_[*j.gpu].spec.memory_bytes / 256);
+      const std::uint64_t last = j.logged_resident.value_or(~0ull);
+      const bool moved = !j.logged_resident || (bytes == 0) != (last == 0) ||
+                         (bytes > last ? bytes - last : last - bytes) >= step;
+      if (!moved) continue;
+      j.logged_resident = bytes;
+      log_->gpu_residency.push_back({*j.gpu, static_cast<std::uint32_t>(i), now, bytes});
+    }
+  }
+
   void arrive(std::size_t i, std::uint64_t now) {
     Job& j = jobs_[i];
     j.state = JobState::kActive;
@@ -366,6 +412,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
           // A switch: the GPU is handed from a client that released it to another.
           if (gpus_[x.gpu].last_released && *gpus_[x.gpu].last_released != i) gpus_[x.gpu].switches++;
           gpus_[x.gpu].last_released.reset();
+          log_open(i, GpuSliceKind::kHold, now);
           if (j.pending_prefetch) start_prefetch(i, now);
           work_.push_back(i);
           break;
@@ -373,6 +420,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
           if (j.granted && j.generation == x.generation && !j.dropped) {
             j.dropped = true;
             j.drops++;
+            log_open(i, GpuSliceKind::kDrain, now);
             work_.push_back(i);
           }
           break;
@@ -434,6 +482,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     j.granted = false;
     j.dropped = false;
     j.run_ns += now - j.run_since;
+    log_close(i, now);
     gpus_[*j.gpu].last_released = i;
     apply(policy_->release(now, client(i), j.generation));
   }
@@ -575,6 +624,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
   void finish(std::size_t i, std::uint64_t now) {
     Job& j = jobs_[i];
     if (j.granted) j.run_ns += now - j.run_since;
+    log_close(i, now);
     j.granted = false;
     j.state = JobState::kDone;
     j.finish_ns = now;
@@ -594,6 +644,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
   Simulator& sim_;
   config::GpuConfig cfg_;
   std::string policy_name_;
+  ScheduleLog* log_;  // nullptr: nothing recorded
   std::unique_ptr<agentcg::gpu::GpuPolicy> policy_;
   std::vector<Gpu> gpus_;
   std::vector<Job> jobs_;
@@ -607,8 +658,9 @@ class GpuSim final : public GpuSimulation, public EventHandler {
 std::unique_ptr<GpuSimulation> make_gpu_simulation(Simulator& sim, const trace::Trace& trace,
                                                    const std::string& policy,
                                                    const config::GpuConfig& config,
-                                                   std::uint64_t /*seed: the model draws no random numbers*/) {
-  return std::make_unique<GpuSim>(sim, trace, policy, config);
+                                                   std::uint64_t /*seed: the model draws no random numbers*/,
+                                                   ScheduleLog* log) {
+  return std::make_unique<GpuSim>(sim, trace, policy, config, log);
 }
 
 }  // namespace agentcg::sim::gpu

@@ -15,6 +15,10 @@
 #include "sim/event_queue.h"
 #include "sim/trace/trace.h"
 
+namespace agentcg::sim {
+struct ScheduleLog;
+}
+
 namespace agentcg::sim::gpu {
 
 // True when the trace carries GPU jobs (trace.extra["gpu"]).
@@ -33,10 +37,11 @@ class GpuSimulation {
 
 // Throws std::invalid_argument for an unknown policy ("none", "nvshare",
 // "memory-aware", "compute-limit", "memory-aware+compute-limit") and
-// trace::TraceError for a bad gpu section.
+// trace::TraceError for a bad gpu section. With `log`, lock holds, drains
+// and memory residency are recorded there (sim/schedule_log.h).
 std::unique_ptr<GpuSimulation> make_gpu_simulation(Simulator& sim, const trace::Trace& trace,
                                                    const std::string& policy,
                                                    const config::GpuConfig& config,
-                                                   std::uint64_t seed);
+                                                   std::uint64_t seed, ScheduleLog* log = nullptr);
 
 }  // namespace agentcg::sim::gpu

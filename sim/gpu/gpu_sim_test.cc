@@ -12,8 +12,8 @@
 #include <set>
 
 #include "sim/import/gpu_csv_import.h"
-#include "sim/gpu/gpu_generate.h"
-#include "sim/gpu/gpu_trace.h"
+#include "sim/trace/gpu_generate.h"
+#include "sim/trace/gpu_trace.h"
 
 namespace agentcg::sim::gpu {
 namespace {

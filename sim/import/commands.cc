@@ -5,7 +5,10 @@
 // Who calls it: sim/cli/import_cmd.cc, tests.
 #include "sim/import/commands.h"
 
+#include <algorithm>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "core/units/units.h"
 #include "sim/args.h"
@@ -141,6 +144,42 @@ Result import_with(const std::string& format, const std::string& input, const Op
   return import_any(format, input, o);
 }
 
+// An import that yields nothing is an error (exit 1), not an empty trace
+// written with exit 0: an empty or wrong-format input, or an --only-cgroup
+// that matches no process. For the latter the recording's cgroups are
+// listed (a second import without the filter, on this error path only),
+// with the closest one first.
+void check_not_empty(const std::string& format, const std::string& input, const Options& o, const Result& r) {
+  if (format == "gpu-csv") {
+    const auto& g = r.trace.extra;
+    if (!g.contains("gpu") || !g["gpu"].contains("jobs") || g["gpu"]["jobs"].empty())
+      throw ImportError(input, 0, "the import produced no GPU jobs (an empty CSV, or every line refused: see "
+                                  "the summary above); nothing written");
+    return;
+  }
+  if (!r.trace.processes.empty()) return;
+  if (o.only_cgroup.empty())
+    throw ImportError(input, 0, "the import produced no processes (an empty input, or not a " + format +
+                                    " recording: see the summary above); nothing written");
+  Options all = o;
+  all.only_cgroup.clear();
+  std::vector<std::string> seen;
+  try {
+    const Result every = import_any(format, input, all);
+    for (const auto& p : every.trace.processes)
+      if (std::find(seen.begin(), seen.end(), p.cgroup) == seen.end()) seen.push_back(p.cgroup);
+  } catch (const std::exception&) {
+    // the listing is a hint only; the error below stands without it
+  }
+  std::sort(seen.begin(), seen.end());
+  std::string have;
+  for (std::size_t i = 0; i < seen.size() && i < 12; ++i) have += (i ? ", " : "") + seen[i];
+  if (seen.size() > 12) have += ", ... (" + std::to_string(seen.size()) + " in all)";
+  throw ImportError(input, 0, "--only-cgroup " + o.only_cgroup + " matched no process; nothing written" +
+                                  (seen.empty() ? std::string(" (the recording has no processes at all)")
+                                                : " (cgroups with processes: " + have + ")"));
+}
+
 }  // namespace
 
 int import_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -153,9 +192,11 @@ int import_command(const std::vector<std::string>& args, std::ostream& out, std:
     const std::string out_path = a.require("out");
     if (format != "gpu-csv" && (a.get("gpus") || a.get("gpu-mem-gb")))
       throw UsageError("options --gpus and --gpu-mem-gb apply to --from gpu-csv only");
-    Result r = import_with(format, a.positional()[0], import_options(a), gpu_machine(a));
+    const Options opts = import_options(a);
+    Result r = import_with(format, a.positional()[0], opts, gpu_machine(a));
     if (format == "gpu-csv") err << sim::gpu::import_summary(r.trace);
     if (format != "gpu-csv") err << r.report.summary();
+    check_not_empty(format, a.positional()[0], opts, r);
     trace::validate(r.trace);
     write(r.trace, out_path, out);
     if (out_path != "-") {

@@ -24,7 +24,7 @@
 #include <sstream>
 #include <vector>
 
-#include "sim/gpu/gpu_trace.h"
+#include "sim/trace/gpu_trace.h"
 
 namespace agentcg::sim::gpu {
 namespace {

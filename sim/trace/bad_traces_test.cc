@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <set>
 
-#include "sim/trace/test_paths.h"
+#include "tests/support/test_paths.h"
 #include "sim/trace/trace.h"
 
 namespace agentcg::trace {

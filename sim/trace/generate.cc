@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Synthetic trace generators: agent, fork-storm, io, hogs, mixed, crowded,
 // builds (and the
-// GPU model's gpu-* kinds, dispatched to sim/gpu/gpu_generate.h).
+// GPU model's gpu-* kinds, dispatched to sim/trace/gpu_generate.h).
 //
 // Two kinds of randomness, kept apart on purpose:
 //  - structure (which tool a step calls, how many children a build forks,
@@ -32,7 +32,7 @@
 #include "core/units/units.h"
 #include "sim/trace/trace.h"
 
-#include "sim/gpu/gpu_generate.h"
+#include "sim/trace/gpu_generate.h"
 
 namespace agentcg::trace {
 namespace {

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "sim/trace/test_paths.h"
+#include "tests/support/test_paths.h"
 #include "sim/trace/trace.h"
 #include "sim/trace/trace_commands.h"
 

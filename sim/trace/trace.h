@@ -12,7 +12,10 @@
 //
 // Who uses it: sim/trace/parse.cc (JSON -> Trace with located errors),
 // sim/trace/generate.cc (generators), the workload replay in sim/cpu/, the
-// Python bindings, and the importers.
+// live player, the Python bindings, and the importers. sim/trace/ is a
+// library of its own (agentcg_trace, sim/trace/CMakeLists.txt) below both
+// the simulator and the player: nothing here includes the rest of sim/
+// except the header-only sim/random.h.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +56,7 @@ struct Value {
   // Mean of the distribution (for entitlement and summaries).
   double mean() const;
 };
+
 
 struct ProcessSpec;
 

@@ -12,7 +12,7 @@
 // parents first; the generators emit them parents first).
 //
 // One validation path (issue 13): validate() also parses the "gpu" section
-// with the GPU model's own parser (sim/gpu/gpu_trace.h), so `trace validate`
+// with the GPU section's parser (sim/trace/gpu_trace.h), so `trace validate`
 // rejects every trace `run` would; validate_for_policy() adds what only some
 // policies require (the sched_ext classes' cgroup depth) and is called by
 // sim::run() and by `trace validate --policy`. Importers call validate() on
@@ -27,7 +27,7 @@
 #include <set>
 
 #include "agentcg/flatcg.h"  // AGENTCG_MAX_DEPTH
-#include "sim/gpu/gpu_trace.h"
+#include "sim/trace/gpu_trace.h"
 #include "sim/trace/trace.h"
 
 namespace agentcg::trace {

@@ -10,6 +10,7 @@
 // Called by the workload replay (sim/cpu/) and by the generators' tests.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "sim/trace/trace.h"
 

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from conftest import policies, run_cli
+from conftest import REPO, policies, run_cli
 
 SUBCOMMANDS = ["demo", "run", "compare", "sweep", "plot", "report", "policies"]
 
@@ -173,3 +173,27 @@ def test_policies_lists_both_kinds() -> None:
     res = run_cli(["policies"])
     assert res.returncode == 0
     assert "cpu cfs" in res.stdout and "gpu none" in res.stdout
+
+
+def test_an_import_that_yields_nothing_fails(tmp_path) -> None:
+    """An empty recording, or an --only-cgroup that matches no process, is an
+    error (exit 1) naming the input, not an empty trace with exit 0; the
+    cgroup error lists the recording's cgroups."""
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# tracer: nop\n#\n")
+    out = tmp_path / "t.json"
+    r = run_cli(["trace", "import", "--from", "ftrace", str(empty), "-o", str(out)])
+    assert r.returncode == 1, r.stderr
+    assert f"{empty}: the import produced no processes" in r.stderr
+    assert not out.exists()
+    rec = os.path.join(REPO, "tests", "data", "recordings", "record_small")
+    r = run_cli(["trace", "import", "--from", "agentcg-record", rec, "--only-cgroup", "/nope", "-o", str(out)])
+    assert r.returncode == 1, r.stderr
+    assert "--only-cgroup /nope matched no process" in r.stderr and "/a" in r.stderr
+    assert not out.exists()
+    r = run_cli(["trace", "import", "--from", "agentcg-record", rec, "--only-cgroup", "/a", "-o", str(out)])
+    assert r.returncode == 0, r.stderr
+    csv = tmp_path / "jobs.csv"
+    csv.write_text("")
+    r = run_cli(["trace", "import", "--from", "gpu-csv", str(csv), "-o", str(out)])
+    assert r.returncode != 0 and "Traceback" not in r.stderr

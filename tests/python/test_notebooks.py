@@ -33,3 +33,19 @@ def test_notebook_executes(name, monkeypatch) -> None:
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     if name == "cpu_evaluation.ipynb":
         assert len(images) >= 6, "expected the CDF, tool-call, share, timeline and sweep plots"
+    else:
+        assert len(images) >= 3, "expected the GPU timelines (lock holds) and the share plot"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebooks_use_the_eevdf_baseline(name) -> None:
+    """The notebooks compare against eevdf (the kernel's default since 6.6, the
+    baseline of `compare` and of the live runs), never cfs; read without
+    executing, so this holds even where nbclient is missing."""
+    import json
+
+    with open(os.path.join(REPO, "notebooks", name), encoding="utf-8") as f:
+        nb = json.load(f)
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert '"eevdf"' in code
+    assert '"cfs"' not in code, "a notebook still uses cfs as its baseline"

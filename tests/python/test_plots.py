@@ -47,20 +47,53 @@ def test_shared_window_and_cgroup_colours(cmp) -> None:
             assert line.get_color() == plots.cgroup_color(cg)
 
 
-def test_wakeup_cdf(cmp) -> None:
+def test_wakeup_cdf_from_every_sample(cmp) -> None:
+    """With the runs' histograms the curve is the empirical CDF of every
+    sample: one step per sample (small runs keep exact samples), rising to
+    1 at the max, and it agrees with results.json's nearest-rank p50/p99."""
     fig = plots.plot_wakeup_cdf(cmp)
-    _check_axes(fig, "latency (ms", "percentile")
+    _check_axes(fig, "latency (ms", "fraction of samples")
     ax = fig.axes[0]
-    assert len(ax.get_lines()) == 2 * len(cmp)  # a percentile line and a max marker per policy
+    assert "every sample" in ax.get_title()
+    assert len(ax.get_lines()) == 2 * len(cmp)  # a CDF and a max marker per policy
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert all(any(p in lbl for lbl in labels) for p in cmp)
-    # The curve is monotone: p50 <= p90 <= p99 <= p99.9, and each max marker sits at that policy's max.
     lines = ax.get_lines()
-    for curve, mx in zip(lines[0::2], lines[1::2]):
-        xs = list(curve.get_xdata())
-        assert xs == sorted(xs) and len(xs) == 4
-        assert mx.get_xdata()[0] >= xs[-1] and mx.get_color() == curve.get_color()
+    for (label, r), curve, mx in zip(cmp.items(), lines[0::2], lines[1::2]):
+        lat = r["wakeup_latency_ns"]
+        cdf = r.latency_cdf()
+        exact = lat["count"] <= 1024  # LatencyHistogram::kExactMax
+        assert len(cdf) == lat["count"] if exact else len(cdf) < lat["count"]
+        xs, fr = list(cdf["latency_ns"]), list(cdf["fraction"])
+        assert xs == sorted(xs) and fr == sorted(fr) and fr[-1] == 1.0
+        assert xs[-1] == lat["max"] and xs[0] >= 0
+        # nearest rank: the p50 value is the first sample with fraction >= 0.5
+        first50 = next(x for x, f in zip(xs, fr) if f >= 0.5)
+        first99 = next(x for x, f in zip(xs, fr) if f >= 0.99)
+        if exact:
+            assert (first50, first99) == (lat["p50"], lat["p99"]), label
+        else:  # bucket edges: within one bucket (64 per power of two)
+            for got, want in ((first50, lat["p50"]), (first99, lat["p99"])):
+                assert abs(got - want) <= max(1, want // 32), (label, got, want)
+        assert len(curve.get_xdata()) == len(xs) + 1 and mx.get_color() == curve.get_color()
+        assert mx.get_xdata()[0] == max(lat["max"], 1) / 1e6
     assert [t.get_text() for t in ax.get_yticklabels()][-1] == "max"
+
+
+def test_wakeup_cdf_falls_back_to_percentiles(cmp, tmp_path) -> None:
+    """A results.json on its own (no histograms.json beside it) gives the
+    percentile curve, and the title says so."""
+    r = next(iter(cmp.values()))
+    p = tmp_path / "r.json"
+    p.write_text(r.text)
+    alone = agentcg.Result.load(str(p))
+    assert alone.histograms is None
+    fig = plots.plot_wakeup_cdf({"x": alone})
+    ax = fig.axes[0]
+    assert "percentiles" in ax.get_title()
+    assert len(ax.get_lines()[0].get_xdata()) == 4
+    with pytest.raises(agentcg.AgentcgError, match="no wakeup_latency_ns histogram"):
+        alone.latency_cdf()
 
 
 def test_tool_call_latency(cmp) -> None:
@@ -141,3 +174,26 @@ def test_gpu_plots_when_the_gpu_model_is_built() -> None:
     _check_axes(fig, "time (s)", "GPU job")
     fig = plots.plot_gpu_share(cmp)
     _check_axes(fig, "GPU client", "compute share")
+
+
+def test_gpu_timeline_draws_every_hold_and_drain() -> None:
+    """With the schedule recorded, the GPU timeline draws one bar per lock
+    hold and per drain after a DROP (nvshare's switches are visible), a grey
+    span per job, and a residency panel; without it, the summary bars."""
+    try:
+        t = agentcg.generate("gpu-oversub", seed=1)
+    except ValueError as e:
+        pytest.skip(f"GPU generators not built: {e}")
+    r = agentcg.run(t, "eevdf", "nvshare", schedule=True)
+    g = r["gpu"]
+    fig = plots.plot_gpu_timeline(r)
+    ax = fig.axes[0]
+    assert "lock holds" in ax.get_title() and f"{g['switches']} switches" in ax.get_title()
+    rects = sum(len(c.get_paths()) for c in ax.collections)
+    assert rects == len(g["jobs"]) + g["grants"] + g["drops"]
+    assert g["grants"] > len(g["jobs"])  # jobs were switched out and back in
+    assert len(fig.axes) == 2 and "resident" in fig.axes[1].get_ylabel()
+    assert len(fig.axes[1].get_lines()) == len(g["jobs"]) + len(g["gpus"])  # + each GPU's capacity line
+    plain = agentcg.run(t, "eevdf", "nvshare")
+    fig = plots.plot_gpu_timeline(plain)
+    assert len(fig.axes) == 1 and "GPU job" in fig.axes[0].get_ylabel()

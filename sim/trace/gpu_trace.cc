@@ -4,7 +4,7 @@
 // offending element (trace::line_of, 0 when built in code), its JSON
 // pointer, and what was expected. Unknown keys are errors, so a misspelt
 // field never passes silently.
-#include "sim/gpu/gpu_trace.h"
+#include "sim/trace/gpu_trace.h"
 
 #include <cmath>
 #include <set>

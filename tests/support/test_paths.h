@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// Test helper: locate a file of the source tree (traces/, tests/data/) from
-// the test's working directory. CTest runs sim_tests in the source root
+// Test helper (header-only, for the C++ unit tests; was sim/trace/): locate
+// a file of the source tree (traces/, tests/data/) from the test's working
+// directory. CTest runs sim_tests in the source root
 // (agentcg_add_test sets WORKING_DIRECTORY); when run by hand from a build
 // folder, the parents are searched too; AGENTCG_SOURCE_DIR overrides both.
 #pragma once

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Implementation of the gpu-* generators (see gpu_generate.h). Options are
 // checked strictly: an unknown key or a malformed number names the option.
-#include "sim/gpu/gpu_generate.h"
+#include "sim/trace/gpu_generate.h"
 
 #include <cmath>
 #include <set>
@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "sim/gpu/gpu_trace.h"
+#include "sim/trace/gpu_trace.h"
 #include "sim/random.h"
 
 namespace agentcg::sim::gpu {
