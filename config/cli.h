@@ -54,6 +54,18 @@ inline std::optional<int> parse(CLI::App& app, int argc, const char* const* argv
   }
 }
 
+// An integer >= 1 (CLI::PositiveNumber would print its range up to DBL_MAX).
+inline CLI::Validator positive_integer() {
+  return CLI::Validator(
+      [](std::string& v) {
+        const bool digits = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+        return digits && v.find_first_not_of('0') != std::string::npos
+                   ? std::string()
+                   : "expected a positive integer, got '" + v + "'";
+      },
+      "");
+}
+
 // --NAME DURATION (core/units grammar) into `ns`; `min_ns` is the smallest
 // value accepted.
 inline CLI::Option* add_duration(CLI::App& app, const std::string& name, std::uint64_t& ns, const std::string& help,
@@ -64,10 +76,13 @@ inline CLI::Option* add_duration(CLI::App& app, const std::string& name, std::ui
           name,
           [&ns, flag, min_ns](const std::string& s) {
             const auto v = units::parse_duration_ns(s);
-            if (!v || *v < min_ns)
-              throw CLI::ValidationError(flag, "expected " + std::string(units::kDurationForms) +
-                                                   (min_ns > 0 ? " of at least " + std::to_string(min_ns) + " ns" : "") +
-                                                   ", got '" + s + "'");
+            if (!v || *v < min_ns) {
+              const std::string at_least = min_ns == 0   ? ""
+                                           : min_ns == 1 ? " above 0"
+                                                         : " of at least " + std::to_string(min_ns) + " ns";
+              throw CLI::ValidationError(flag, "expected " + std::string(units::kDurationForms) + at_least + ", got '" +
+                                                   s + "'");
+            }
             ns = *v;
           },
           help)
@@ -82,7 +97,8 @@ inline CLI::Option* add_size(CLI::App& app, const std::string& name, std::uint64
           name,
           [&bytes, flag](const std::string& s) {
             const auto v = units::parse_size_bytes(s);
-            if (!v) throw CLI::ValidationError(flag, "expected " + std::string(units::kSizeForms) + ", got '" + s + "'");
+            if (!v)
+              throw CLI::ValidationError(flag, "expected " + std::string(units::kSizeForms) + ", got '" + s + "'");
             bytes = *v;
           },
           help)

@@ -21,38 +21,6 @@ agentcg_tunables tunables_of(const config::Config& c) {
   return t;
 }
 
-namespace {
-
-constexpr int kMaxDepth = 32;
-
-void walk(const std::filesystem::path& root, const std::filesystem::path& dir, int depth,
-          std::vector<CgroupEntry>& out) {
-  struct stat st{};
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
-  std::string rel = "/" + std::filesystem::relative(dir, root).generic_string();
-  if (rel == "/.") rel = "/";
-  out.push_back({rel, static_cast<std::uint64_t>(st.st_ino)});
-  if (depth >= kMaxDepth) return;
-  std::error_code ec;
-  std::vector<std::filesystem::path> kids;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    std::error_code ec2;
-    if (e.is_directory(ec2) && !e.is_symlink(ec2)) kids.push_back(e.path());
-  }
-  std::sort(kids.begin(), kids.end());
-  for (const auto& k : kids) walk(root, k, depth + 1, out);
-}
-
-}  // namespace
-
-std::vector<CgroupEntry> walk_cgroups(const std::string& root) {
-  std::vector<CgroupEntry> out;
-  walk(std::filesystem::path(root), std::filesystem::path(root), 0, out);
-  std::sort(out.begin(), out.end(),
-            [](const CgroupEntry& a, const CgroupEntry& b) { return a.path < b.path; });
-  return out;
-}
-
 std::optional<std::uint64_t> parse_memory_events_high(const std::string& text) {
   std::istringstream in(text);
   std::string key;
@@ -70,14 +38,6 @@ std::optional<std::uint64_t> parse_memory_events_high(const std::string& text) {
   return std::nullopt;
 }
 
-std::optional<std::string> read_small_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::uint32_t MemMonitor::poll(const std::string& path, std::uint64_t high_events,
                                std::uint64_t now_ns, const agentcg_tunables& t,
                                std::uint32_t* events) {
@@ -92,17 +52,6 @@ std::uint32_t MemMonitor::penalty(const std::string& path) const {
   return it == states_.end() ? 0 : it->second.penalty;
 }
 
-std::string escape_label(const std::string& v) {
-  std::string o;
-  o.reserve(v.size());
-  for (const char c : v) {
-    if (c == '\\') o += "\\\\";
-    else if (c == '"') o += "\\\"";
-    else if (c == '\n') o += "\\n";
-    else o += c;
-  }
-  return o;
-}
 
 namespace {
 

@@ -20,6 +20,7 @@
 #include "agentcg/counters.h"
 #include "bpf/agentcg_intf.h"
 #include "config/config.h"
+#include "live/cgroupfs/cgroupfs.h"  // walk_cgroups, read_small_file, escape_label
 
 namespace agentcg::live {
 
@@ -27,20 +28,8 @@ namespace agentcg::live {
 enum agentcg_mode mode_of(const config::Config& c);
 agentcg_tunables tunables_of(const config::Config& c);
 
-struct CgroupEntry {
-  std::string path;  // relative to the cgroup root, "/" for the root itself
-  std::uint64_t id;  // cgroup id = inode number of the directory (kernfs id)
-};
-
-// All cgroups under `root` (directories, recursively, bounded depth),
-// sorted by path. A missing root gives an empty list.
-std::vector<CgroupEntry> walk_cgroups(const std::string& root);
-
 // The `high N` count of a memory.events file's text; nullopt if absent.
 std::optional<std::uint64_t> parse_memory_events_high(const std::string& text);
-
-// Reads a whole small file (cgroup attribute); nullopt if it cannot.
-std::optional<std::string> read_small_file(const std::string& path);
 
 // The memory monitor: one agentcg_mem_state per cgroup path.
 class MemMonitor {
@@ -78,8 +67,5 @@ struct MetricsSnapshot {
 
 // Prometheus text exposition (version 0.0.4), every family with # HELP/# TYPE.
 std::string render_metrics(const MetricsSnapshot& s);
-
-// A label value with \, " and newline escaped.
-std::string escape_label(const std::string& v);
 
 }  // namespace agentcg::live

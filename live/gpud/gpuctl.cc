@@ -64,14 +64,20 @@ int main(int argc, char** argv) {
   std::string mode;
   app.add_subcommand("list", "clients: id, pid, name, gpu, memory, state, share, limits");
   auto* quantum = app.add_subcommand("set-quantum", "time quantum in ms");
-  quantum->add_option("MS", m.value, "milliseconds")->required()->check(CLI::Range(std::uint64_t{1}, std::uint64_t{86400000}));
+  quantum->add_option("MS", m.value, "milliseconds")
+      ->required()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{86400000}));
   auto* set_mode = app.add_subcommand("set-mode", "scheduler on (serialise) or off (everyone runs)");
   set_mode->add_option("MODE", mode, "on or off")->required()->check(CLI::IsMember({"on", "off"}));
   auto* core = app.add_subcommand("set-core-limit", "compute limit 1..100 % of a client (takes effect at once)");
-  core->add_option("CLIENT", m.client_id, "client id (see list)")->required()->check(CLI::PositiveNumber);
+  core->add_option("CLIENT", m.client_id, "client id (see list)")
+      ->required()
+      ->check(agentcg::cli::positive_integer());
   core->add_option("PCT", m.value, "percent")->required()->check(CLI::Range(std::uint64_t{1}, std::uint64_t{100}));
   auto* mem = app.add_subcommand("set-memory-limit", "memory limit of a client (e.g. 4G; 0 = none)");
-  mem->add_option("CLIENT", m.client_id, "client id (see list)")->required()->check(CLI::PositiveNumber);
+  mem->add_option("CLIENT", m.client_id, "client id (see list)")
+      ->required()
+      ->check(agentcg::cli::positive_integer());
   std::uint64_t mem_bytes = 0;
   agentcg::cli::add_size(*mem, "SIZE", mem_bytes, "bytes or a size such as 4G")->required();
   if (auto rc = agentcg::cli::parse(app, argc, argv)) return *rc;

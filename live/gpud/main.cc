@@ -156,7 +156,8 @@ int main(int argc, char** argv) {
       std::string item = gpu_memory.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
       auto b = agentcg::gpu::parse_bytes(item.c_str());
       if (!b || *b == 0)
-        usage_error("--gpu-memory: expected " + std::string(agentcg::units::kSizeForms) + " above 0, got '" + item + "'");
+        usage_error("--gpu-memory: expected " + std::string(agentcg::units::kSizeForms) + " above 0, got '" + item +
+                    "'");
       sizes.push_back(*b);
       if (comma == std::string::npos) break;
       pos = comma + 1;

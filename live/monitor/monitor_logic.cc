@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <sstream>
 
-#include "live/agentcgroupd/daemon_logic.h"
+#include "live/cgroupfs/cgroupfs.h"
 
 namespace agentcg::monitor {
 

@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   CLI::App app{"The scheduler monitor on its own (bpf/monitor.bpf.c), without agentcgroupd.", "agentcg-monitor"};
   agentcg::cli::setup(app);
   app.add_option("--seconds", seconds, "stop after S seconds (default: at SIGINT/SIGTERM)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0L, 31536000L))
       ->type_name("S");
   app.add_flag("--print", print, "print the monitor's Prometheus text at the end");
   app.add_flag("--prog-stats", prog_stats, "print the monitor's BPF run count and time (kernel.bpf_stats_enabled=1)");

@@ -10,7 +10,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "live/agentcgroupd/daemon_logic.h"
+#include "live/cgroupfs/cgroupfs.h"
 #include "monitor.skel.h"
 
 namespace agentcg::monitor {

@@ -138,14 +138,14 @@ int main(int argc, char** argv) {
   auto* sp = app.add_subcommand("spin", "burn CPU for SECONDS");
   sp->add_option("SECONDS", a)->required();
   auto* me = app.add_subcommand("mem", "keep MB of anonymous memory and rewrite every page for SECONDS");
-  me->add_option("MB", a)->required()->check(CLI::PositiveNumber);
+  me->add_option("MB", a)->required()->check(agentcg::cli::positive_integer());
   me->add_option("SECONDS", b)->required();
   auto* fs = app.add_subcommand("forkstorm", "fork N children that exit at once, at most PARALLEL (64) alive");
   fs->add_option("N", a)->required();
   b = 64;
-  fs->add_option("PARALLEL", b)->check(CLI::PositiveNumber);
+  fs->add_option("PARALLEL", b)->check(agentcg::cli::positive_integer());
   auto* wl = app.add_subcommand("wakelat", "periodic sleeper every PERIOD_US for SECONDS: wakeup latency");
-  wl->add_option("PERIOD_US", a)->required()->check(CLI::PositiveNumber);
+  wl->add_option("PERIOD_US", a)->required()->check(agentcg::cli::positive_integer());
   wl->add_option("SECONDS", b)->required();
   if (auto rc = agentcg::cli::parse(app, argc, argv)) return *rc;
   if (sp->parsed()) return spin(a);

@@ -1097,11 +1097,12 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
                "simulator's keys.",
                "agentcg-player"};
   agentcg::cli::setup(app);
-  app.add_option("TRACE", o.trace_path, "the trace (format v1, traces/README.md)")->required();
+  app.add_option("TRACE", o.trace_path, "the trace (format v1, traces/README.md)")->required()->type_name("FILE");
   app.add_option("-o,--out", o.out, "where results.json is written")->required()->type_name("RESULTS.json");
   app.add_option("--label", o.label, "results.json policy (default live)")
+      ->type_name("NAME")
       ->check(CLI::Validator([](std::string& v) { return v.empty() ? std::string("expected a non-empty name") : ""; },
-                             "NAME"));
+                             ""));
   app.add_option("--seed", o.seed, "seeds the distribution draws (default 1)")->type_name("N");
   auto* no_cg = app.add_flag("--no-cgroups", o.no_cgroups, "run every process in the player's own cgroup");
   app.add_option("--cgroup-root", o.cgroup_root,
@@ -1114,7 +1115,7 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
                        ? "expected an absolute directory below a cgroup v2 mount, got '" + v + "'"
                        : std::string();
           },
-          "DIR"));
+          ""));
   app.add_option("--mem-scale", o.mem_scale, "scale every memory size (mem ops, memory.high/max), default 1.0")
       ->type_name("F")
       ->check(CLI::Validator(
@@ -1125,10 +1126,10 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
                        ? "expected a positive number, got '" + v + "'"
                        : std::string();
           },
-          "F"));
+          ""));
   std::uint64_t duration_ns = 0;
-  auto* dur = agentcg::cli::add_duration(app, "--duration", duration_ns,
-                                         "stop after DURATION (e.g. 20s, 500ms), overriding the trace's duration_ns", 1);
+  auto* dur = agentcg::cli::add_duration(
+      app, "--duration", duration_ns, "stop after DURATION (e.g. 20s, 500ms), overriding the trace's duration_ns", 1);
   if (auto rc = agentcg::cli::parse(app, argc, argv)) return rc;
   if (dur->count() > 0) o.duration_ns = duration_ns;
   return std::nullopt;
