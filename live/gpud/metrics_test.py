@@ -23,7 +23,7 @@ def main():
     gpud, gpuctl = sys.argv[1], sys.argv[2]
     for prog in (gpud, gpuctl):
         r = subprocess.run([prog, "--help"], capture_output=True, text=True, timeout=10)
-        if r.returncode != 0 or "usage" not in r.stdout:
+        if r.returncode != 0 or "usage" not in r.stdout.lower():
             print("FAIL: %s --help exited %d: %s" % (prog, r.returncode, r.stderr))
             return 1
     promtool = shutil.which("promtool")

@@ -180,6 +180,9 @@ class RecordImporter {
       m = json::parse(in);
     } catch (const json::parse_error& e) {
       throw ImportError(p, 0, std::string("not JSON: ") + e.what());
+    } catch (const json::exception& e) {
+      // e.g. out_of_range 406 for a number like 1e400 (fuzz/import_record_fuzz.cc)
+      throw ImportError(p, 0, std::string("invalid JSON value: ") + e.what());
     }
     // Types are checked before each read: json::value() throws type_error
     // on a present key of another type, which named no file (fuzz finding).
