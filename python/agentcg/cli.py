@@ -281,23 +281,10 @@ def cmd_compare(a: argparse.Namespace) -> int:
 
 
 def _seeds(text: str, flag: str = "--seeds") -> List[int]:
-    out: List[int] = []
-    for part in _split(text):
-        try:
-            if "-" in part.lstrip("-"):
-                lo, hi = part.split("-", 1)
-                a, b = int(lo), int(hi)
-                if b < a or b - a > 10_000:
-                    raise ValueError
-                out.extend(range(a, b + 1))
-            else:
-                out.append(int(part))
-        except ValueError:
-            raise UsageError(f"{flag} {text}: expected seeds from 0 to 2**64-1 such as 1,2,3 or 1-5") from None
-    if not out:
-        raise UsageError(f"{flag}: no seeds (expected e.g. 1-5)")
-    if any(not 0 <= x < 2**64 for x in out):
-        raise UsageError(f"{flag} {text}: seeds are integers from 0 to 2**64-1")
+    from .units import SEEDS_FORMS, try_parse_seeds
+    out = try_parse_seeds(text)
+    if out is None:
+        raise UsageError(f"{flag} {text}: expected {SEEDS_FORMS}")
     if len(set(out)) != len(out):
         raise UsageError(f"{flag} {text}: a seed is listed twice")
     return out

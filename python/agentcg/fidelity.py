@@ -629,22 +629,10 @@ def _live_dir_of(root: Path, name: str) -> Path:
 
 def _seed_list(seeds: Any) -> List[int]:
     if isinstance(seeds, str):
-        out: List[int] = []
-        for part in seeds.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            try:
-                if "-" in part:
-                    lo, hi = (int(x) for x in part.split("-", 1))
-                    if hi < lo or hi - lo > 1000:
-                        raise ValueError
-                    out.extend(range(lo, hi + 1))
-                else:
-                    out.append(int(part))
-            except ValueError:
-                raise AgentcgError(f"--seeds {seeds}: expected e.g. 1-5 or 1,2,3") from None
-        seeds = out
+        parsed = units.try_parse_seeds(seeds)
+        if parsed is None:
+            raise AgentcgError(f"--seeds {seeds}: expected {units.SEEDS_FORMS}")
+        seeds = parsed
     seeds = list(seeds)
     if not seeds:
         raise AgentcgError("--seeds: no seeds")

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from ._errors import AgentcgError
 
 __all__ = ["DURATION_FORMS", "SIZE_FORMS", "parse_duration_ns", "parse_size_bytes",
-           "try_parse_duration_ns", "try_parse_size_bytes"]
+           "try_parse_duration_ns", "try_parse_size_bytes", "SEEDS_FORMS", "try_parse_seeds"]
 
 DURATION_FORMS = "a duration with a unit: ns, us, ms, s, m or h (e.g. 500ms, 2.5s, 10s)"
 SIZE_FORMS = ("a size: bytes, or a number with K/M/G/T (binary), KiB/MiB/GiB/TiB (binary) or "
@@ -76,3 +76,30 @@ def parse_size_bytes(text: str, what: str = "size") -> int:
     if v is None:
         raise AgentcgError(f"{what}: expected {SIZE_FORMS}, got {text!r}")
     return v
+
+
+SEEDS_FORMS = "seeds from 0 to 2**64-1 such as 1,2,3 or 1-5"
+
+
+def try_parse_seeds(text: str) -> Optional[List[int]]:
+    """'1-5', '1,2,3', '1-3,7' -> the seeds in order; None when TEXT is not
+    such a list (empty, a range backwards or over 10,000 wide, a seed
+    outside 0..2**64-1). The seed list of compare, sweep, demo and fidelity."""
+    out: List[int] = []
+    for part in (p.strip() for p in str(text).split(",")):
+        if not part:
+            continue
+        try:
+            if "-" in part.lstrip("-"):
+                lo, hi = part.split("-", 1)
+                a, b = int(lo), int(hi)
+                if b < a or b - a > 10_000:
+                    return None
+                out.extend(range(a, b + 1))
+            else:
+                out.append(int(part))
+        except ValueError:
+            return None
+    if not out or any(not 0 <= x < 2**64 for x in out):
+        return None
+    return out

@@ -21,6 +21,28 @@
 namespace py = pybind11;
 
 namespace agentcg::python {
+namespace {
+
+// The options of one run, as run() and run_with_histograms() both take them
+// (config from a file, else from YAML text, else the defaults).
+sim::RunOptions run_options(const std::string& policy, const std::string& gpu_policy, std::uint64_t seed,
+                            const std::string& config_path, const std::string& config_yaml,
+                            const std::string& config_source, const std::string& perfetto_path, bool histograms) {
+  sim::RunOptions options;
+  options.policy = policy;
+  options.gpu_policy = gpu_policy;
+  options.seed = seed;
+  options.perfetto_path = perfetto_path;
+  options.histograms = histograms;
+  if (!config_path.empty()) {
+    options.config = config::load_file(config_path);
+  } else if (!config_yaml.empty()) {
+    options.config = config::load_string(config_yaml, config_source);
+  }
+  return options;
+}
+
+}  // namespace
 
 void register_run(py::module_& m) {
   m.def(
@@ -29,18 +51,9 @@ void register_run(py::module_& m) {
          std::uint64_t seed, const std::string& config_path, const std::string& config_yaml,
          const std::string& config_source, const std::string& perfetto_path, bool histograms) {
         py::gil_scoped_release release;
-        sim::RunOptions options;
-        options.policy = policy;
-        options.gpu_policy = gpu_policy;
-        options.seed = seed;
-        options.perfetto_path = perfetto_path;
-        options.histograms = histograms;
-        if (!config_path.empty()) {
-          options.config = config::load_file(config_path);
-        } else if (!config_yaml.empty()) {
-          options.config = config::load_string(config_yaml, config_source);
-        }
-        return sim::dump_results(sim::run(trace, options));
+        return sim::dump_results(sim::run(
+            trace, run_options(policy, gpu_policy, seed, config_path, config_yaml, config_source, perfetto_path,
+                               histograms)));
       },
       py::arg("trace"), py::arg("policy") = "cfs", py::arg("gpu_policy") = "none",
       py::arg("seed") = 1, py::arg("config_path") = "", py::arg("config_yaml") = "",
@@ -63,18 +76,9 @@ void register_run(py::module_& m) {
         std::string results, histograms;
         {
           py::gil_scoped_release release;
-          sim::RunOptions options;
-          options.policy = policy;
-          options.gpu_policy = gpu_policy;
-          options.seed = seed;
-          options.perfetto_path = perfetto_path;
-          options.histograms = true;
-          if (!config_path.empty()) {
-            options.config = config::load_file(config_path);
-          } else if (!config_yaml.empty()) {
-            options.config = config::load_string(config_yaml, config_source);
-          }
-          nlohmann::json r = sim::run(trace, options);
+          nlohmann::json r = sim::run(
+              trace, run_options(policy, gpu_policy, seed, config_path, config_yaml, config_source, perfetto_path,
+                                 /*histograms=*/true));
           histograms = r["histograms"].dump();
           r.erase("histograms");
           results = sim::dump_results(r);

@@ -30,3 +30,14 @@ def test_errors_name_the_option_and_the_forms() -> None:
         units.parse_duration_ns("10", "--duration")
     with pytest.raises(AgentcgError, match=r"--mem: expected a size.*got '4gib'"):
         units.parse_size_bytes("4gib", "--mem")
+
+
+@pytest.mark.parametrize("text,want", [("1-5", [1, 2, 3, 4, 5]), ("1,2,3", [1, 2, 3]), ("1-3,7", [1, 2, 3, 7]),
+                                       ("0", [0]), (" 4 , 5 ", [4, 5])])
+def test_seed_lists(text, want):
+    assert units.try_parse_seeds(text) == want
+
+
+@pytest.mark.parametrize("text", ["", ",", "5-1", "1-20000", "x", "1-x", "-1", str(2**64), "1.5"])
+def test_seed_lists_rejected(text):
+    assert units.try_parse_seeds(text) is None
