@@ -32,7 +32,7 @@ write_config() { # mode [extra yaml]
 	cat > $CONF <<EOC
 daemon:
   log_level: info
-  metrics_port: 9090
+  metrics_port: 9402
   mode: $1
 monitor:
   poll_interval_ms: 10
@@ -70,7 +70,7 @@ stop_daemon() {
 	return $rc
 }
 
-metrics() { wget -q -O - http://127.0.0.1:9090/metrics 2>/dev/null; }
+metrics() { wget -q -O - http://127.0.0.1:9402/metrics 2>/dev/null; }
 metric() { metrics | awk -v n="$1" '$1 == n { print $2; f = 1 } END { if (!f) print "" }'; }
 
 mkcg() { # name [weight] [cpu.max]
