@@ -430,7 +430,9 @@ def shim_compute_caps(env):
     # most its cap and the GPU is shared max-min fairly under the caps:
     # 25 / 37.5 / 37.5 (not scaled down to 16.7 / 33.3 / 50).
     env.start_daemon("compute-limit", config=LIMIT_CFG)
-    ps = [(pct, want, env.client("--alloc-mb", 64, "--duration-ms", 4000,
+    # 8 s clients: a common span of ~16 windows of 400 ms (4 s gave ~6, and
+    # one window's grant order moved a share by 4-5 points on a 2-core host)
+    ps = [(pct, want, env.client("--alloc-mb", 64, "--duration-ms", 8000,
                                  env={"AGENTCG_GPU_CORE_LIMIT": str(pct)}))
           for pct, want in ((25, 25.0), (50, 37.5), (75, 37.5))]
     rs = [(pct, want, env.result(p)) for pct, want, p in ps]
