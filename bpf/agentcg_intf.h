@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The interface between bpf/agentcg.bpf.c and its loader (agentcgroupd):
- * map value layouts, the counter list, the mode numbers. C99 and BPF-safe
- * (only agentcg/types.h), included by the BPF program and by the daemon.
+ * map value layouts, the mode numbers (the counters are core's one list,
+ * agentcg/counters.h). C99 and BPF-safe (only core/ headers), included by
+ * the BPF program and by the daemon.
  *
  * Invariants: every struct here has a fixed layout without implicit padding
  * (checked by static asserts in the daemon), because the same bytes are read
@@ -12,6 +13,7 @@
 #ifndef AGENTCG_BPF_INTF_H
 #define AGENTCG_BPF_INTF_H
 
+#include "agentcg/counters.h"
 #include "agentcg/tunables.h"
 #include "agentcg/types.h"
 
@@ -48,34 +50,10 @@ struct agentcg_live_cfg {
 };
 
 /*
- * The policy's counters come from core's one list (agentcg/counters.h,
- * per-CPU map `stats`, exported as agentcg_<name>_total). This second list
- * holds only what the BPF glue itself counts (fallback and race paths),
- * per-CPU map `bpf_stats`, exported as agentcg_bpf_<name>_total.
- * X(number, name, help); append only.
+ * The counters (policy: per-CPU map `stats`; the glue's own fallback and race
+ * paths: per-CPU map `bpf_stats`, enum agentcg_bpf_stat AGENTCG_BS_*) come
+ * from core's one list, agentcg/counters.h.
  */
-#define AGENTCG_BPF_STATS(X)                                                           \
-	X(0, enqueues, "tasks enqueued by ops.enqueue")                                \
-	X(1, direct_dispatches, "requests placed directly in a CPU's local queue")           \
-	X(2, dispatches, "tasks moved from a cgroup queue to a CPU")                   \
-	X(3, parked, "tasks parked because their cgroup or an ancestor was throttled") \
-	X(4, no_cgrp_state, "tasks scheduled under an ancestor's state (their cgroup has none)") \
-	X(5, cgrp_overflow, "cgroups without state (table full or too deep)")         \
-	X(6, dispatch_races, "a chosen cgroup queue was empty when moved from")        \
-	X(7, refills, "cpu.max period refills that unthrottled a cgroup")              \
-	X(8, cgroup_moves, "tasks moved between cgroups")                              \
-	X(9, no_task_ctx, "tasks without task_ctx (should not happen)")                \
-	X(10, wakeup_preempt_checks, "wakeups checked against the running task (base rule)") \
-	X(11, preempt_timer_fires, "min_slice re-checks run by the per-CPU BPF timer")  \
-	X(12, unparked, "parked tasks put back in the queue at a cpu.max refill")      \
-	X(13, idle_kicks, "idle CPUs woken for a task queued in the shared queue")
-
-enum agentcg_bpf_stat {
-#define AGENTCG_BPF_STAT_ENUM(num, name, help) AGENTCG_BS_##name = num,
-	AGENTCG_BPF_STATS(AGENTCG_BPF_STAT_ENUM)
-#undef AGENTCG_BPF_STAT_ENUM
-	AGENTCG_NR_BPF_STATS = 14,
-};
 
 /* Written by the daemon (memory monitor), read by BPF: map `cgrp_ctl`. */
 struct agentcg_cgrp_ctl {

@@ -382,4 +382,29 @@ TEST(Counters, DenseUniqueNamesFitInAnEventMask) {
   EXPECT_STREQ(agentcg_counter_name(AGENTCG_C_fork_storms), "fork_storms");
 }
 
+// The glue and workload groups of the same list: dense, named, and the
+// workload names never collide with the policy's (both land in the one
+// results.json "counters" object).
+TEST(Counters, AllGroupsDenseAndResultsNamesDisjoint) {
+  std::set<std::string> results_names, bpf_names;
+  for (u32 i = 0; i < AGENTCG_NR_COUNTERS; i++) results_names.insert(agentcg_counter_name(i));
+  for (u32 i = 0; i < AGENTCG_NR_WORKLOAD_COUNTERS; i++) {
+    const std::string n = agentcg_workload_counter_name(i);
+    EXPECT_FALSE(n.empty()) << "workload counter " << i << " has no name (numbers must be dense)";
+    EXPECT_FALSE(std::string(agentcg_workload_counter_help(i)).empty());
+    EXPECT_TRUE(results_names.insert(n).second) << n << " is both a policy and a workload counter";
+  }
+  for (u32 i = 0; i < AGENTCG_NR_BPF_STATS; i++) {
+    const std::string n = agentcg_bpf_stat_name(i);
+    EXPECT_FALSE(n.empty()) << "BPF stat " << i << " has no name (numbers must be dense)";
+    EXPECT_FALSE(std::string(agentcg_bpf_stat_help(i)).empty());
+    bpf_names.insert(n);
+  }
+  EXPECT_EQ(bpf_names.size(), static_cast<std::size_t>(AGENTCG_NR_BPF_STATS));
+  EXPECT_STREQ(agentcg_bpf_stat_name(AGENTCG_NR_BPF_STATS), "");
+  EXPECT_STREQ(agentcg_workload_counter_name(AGENTCG_NR_WORKLOAD_COUNTERS), "");
+  EXPECT_STREQ(agentcg_bpf_stat_name(AGENTCG_BS_idle_kicks), "idle_kicks");
+  EXPECT_STREQ(agentcg_workload_counter_name(AGENTCG_W_oom_kills), "oom_kills");
+}
+
 }  // namespace

@@ -74,21 +74,9 @@ std::string render_metrics(const MetricsSnapshot& s) {
     family(o, name, "counter", agentcg_counter_help(i));
     o << name << ' ' << v << '\n';
   }
-  static const char* const kBpfNames[] = {
-#define AGENTCG_X_NAME(num, name, help) #name,
-      AGENTCG_BPF_STATS(AGENTCG_X_NAME)
-#undef AGENTCG_X_NAME
-  };
-  static const char* const kBpfHelp[] = {
-#define AGENTCG_X_HELP(num, name, help) help,
-      AGENTCG_BPF_STATS(AGENTCG_X_HELP)
-#undef AGENTCG_X_HELP
-  };
-  static_assert(sizeof(kBpfNames) / sizeof(kBpfNames[0]) == AGENTCG_NR_BPF_STATS,
-                "AGENTCG_NR_BPF_STATS must match the AGENTCG_BPF_STATS list");
   for (std::uint32_t i = 0; i < AGENTCG_NR_BPF_STATS; i++) {
-    const std::string name = std::string("agentcg_bpf_") + kBpfNames[i] + "_total";
-    family(o, name, "counter", kBpfHelp[i]);
+    const std::string name = std::string("agentcg_bpf_") + agentcg_bpf_stat_name(i) + "_total";
+    family(o, name, "counter", agentcg_bpf_stat_help(i));
     o << name << ' ' << s.bpf_stats[i] << '\n';
   }
   family(o, "agentcg_config_reloads_total", "counter", "successful SIGHUP config reloads");
