@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * agentcg monitor: per-cgroup scheduling metrics from the scheduler
- * tracepoints, with no sched_ext needed (seed 001's sched_monitor.bpf.o).
+ * tracepoints, with no sched_ext needed (the strategies design's sched_monitor.bpf.o).
  * Loaded by live/agentcgroupd in every daemon.mode (none/monitor, agentcg,
  * flatcg, scx) through live/monitor/ (skeleton monitor.skel.h); one
  * exporter, whichever scheduler runs.

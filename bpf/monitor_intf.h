@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The interface between bpf/monitor.bpf.c (the scheduler-tracepoint monitor,
- * seed 001's sched_monitor.bpf.o) and its loader live/monitor/: the per-cgroup
+ * the strategies design's sched_monitor.bpf.o) and its loader live/monitor/: the per-cgroup
  * stats layout and the wakeup-latency histogram buckets. C99 and BPF-safe,
  * included by the BPF program and by the daemon.
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The scheduler side of strategies (seed 001, core/include/agentcg/strategy.h):
+ * The scheduler side of strategies (strategies design, core/include/agentcg/strategy.h):
  * two maps written only by agentcgroupd (live/agentcgroupd/extensions.cc,
  * found by name, so their presence is all the daemon needs) and read on the
  * hot path of bpf/agentcg.bpf.c:

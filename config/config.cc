@@ -144,7 +144,7 @@ void parse_daemon(const YAML::Node& n, const Reader& r, DaemonConfig& d) {
   if (n["metrics_address"]) d.metrics_address = r.str(n, "daemon", "metrics_address");
   if (n["mode"]) {
     d.mode = r.str(n, "daemon", "mode");
-    if (d.mode == "monitor") d.mode = "none";  // seed 001's monitor-only mode
+    if (d.mode == "monitor") d.mode = "none";  // the strategies design's monitor-only mode
     if (d.mode != "agentcg" && d.mode != "flatcg" && d.mode != "scx" && d.mode != "none")
       r.fail(n["mode"], "daemon.mode", "expected agentcg, flatcg, scx, none or monitor");
   }

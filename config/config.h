@@ -42,7 +42,7 @@ struct DaemonConfig {
   bool reattach_on_eject = false;
 };
 
-// Scheduler supervision (seed 001's scheduler.scheduler_name and
+// Scheduler supervision (the strategies design's scheduler.scheduler_name and
 // scheduler.max_time_watchdog; read from the `scheduler:` section beside
 // the tunables): mode scx runs `scx_dir/<scheduler_name>`, only from that
 // allow-listed directory. max_time_watchdog: the supervised scheduler must

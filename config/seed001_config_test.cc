@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// The config keys of seed 001: daemon.mode none/monitor/scx,
+// The config keys of the strategies design: daemon.mode none/monitor/scx,
 // scheduler.scheduler_name/scx_dir/max_time_watchdog/max_time_sec (beside
 // the tunables, not in them), monitor.sched_monitor, the api section; each
 // bad value names file, line and key.

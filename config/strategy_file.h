@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// The strategy document (seed 001's scheduling strategies), shared by
+// The strategy document (the strategies design's scheduling strategies), shared by
 // agentcgroupd's local API (live/strategy/), its persisted state file, the
 // Kubernetes SchedulingStrategy spec (deploy/crds/) and the simulator's
 // `--strategies FILE`, so a strategy tried in the simulator is the one

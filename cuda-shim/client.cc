@@ -5,13 +5,13 @@
  * messages and performs drains; application threads only send (under
  * send_mu_) and wait on cv_.
  *
- * Corrections to the seed pseudo-code (seed 002/003 and nvshare as described
+ * Corrections to the seed pseudo-code (the memory-aware and compute-limit GPU designs and nvshare as described
  * in docs/sources.md):
- *  - seed 002 sends MEM_UPDATE and then blocks reading the reply inside
+ *  - the memory-aware GPU design sends MEM_UPDATE and then blocks reading the reply inside
  *    cuMemAlloc; that deadlocks with the reader thread and stalls allocation
  *    on the scheduler. Here MEM_UPDATE is fire-and-forget and the only
  *    blocking point is before GPU work (before_work()).
- *  - seed 002 prefetches right after allocation; pages do not exist before
+ *  - the memory-aware GPU design prefetches right after allocation; pages do not exist before
  *    first touch, so that is a no-op. Prefetch happens on a grant with the
  *    prefetch flag and targets only allocations that GPU work has touched.
  *  - a grant that bounds queued work (a limited client) keeps at most

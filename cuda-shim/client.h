@@ -3,7 +3,7 @@
  * The scheduling client inside the user's process: the shim's logic, apart
  * from symbol interposition (shim.cc). It
  *  - turns device allocations into managed memory and tracks them, reporting
- *    the total to agentcg-gpud after every change (seed 002: self-report);
+ *    the total to agentcg-gpud after every change (memory-aware GPU design: self-report);
  *  - gates GPU work on the daemon's lock: before_work() blocks until the
  *    client holds a grant (or runs unscheduled); a DROP_LOCK drains queued
  *    work (context synchronise) and answers LOCK_RELEASED with the grant's

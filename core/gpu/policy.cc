@@ -20,29 +20,30 @@
 // passed in never decreases (an earlier time is treated as the last one).
 // Callers: sim/gpu/gpu_sim.cc, live/gpud.
 //
-// Corrections to the seeds' pseudo-code (implementing the stated intent):
-//  - seed 002's timer recomputed its deadline each loop but (in the fork)
+// Corrections to the designs' pseudo-code (implementing the stated intent;
+// the designs are summarised in docs/sources.md "The design"):
+//  - the memory-aware GPU design's timer recomputed its deadline each loop but (in the fork)
 //    never slept past the 2 s quota window, so the forced switch never
 //    fired; here the forced switch is a next_tick_ns deadline at
 //    granted_at + quantum, returned to the caller, and tested.
-//  - seed 002 section 4.3 moved the running client to the wait queue and
+//  - the memory-aware GPU design (§4.3) moved the running client to the wait queue and
 //    granted the next one in the same step, before the first released the
 //    GPU; here the next client is granted only when the memory it needs is
 //    actually released (release()/disconnect()/memory_update()).
-//  - seed 002 section 8.2 assumed 1 GB/s and floor(GB) (a 0.9 GB set gave
+//  - the memory-aware GPU design (§8.2) assumed 1 GB/s and floor(GB) (a 0.9 GB set gave
 //    1 s); here the swap time is bytes(out + in) / the GPU's swap
 //    bandwidth, rounded up, times the multiplier, clamped.
-//  - seed 002's safe limit: total x 90 % replaced by capacity - reserve -
+//  - the memory-aware GPU design's safe limit: total x 90 % replaced by capacity - reserve -
 //    overhead x contexts (the seed's own review, section 10.1).
-//  - seed 003 scaled every limit down by sum/100 when the limits sum above
+//  - the compute-limit GPU design scaled every limit down by sum/100 when the limits sum above
 //    100 %; a limit is a cap, so here the capacity is shared max-min fairly
 //    under the caps instead (quota_ns()).
-//  - seed 003 section 2.2.3 billed the full wall time to every running
+//  - the compute-limit GPU design (§2.2.3) billed the full wall time to every running
 //    client ("full accounting") and slept before billing; its section 5
 //    replaced that by wall / concurrency, which is what is done here, with
 //    the divisor being all clients holding a grant on that GPU (a limited
 //    client sharing the GPU with an unlimited one gets half of it).
-//  - seed 003 reset usage to zero at a window boundary and cleared the
+//  - the compute-limit GPU design reset usage to zero at a window boundary and cleared the
 //    throttle flag unconditionally; here the overage carries over at
 //    carryover_pct and the throttle is lifted only if usage is below quota.
 //  - the fork's "memory overloaded" flag is not needed: fit is recomputed
@@ -157,7 +158,7 @@ class Policy final : public GpuPolicy {
     Client* c = find(id);
     if (c && c->granted && c->generation == generation) {
       if (c->dropped) {
-        // Adaptive tail estimate (seed 003 section 6 item 4): half old, half new.
+        // Adaptive tail estimate (compute-limit GPU design §6 item 4): half old, half new.
         c->tail_estimate_ns = (c->tail_estimate_ns + c->tail_billed_ns) / 2;
       }
       c->granted = false;
@@ -193,7 +194,7 @@ class Policy final : public GpuPolicy {
     if (!c) throw PolicyError("set_limits: unknown client " + std::to_string(id));
     advance(now);
     Decisions out;
-    // Usage is kept (seed 003 section 2.3): raising and lowering a limit
+    // Usage is kept (compute-limit GPU design §2.3): raising and lowering a limit
     // repeatedly must not clear what was used in this window.
     c->limits = limits;
     if (c->throttled && c->used_ns < quota_ns(*c)) c->throttled = false;
@@ -272,7 +273,7 @@ class Policy final : public GpuPolicy {
   // cap when the limited clients on its GPU fit (caps sum <= 100), else its
   // max-min fair share under the caps (water-filling): each client gets at
   // most its cap, and what a small cap leaves is split evenly among the
-  // others, so 25/50/75 -> 25/37.5/37.5. This replaces seed 003's
+  // others, so 25/50/75 -> 25/37.5/37.5. This replaces the compute-limit GPU design's
   // proportional scaling (25/50/75 -> 16.7/33.3/50), which gave the 25 %
   // client less than its cap although the seed defines the limit as a cap.
   // Shares are in units of 1/1000 % (integers: deterministic, no float).
@@ -461,14 +462,14 @@ class Policy final : public GpuPolicy {
   }
 
   // A client fits if nobody holds the GPU, or the holders plus itself stay
-  // under the safe limit (seed 002 section 8.3 with 10.1's limit).
+  // under the safe limit (memory-aware GPU design §8.3 with §10.1's limit).
   bool fits(GpuIndex g, const Client& c) const {
     if (holders(g) == 0) return true;
     return running_bytes(g) + c.allocated <= safe_limit(g, &c);
   }
 
   // Auto quantum: time to swap the running set out and `in` in at the GPU's
-  // swap bandwidth, times the multiplier, clamped (seed 002 section 8.2).
+  // swap bandwidth, times the multiplier, clamped (memory-aware GPU design §8.2).
   std::uint64_t quantum_ns(GpuIndex g, const Client& in) const {
     if (fixed_quantum_) return fixed_quantum_ns_;
     const std::uint64_t bw = cfg_.swap_bandwidth_mb_per_s ? cfg_.swap_bandwidth_mb_per_s * kMiB
@@ -480,7 +481,7 @@ class Policy final : public GpuPolicy {
     return q_s * kNsPerS;
   }
 
-  // Placement at the first request (seed 002 challenge 3), by
+  // Placement at the first request (memory-aware GPU design, challenge 3), by
   // cfg_.placement (policy.h). "Fits" counts only under memory-aware; a
   // GPU whose contexts are full (context_admissible) is avoided when
   // another can take the client. Ties go to the lowest index.
@@ -696,7 +697,7 @@ class Policy final : public GpuPolicy {
     out.next_tick_ns = next;
   }
 
-  // Forced switch (seed 002 section 3, fixed): when the oldest waiter does
+  // Forced switch (memory-aware GPU design §3, fixed): when the oldest waiter does
   // not fit, holders whose quantum has run out are dropped, oldest first,
   // until it would fit; a waiter past max_wait_s forces it at once.
   template <typename Want>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// What agentcgroupd runs beside the agentcg scheduler (seed 001), kept out
+// What agentcgroupd runs beside the agentcg scheduler (strategies design), kept out
 // of main.cc: the scheduler-tracepoint monitor (live/monitor/, every
 // daemon.mode), the strategies (live/strategy/: local API, persisted store,
 // resolution into the scheduler's strategy_cgrp / strategy_pid maps), the

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // agentcgroupd: loads and attaches the agentcg sched_ext scheduler
 // (bpf/agentcg.bpf.c) through its libbpf skeleton and runs the user-space
-// half of the design (seed 000 section 5): cgroup watcher (inotify over the
+// half of the design (CPU design §5): cgroup watcher (inotify over the
 // cgroup v2 tree + a periodic rescan), memory monitor (memory.events ->
 // mem_penalty with core's agentcg_mem_penalty_update()), Prometheus metrics
 // (cpp-httplib), config reload on SIGHUP, clean detach on SIGTERM/SIGINT.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * agentcg-gpuctl: the control CLI of agentcg-gpud (nvsharectl's role, plus
- * the run-time limit updates of seed 003 that Kubernetes annotations drive):
+ * the run-time limit updates of the compute-limit GPU design that Kubernetes annotations drive):
  *   agentcg-gpuctl [--socket PATH] list
  *   agentcg-gpuctl [--socket PATH] set-quantum MS
  *   agentcg-gpuctl [--socket PATH] set-mode on|off

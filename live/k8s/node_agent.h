@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // The Kubernetes node agent inside agentcgroupd: the API server is the
 // control plane (it stores, authenticates, authorises and fans out the
-// objects that seed 001's Manager + MongoDB + per-node polling handle by
+// objects that the strategies design's Manager + MongoDB + per-node polling handle by
 // hand). Two list+watch reflectors (reflector.h):
 //   SchedulingStrategy (agentcg.io/v1alpha1, all namespaces) -> the
 //     cluster strategy set of the StrategyStore; a strategy only ever

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// The local HTTP API of agentcgroupd (seed 001's Decision Maker endpoints,
+// The local HTTP API of agentcgroupd (the strategies design's Decision Maker endpoints,
 // on cpp-httplib), local only: it listens on 127.0.0.1 (or [::1]); the
 // cpp-httplib of Debian bookworm (0.11) has no Unix-socket server.
 //   GET    /api/v1/health                     no token: {"status":"ok",...}

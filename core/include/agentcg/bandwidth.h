@@ -6,7 +6,7 @@
  * under agentcg.
  *
  * Model (kernel/sched/fair.c, "CPU bandwidth control for CFS", Turner et
- * al. 2010; seed 004): each limited cgroup has a global pool (struct
+ * al. 2010; bandwidth design): each limited cgroup has a global pool (struct
  * cfs_bandwidth) refilled to `quota` every `period`. CPUs do not charge the
  * pool directly: a CPU running the group's tasks holds a local runtime
  * (cfs_rq->runtime_remaining) drawn from the pool in slices of

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Strategies (seed 001): per-workload rules pushed at run time, the seed's
+ * Strategies (strategies design): per-workload rules pushed at run time, the seed's
  * PID-level {priority, execution_time, pid} generalised. A strategy is a
  * selector (resolved in user space: live/strategy/, sim/strategy/) and this
  * action, which the scheduler reads from two maps on its hot path:

@@ -31,22 +31,22 @@ struct GpuConfig {
   std::uint64_t idle_release_ms = 5000;   // client idle release after 5 s without work (nvshare client)
   bool scheduler_on = true;               // false = nvshare "off": everyone runs at once
 
-  // --- memory-aware (seed 002) ---
-  std::string switch_time_mode = "auto";      // "auto" | "fixed" (seed 002 section 8.1)
-  std::uint64_t switch_time_fixed_s = 60;     // seed 002 section 8.4 default
-  std::uint64_t switch_time_multiplier = 5;   // seed 002 section 8.2 default
-  // seed 002 clamps to [10, 300] s; the minimum here is 30 s, nvshare's TQ, so
+  // --- memory-aware (memory-aware GPU design, docs/sources.md) ---
+  std::string switch_time_mode = "auto";      // "auto" | "fixed" (memory-aware GPU design §8.1)
+  std::uint64_t switch_time_fixed_s = 60;     // memory-aware GPU design §8.4 default
+  std::uint64_t switch_time_multiplier = 5;   // memory-aware GPU design §8.2 default
+  // The memory-aware GPU design clamps to [10, 300] s; the minimum here is 30 s, nvshare's TQ, so
   // that a forced switch never comes sooner than nvshare's would (with 10 s
   // memory-aware moved 3x nvshare's bytes over PCIe on the Tiresias trace).
   std::uint64_t switch_time_min_s = 30;
   std::uint64_t switch_time_max_s = 300;
-  std::uint64_t memory_reserve_mb = 500;      // seed 002 section 10.1: fixed reserve 500 MB
-  std::uint64_t context_overhead_mb = 300;    // seed 002 section 10.1: 300 MB per active context
+  std::uint64_t memory_reserve_mb = 500;      // memory-aware GPU design §10.1: fixed reserve 500 MB
+  std::uint64_t context_overhead_mb = 300;    // memory-aware GPU design §10.1: 300 MB per active context
   // 0 = use the GPU's own swap bandwidth (GpuCapacity::swap_bytes_per_s).
   std::uint64_t swap_bandwidth_mb_per_s = 0;
-  bool prefetch_on_switch_in = true;          // seed 002 section 10.2
+  bool prefetch_on_switch_in = true;          // memory-aware GPU design §10.2
   // No client waits longer than this for memory before backfilling stops and
-  // the running set is switched out (seed 002 section 6: "最大等待时间").
+  // the running set is switched out (memory-aware GPU design §6: "最大等待时间").
   std::uint64_t max_wait_s = 600;
 
   // GPU choice at a client's first request (policy.h): "spread" (idle
@@ -58,10 +58,10 @@ struct GpuConfig {
   std::uint32_t machine_gpus = 0;         // YAML gpu.gpus: model this many GPUs
   std::uint64_t machine_gpu_memory_mb = 0;  // YAML gpu.gpu_memory_mb: memory of each
 
-  // --- compute-limit (seed 003) ---
-  std::uint64_t compute_window_ms = 10000;    // seed 003 section 2.2.1 (the fork used 2 s)
-  std::uint64_t carryover_pct = 25;           // seed 003 section 5 item 2 (fork default)
-  std::uint64_t drop_tail_billing_pct = 70;   // seed 003 section 5 item 3: default 70
+  // --- compute-limit (compute-limit GPU design, docs/sources.md) ---
+  std::uint64_t compute_window_ms = 10000;    // compute-limit GPU design §2.2.1 (the fork used 2 s)
+  std::uint64_t carryover_pct = 25;           // compute-limit GPU design §5 item 2 (fork default)
+  std::uint64_t drop_tail_billing_pct = 70;   // compute-limit GPU design §5 item 3: default 70
   // Most work (ns of kernels) a limited client may have queued; queued
   // kernels that run after a DROP made the fork's 25 % deliver ~35 % (docs/sources.md).
   std::uint64_t max_queued_work_ms = 20;

@@ -49,7 +49,7 @@
 // with the most memory in use that it fits on) or first-fit (the lowest
 // GPU that is idle or that it fits on); memory fit counts under
 // memory-aware only. Memory is what clients report
-// (the seed's conservative "logical allocation" rule, seed 002 section 10.4).
+// (the seed's conservative "logical allocation" rule, memory-aware GPU design §10.4).
 #pragma once
 
 #include <cstdint>
