@@ -9,6 +9,7 @@
 #include "sim/cpu/cpu_model.h"
 #include "sim/event_queue.h"
 #include "sim/gpu/gpu_sim.h"
+#include "sim/results.h"
 #include "sim/schedule_log.h"
 #include "sim/cpu/scx_class.h"
 
@@ -101,15 +102,14 @@ nlohmann::json run(const trace::Trace& trace, const RunOptions& options) {
   cpu.finish();
   sim.check_accounting();
 
-  nlohmann::json r = cpu.results();
-  r["format"] = "agentcg-results";
-  r["version"] = 1;
-  r["trace"] = trace.name;
-  r["policy"] = options.policy;
-  r["gpu_policy"] = options.gpu_policy;
-  r["seed"] = options.seed;
-  r["config"] = config_json(options.config);
-  r["events"] = sim.executed_count();
+  RunIdentity id;
+  id.trace = trace.name;
+  id.policy = options.policy;
+  id.gpu_policy = options.gpu_policy;
+  id.seed = options.seed;
+  id.config = config_json(options.config);
+  id.events = sim.executed_count();
+  nlohmann::json r = results_json(id, cpu.results_input());
   if (options.histograms) {
     r["histograms"] = {{"wakeup_latency_ns", cpu.wakeup_histogram().to_json()},
                        {"tool_call_latency_ns", cpu.tool_call_histogram().to_json()}};

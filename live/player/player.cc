@@ -86,9 +86,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agentcg/counters.h"
 #include "config/cli.h"
 #include "sim/cpu/cgroup_tree.h"
 #include "sim/metrics.h"
+#include "sim/results.h"
 #include "sim/random.h"
 #include "sim/trace/trace.h"
 
@@ -948,11 +950,9 @@ void Player::add_reading(std::uint64_t from, std::uint64_t to, const std::vector
 
 json Player::results(std::uint64_t wall) {
   using agentcg::sim::latency_summary;
-  using agentcg::sim::round6;
   const std::size_t n = tree_.size();
   const long ncpu_l = sysconf(_SC_NPROCESSORS_ONLN);
   const std::uint32_t ncpu = ncpu_l > 0 ? static_cast<std::uint32_t>(ncpu_l) : 1;
-  const double total = static_cast<double>(wall) * ncpu;
 
   std::vector<std::vector<std::uint64_t>> wake(n), tool(n);
   std::vector<std::uint64_t> wake_all, tool_all;
@@ -984,87 +984,63 @@ json Player::results(std::uint64_t wall) {
     for (std::size_t i = 0; i < n; ++i) cpu_ns[i] = (stat1_[i].usage_us - stat0_[i].usage_us) * 1000;
   }
 
-  // Series: 100 ms bins merged to at most 200 intervals, like the simulator.
-  const std::uint64_t nbins = std::max<std::size_t>(1, (wall + kTickNs - 1) / kTickNs);
-  std::uint64_t merge = 1;
-  while (nbins / merge > 200) ++merge;
-  const std::uint64_t interval = kTickNs * merge;
-  json series_j = json::object(), cgroups = json::object();
-  std::vector<double> jain_x;
+  // Everything derived (shares, series, Jain's index) is computed by the
+  // one results.json builder (sim/results.h), as for the simulator.
+  agentcg::sim::CpuResultsInput in;
+  in.cpus = ncpu;
+  in.duration_ns = wall;
+  in.series_bin_ns = kTickNs;
+  in.cgroups.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
-    const auto id = static_cast<CgroupId>(i);
-    json c;
-    const double share = total > 0 ? static_cast<double>(cpu_ns[i]) / total : 0.0;
-    c["cpu_share"] = round6(share);
-    c["entitled_share"] = round6(entitled[i]);
-    c["cpu_time_ns"] = cpu_ns[i];
-    c["tasks"] = tasks[i];
-    c["forks"] = W.cgs[i].forks.load();
-    c["wakeup_latency_ns"] = latency_summary(wake[i]);
-    c["tool_call_latency_ns"] = latency_summary(tool[i]);
+    agentcg::sim::CgroupResultsInput& c = in.cgroups[i];
     const CgStat& a = stat0_[i];
     const CgStat& b = stat1_[i];
-    c["throttled_ns"] = (b.throttled_us - a.throttled_us) * 1000;
-    c["nr_throttled"] = b.nr_throttled - a.nr_throttled;
-    c["nr_periods"] = b.nr_periods - a.nr_periods;
-    c["memory"] = {{"peak_bytes", opt_.no_cgroups ? W.cgs[i].mem_peak.load() : mem_peak_sampled_[i]},
-                   {"events_high", b.ev_high - a.ev_high},
-                   {"events_max", b.ev_max - a.ev_max},
-                   {"oom_kill", b.ev_oom_kill - a.ev_oom_kill}};
-    cgroups[tree_.path(id)] = std::move(c);
-    if (tasks[i] > 0 && entitled[i] > 0 && i != kRootCgroup) jain_x.push_back(share / entitled[i]);
-    json s = json::array();
-    const auto& bins = bins_[i];
-    for (std::uint64_t k = 0; k * merge < nbins; ++k) {
-      std::uint64_t sum = 0;
-      for (std::uint64_t j = k * merge; j < std::min(nbins, (k + 1) * merge); ++j)
-        if (j < bins.size()) sum += bins[j];
-      // CPU read after the end (the stop sweep) is folded into the last bin.
-      if ((k + 1) * merge >= nbins)
-        for (std::uint64_t j = nbins; j < bins.size(); ++j) sum += bins[j];
-      const std::uint64_t lo = k * interval, hi = std::min(wall, (k + 1) * interval);
-      const double width = static_cast<double>(hi > lo ? hi - lo : 0) * ncpu;
-      s.push_back(width > 0 ? round6(std::min(1.0, static_cast<double>(sum) / width)) : 0.0);
-    }
-    series_j[tree_.path(id)] = std::move(s);
+    c.path = tree_.path(static_cast<CgroupId>(i));
+    c.cpu_time_ns = cpu_ns[i];
+    c.entitled_share = entitled[i];
+    c.tasks = tasks[i];
+    c.forks = W.cgs[i].forks.load();
+    c.wakeup_latency_ns = latency_summary(wake[i]);
+    c.tool_call_latency_ns = latency_summary(tool[i]);
+    c.throttled_ns = (b.throttled_us - a.throttled_us) * 1000;
+    c.nr_throttled = b.nr_throttled - a.nr_throttled;
+    c.nr_periods = b.nr_periods - a.nr_periods;
+    c.mem_peak_bytes = opt_.no_cgroups ? W.cgs[i].mem_peak.load() : mem_peak_sampled_[i];
+    c.mem_events_high = b.ev_high - a.ev_high;
+    c.mem_events_max = b.ev_max - a.ev_max;
+    c.mem_oom_kill = b.ev_oom_kill - a.ev_oom_kill;
+    c.series_ns = bins_[i];
   }
-
   std::uint64_t max_wait = 0;
   for (auto v : wake_all) max_wait = std::max(max_wait, v);
-  json r;
-  r["format"] = "agentcg-results";
-  r["version"] = 1;
-  r["trace"] = tr_.name;
-  r["policy"] = opt_.label;
-  r["gpu_policy"] = "none";
-  r["seed"] = opt_.seed;
-  r["config"] = {{"machine", {{"cpus", ncpu}, {"trace_cpus", tr_.machine.cpus}}}};
-  r["cpus"] = ncpu;
-  r["duration_ns"] = wall;
-  r["events"] = W.sh->ops.load();
-  r["tasks"] = all_tasks;
-  r["wakeup_latency_ns"] = latency_summary(wake_all);
-  r["tool_call_latency_ns"] = latency_summary(tool_all);
-  r["tool_calls_completed"] = static_cast<std::uint64_t>(tool_all.size());
+  in.tasks = all_tasks;
+  in.wakeup_latency_ns = latency_summary(wake_all);
+  in.tool_call_latency_ns = latency_summary(tool_all);
+  in.tool_calls_completed = tool_all.size();
   // The simulator scores its new-step detector against the trace's step
   // annotations; live, the detector runs in BPF and its detections are not
   // time-stamped here, so only the annotated count is known (same keys).
-  r["new_step_detection"] = {{"annotated", W.sh->agent_steps.load()}, {"detected", nullptr},
-                             {"matched", nullptr},  {"unannotated", nullptr},
-                             {"tolerance_ns", nullptr}, {"precision", nullptr},
-                             {"recall", nullptr}};
-  r["context_switches"] = W.sh->ctx_switches.load();
-  r["max_runnable_wait_ns"] = max_wait;
+  in.new_step_detection = {{"annotated", W.sh->agent_steps.load()}, {"detected", nullptr},
+                           {"matched", nullptr},  {"unannotated", nullptr},
+                           {"tolerance_ns", nullptr}, {"precision", nullptr},
+                           {"recall", nullptr}};
+  in.context_switches = W.sh->ctx_switches.load();
+  in.max_runnable_wait_ns = max_wait;
   const std::uint64_t dt = proc_total1_ - proc_total0_;
-  r["cpu_utilization"] = round6(dt > 0 ? static_cast<double>(proc_busy1_ - proc_busy0_) / static_cast<double>(dt) : 0.0);
-  r["jain_fairness"] = round6(agentcg::sim::jain_index(jain_x));
-  json counters = json::object();
-  if (auto s = W.sh->agent_steps.load()) counters["agent_steps"] = s;
+  in.cpu_utilization = dt > 0 ? static_cast<double>(proc_busy1_ - proc_busy0_) / static_cast<double>(dt) : 0.0;
+  if (auto s = W.sh->agent_steps.load())
+    in.counters.emplace_back(agentcg_workload_counter_name(AGENTCG_W_agent_steps), s);
   const std::uint64_t ooms = opt_.no_cgroups ? 0 : stat1_[kRootCgroup].ev_oom_kill - stat0_[kRootCgroup].ev_oom_kill;
-  if (ooms) counters["oom_kills"] = ooms;
-  r["counters"] = counters;
-  r["cgroups"] = std::move(cgroups);
-  r["series"] = {{"interval_ns", interval}, {"cgroups", std::move(series_j)}};
+  if (ooms) in.counters.emplace_back(agentcg_workload_counter_name(AGENTCG_W_oom_kills), ooms);
+
+  agentcg::sim::RunIdentity id;
+  id.trace = tr_.name;
+  id.policy = opt_.label;
+  id.gpu_policy = "none";
+  id.seed = opt_.seed;
+  id.config = {{"machine", {{"cpus", ncpu}, {"trace_cpus", tr_.machine.cpus}}}};
+  id.events = W.sh->ops.load();
+  json r = agentcg::sim::results_json(id, in);
 
   utsname u{};
   uname(&u);

@@ -412,8 +412,12 @@ void CpuModel::count(std::string_view counter, std::uint64_t n) {
       return;
     }
   }
-  if (counter == "agent_steps") return bump(kAgentSteps, n);
-  if (counter == "oom_kills") return bump(kOomKills, n);
+  for (std::uint32_t i = 0; i < AGENTCG_NR_WORKLOAD_COUNTERS; ++i) {
+    if (counter == agentcg_workload_counter_name(i)) {
+      bump(AGENTCG_NR_COUNTERS + i, n);
+      return;
+    }
+  }
   const auto it = other_counters_.find(counter);
   if (it != other_counters_.end()) it->second += n;
   else other_counters_.emplace(std::string(counter), n);
@@ -652,10 +656,8 @@ void CpuModel::finish() {
   if (log_) log_->end_ns = end_time_.ns();
 }
 
-nlohmann::json CpuModel::results() const {
-  using nlohmann::json;
+CpuResultsInput CpuModel::results_input() const {
   const std::size_t n = tree_.size();
-  const double total = static_cast<double>(end_time_.ns()) * static_cast<double>(cpus_.size());
   // Hierarchical sums (ids are in topological order: children after parents).
   std::vector<std::uint64_t> cpu_ns(n);
   std::vector<LatencyHistogram> wake(n), tool(n);
@@ -678,47 +680,28 @@ nlohmann::json CpuModel::results() const {
   }
   const std::vector<double> entitled = tree_.entitled_shares(static_cast<std::uint32_t>(cpus_.size()), tasks);
 
-  // Series: at most 200 bins of whole multiples of 100 ms.
-  const std::uint64_t end = end_time_.ns();
-  std::uint64_t nbins = (end + series_bin_.ns() - 1) / series_bin_.ns();
-  // The smallest merge with nbins / merge <= 200, in O(1): a loop here ran
-  // once per 100 ms of simulated time (a hang for duration_ns near 2^62).
-  const std::uint64_t merge = nbins / 201 + 1;
-  const std::uint64_t interval = series_bin_.ns() * merge;
-  json series_j = json::object();
-  json cgroups = json::object();
-  std::vector<double> jain_x;
+  CpuResultsInput in;
+  in.cpus = cpus_.size();
+  in.duration_ns = end_time_.ns();
+  in.series_bin_ns = series_bin_.ns();
+  in.cgroups.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
-    json c;
-    const double share = total > 0 ? static_cast<double>(cpu_ns[i]) / total : 0.0;
-    c["cpu_share"] = round6(share);
-    c["entitled_share"] = round6(entitled[i]);
-    c["cpu_time_ns"] = cpu_ns[i];
-    c["tasks"] = cg_[i].tasks;
-    c["forks"] = cg_[i].forks;
-    c["wakeup_latency_ns"] = wake[i].summary();
-    c["tool_call_latency_ns"] = tool[i].summary();
-    c["throttled_ns"] = cg_[i].throttled_ns;
-    c["nr_throttled"] = cg_[i].nr_throttled;
-    c["nr_periods"] = cg_[i].nr_periods;
-    c["memory"] = {{"peak_bytes", mem_[i].peak},
-                   {"events_high", mem_[i].events_high},
-                   {"events_max", mem_[i].events_max},
-                   {"oom_kill", mem_[i].oom_kill}};
-    const std::string& path = tree_.path(static_cast<CgroupId>(i));
-    cgroups[path] = std::move(c);
-    if (cg_[i].tasks > 0 && entitled[i] > 0 && i != kRootCgroup) jain_x.push_back(share / entitled[i]);
-    json s = json::array();
-    for (std::uint64_t b = 0; b * merge < nbins; ++b) {
-      std::uint64_t sum = 0;
-      // Bins past series[i].size() are empty: stop there, not at nbins.
-      const std::uint64_t k_end = std::min<std::uint64_t>({nbins, (b + 1) * merge, series[i].size()});
-      for (std::uint64_t k = b * merge; k < k_end; ++k) sum += series[i][k];
-      const std::uint64_t lo = b * interval, hi = std::min(end, (b + 1) * interval);
-      const double width = static_cast<double>(hi - lo) * static_cast<double>(cpus_.size());
-      s.push_back(width > 0 ? round6(static_cast<double>(sum) / width) : 0.0);
-    }
-    series_j[path] = std::move(s);
+    CgroupResultsInput& c = in.cgroups[i];
+    c.path = tree_.path(static_cast<CgroupId>(i));
+    c.cpu_time_ns = cpu_ns[i];
+    c.entitled_share = entitled[i];
+    c.tasks = cg_[i].tasks;
+    c.forks = cg_[i].forks;
+    c.wakeup_latency_ns = wake[i].summary();
+    c.tool_call_latency_ns = tool[i].summary();
+    c.throttled_ns = cg_[i].throttled_ns;
+    c.nr_throttled = cg_[i].nr_throttled;
+    c.nr_periods = cg_[i].nr_periods;
+    c.mem_peak_bytes = mem_[i].peak;
+    c.mem_events_high = mem_[i].events_high;
+    c.mem_events_max = mem_[i].events_max;
+    c.mem_oom_kill = mem_[i].oom_kill;
+    c.series_ns = std::move(series[i]);
   }
   // New-step detection against the annotations, per cgroup with annotated
   // steps: a detection matches the cgroup's next unmatched step when it
@@ -747,6 +730,7 @@ nlohmann::json CpuModel::results() const {
       }
     }
   }
+  using nlohmann::json;
   json step_j;
   step_j["annotated"] = annotated;
   step_j["detected"] = detected;
@@ -771,29 +755,26 @@ nlohmann::json CpuModel::results() const {
       inter.merge(cg_[i].wakeup);
     }
   }
-  json r;
-  r["cpus"] = cpus_.size();
-  r["duration_ns"] = end;
-  r["wakeup_latency_ns"] = wakeup_all_.summary();
-  r["tool_call_latency_ns"] = tool_all_.summary();
-  r["tool_calls_completed"] = tool_all_.count();
-  r["new_step_detection"] = std::move(step_j);
-  if (have_inter) r["interactive_wakeup_latency_ns"] = inter.summary();
-  r["context_switches"] = context_switches_;
-  r["max_runnable_wait_ns"] = max_runnable_wait_ns_;
-  r["cpu_utilization"] = round6(total > 0 ? static_cast<double>(cpu_ns[kRootCgroup]) / total : 0.0);
-  r["jain_fairness"] = round6(jain_index(jain_x));
-  r["tasks"] = tasks_.size();
-  r["counters"] = json::object();
+  in.wakeup_latency_ns = wakeup_all_.summary();
+  in.tool_call_latency_ns = tool_all_.summary();
+  in.tool_calls_completed = tool_all_.count();
+  in.new_step_detection = std::move(step_j);
+  if (have_inter) in.interactive_wakeup_latency_ns = inter.summary();
+  in.context_switches = context_switches_;
+  in.max_runnable_wait_ns = max_runnable_wait_ns_;
+  const double total = static_cast<double>(in.duration_ns) * static_cast<double>(in.cpus);
+  in.cpu_utilization = total > 0 ? static_cast<double>(in.cgroups[kRootCgroup].cpu_time_ns) / total : 0.0;
+  in.tasks = tasks_.size();
   for (std::uint32_t i = 0; i < kNrCounters; ++i) {
     if (!counter_seen_[i]) continue;
-    const char* name = i < AGENTCG_NR_COUNTERS ? agentcg_counter_name(i) : i == kAgentSteps ? "agent_steps" : "oom_kills";
-    r["counters"][name] = counter_[i];
+    const char* name =
+        i < AGENTCG_NR_COUNTERS ? agentcg_counter_name(i) : agentcg_workload_counter_name(i - AGENTCG_NR_COUNTERS);
+    in.counters.emplace_back(name, counter_[i]);
   }
-  for (const auto& [k, v] : other_counters_) r["counters"][k] = v;
-  r["cgroups"] = std::move(cgroups);
-  r["series"] = {{"interval_ns", interval}, {"cgroups", std::move(series_j)}};
-  return r;
+  for (const auto& [k, v] : other_counters_) in.counters.emplace_back(k, v);
+  return in;
 }
+
+nlohmann::json CpuModel::results() const { return cpu_results_json(results_input()); }
 
 }  // namespace agentcg::sim

@@ -61,6 +61,7 @@
 #include "sim/event_queue.h"
 #include "sim/metrics.h"
 #include "sim/random.h"
+#include "sim/results.h"
 #include "sim/schedule_log.h"
 #include "sim/trace/trace.h"
 
@@ -80,7 +81,9 @@ class CpuModel final : public SchedContext, public EventHandler {
   bool finished() const { return finished_; }
   // Accounts running tasks up to now; called once after the run.
   void finish();
-  // The CPU part of results.json (see README "results.json").
+  // The CPU part of results.json (see README "results.json"): the inputs of the one results.json builder (sim/results.h), and the
+  // CPU keys it builds from them.
+  CpuResultsInput results_input() const;
   nlohmann::json results() const;
   const CgroupTree& cgroups() const { return tree_; }
   // The whole machine's latency distributions (mergeable across hosts).
@@ -224,9 +227,14 @@ class CpuModel final : public SchedContext, public EventHandler {
   std::map<std::int64_t, std::uint32_t> task_by_pid_;  // pid -> newest task with it
   std::vector<CgStats> cg_;
   std::vector<MemState> mem_;
-  // Counters: the core/ list and the model's own by id (no string lookup
-  // or allocation per bump); any other name in the map (none today).
-  enum ModelCounter : std::uint32_t { kAgentSteps = AGENTCG_NR_COUNTERS, kOomKills, kNrCounters };
+  // Counters: the policy group of agentcg/counters.h, then its workload
+  // group, by id (no string lookup or allocation per bump); any other name
+  // in the map (none today).
+  enum ModelCounter : std::uint32_t {
+    kAgentSteps = std::uint32_t{AGENTCG_NR_COUNTERS} + AGENTCG_W_agent_steps,
+    kOomKills = std::uint32_t{AGENTCG_NR_COUNTERS} + AGENTCG_W_oom_kills,
+    kNrCounters = std::uint32_t{AGENTCG_NR_COUNTERS} + AGENTCG_NR_WORKLOAD_COUNTERS
+  };
   std::uint64_t counter_[kNrCounters] = {};
   bool counter_seen_[kNrCounters] = {};
   std::map<std::string, std::uint64_t, std::less<>> other_counters_;

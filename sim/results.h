@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The one builder of results.json (README "results.json"). The simulator
+// (sim/cpu/cpu_model.cc + sim/api.cc) and the live player
+// (live/player/player.cc) measure different things in different ways, fill
+// the same input structs below, and get the document from here, so a key,
+// a share, a series bin or Jain's index means the same in both.
+//
+// Invariants: every value derived from the inputs (cpu_share, the series,
+// jain_fairness, cpu_utilization) is computed here only; numbers that are
+// fractions are rounded by round6(); a series bin is the cgroup's CPU time
+// in the bin over the bin's width x cpus, at most 1.0 (a live CPU reading
+// can land in a bin a little after the time it was spent, so the player's
+// bins can overshoot; the simulator's never do); at most 200 series bins,
+// each a whole multiple of series_bin_ns.
+// Who calls it: CpuModel::results() (body), run_simulation() in sim/api.cc
+// and the player (whole document). Library agentcg_metrics (no simulator).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace agentcg::sim {
+
+// One cgroup, in cgroup-id order (index 0 is the root "/"). The *_ns sums,
+// latency summaries and series are hierarchical (the cgroup and its
+// descendants); tasks and forks are the cgroup's own.
+struct CgroupResultsInput {
+  std::string path;
+  std::uint64_t cpu_time_ns = 0;
+  double entitled_share = 0.0;
+  std::uint64_t tasks = 0;
+  std::uint64_t forks = 0;
+  nlohmann::json wakeup_latency_ns;    // a latency summary (metrics.h)
+  nlohmann::json tool_call_latency_ns; // a latency summary (metrics.h)
+  std::uint64_t throttled_ns = 0;
+  std::uint64_t nr_throttled = 0;
+  std::uint64_t nr_periods = 0;
+  std::uint64_t mem_peak_bytes = 0;
+  std::uint64_t mem_events_high = 0;
+  std::uint64_t mem_events_max = 0;
+  std::uint64_t mem_oom_kill = 0;
+  // CPU ns spent in [k * series_bin_ns, (k + 1) * series_bin_ns); bins past
+  // the end of the run are folded into the last one.
+  std::vector<std::uint64_t> series_ns;
+};
+
+// The CPU part of a run: everything but the run's identity.
+struct CpuResultsInput {
+  std::uint64_t cpus = 0;
+  std::uint64_t duration_ns = 0;
+  std::uint64_t series_bin_ns = 100'000'000;
+  std::uint64_t tasks = 0;
+  nlohmann::json wakeup_latency_ns;
+  nlohmann::json tool_call_latency_ns;
+  std::uint64_t tool_calls_completed = 0;
+  nlohmann::json new_step_detection;
+  std::optional<nlohmann::json> interactive_wakeup_latency_ns;
+  std::uint64_t context_switches = 0;
+  std::uint64_t max_runnable_wait_ns = 0;
+  // Busy CPU time over duration x cpus: the simulator's root cgroup CPU
+  // time, the live host's /proc/stat (it sees work outside the trace).
+  double cpu_utilization = 0.0;
+  // Counter name (agentcg/counters.h) -> value; only counters seen.
+  std::vector<std::pair<std::string, std::uint64_t>> counters;
+  std::vector<CgroupResultsInput> cgroups;
+};
+
+// Who and what ran: the keys that name a run.
+struct RunIdentity {
+  std::string trace;
+  std::string policy;
+  std::string gpu_policy;
+  std::uint64_t seed = 0;
+  nlohmann::json config;
+  std::uint64_t events = 0;
+};
+
+// The CPU keys of results.json (cpus .. series).
+nlohmann::json cpu_results_json(const CpuResultsInput& in);
+// The whole document: format, version, the identity and the CPU keys;
+// callers add their own sections (gpu, histograms, live) after.
+nlohmann::json results_json(const RunIdentity& id, const CpuResultsInput& in);
+
+}  // namespace agentcg::sim
