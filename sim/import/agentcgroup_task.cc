@@ -40,6 +40,7 @@
 
 #include "sim/import/builder.h"
 #include "sim/import/import.h"
+#include "sim/trace/line_iterator.h"
 
 namespace agentcg::import {
 
@@ -47,36 +48,7 @@ namespace {
 
 using json = nlohmann::json;
 
-// An input iterator over a stream that counts newlines, so errors found in a
-// parser callback can name the line being read.
-class CountingIterator {
- public:
-  using iterator_category = std::input_iterator_tag;
-  using value_type = char;
-  using difference_type = std::ptrdiff_t;
-  using pointer = const char*;
-  using reference = char;
-
-  CountingIterator() = default;
-  CountingIterator(std::istream& in, std::uint64_t* line) : it_(in), line_(line) {}
-  char operator*() const { return *it_; }
-  CountingIterator& operator++() {
-    if (line_ != nullptr && *it_ == '\n') ++*line_;
-    ++it_;
-    return *this;
-  }
-  CountingIterator operator++(int) {
-    CountingIterator old = *this;
-    ++*this;
-    return old;
-  }
-  bool operator==(const CountingIterator& o) const { return it_ == o.it_; }
-  bool operator!=(const CountingIterator& o) const { return it_ != o.it_; }
-
- private:
-  std::istreambuf_iterator<char> it_;
-  std::uint64_t* line_ = nullptr;
-};
+using StreamIterator = trace::LineCountingIterator<trace::StreamSource>;
 
 struct Call {
   std::uint64_t start_ns = 0;  // epoch ns
@@ -141,7 +113,9 @@ class TaskImporter {
   }
 
   void read_calls(std::istream& in, const std::string& name) {
-    std::uint64_t line = 1;
+    trace::LineCounter lines;
+    const std::uint32_t& line = lines.line;  // the line being read, for errors
+    trace::StreamSource src(in);
     std::uint64_t index = 0;
     json::parser_callback_t cb = [&](int depth, json::parse_event_t ev, json& parsed) -> bool {
       if (ev == json::parse_event_t::key && depth == 2 && parsed.is_string()) {
@@ -186,7 +160,7 @@ class TaskImporter {
       return true;
     };
     try {
-      json top = json::parse(CountingIterator(in, &line), CountingIterator(), cb);
+      json top = json::parse(StreamIterator(&src, &lines), StreamIterator(), cb);
       if (!top.is_array() && !top.is_discarded())
         throw ImportError(name, 1, "expected a JSON array of tool calls");
     } catch (const json::parse_error& e) {
@@ -228,7 +202,9 @@ class TaskImporter {
   }
 
   void read_samples(std::istream& in, const std::string& name) {
-    std::uint64_t line = 1;
+    trace::LineCounter lines;
+    const std::uint32_t& line = lines.line;  // the line being read, for errors
+    trace::StreamSource src(in);
     std::string top_key;
     json::parser_callback_t cb = [&](int depth, json::parse_event_t ev, json& parsed) -> bool {
       if (ev == json::parse_event_t::key && depth == 1 && parsed.is_string())
@@ -241,7 +217,7 @@ class TaskImporter {
       return true;
     };
     try {
-      json top = json::parse(CountingIterator(in, &line), CountingIterator(), cb);
+      json top = json::parse(StreamIterator(&src, &lines), StreamIterator(), cb);
       if (!top.is_object()) throw ImportError(name, 1, "expected an object with 'samples'");
     } catch (const json::parse_error& e) {
       throw ImportError(name, line, std::string("invalid JSON: ") + e.what());

@@ -42,6 +42,7 @@
 #include <limits>
 #include <sstream>
 
+#include "sim/trace/line_iterator.h"
 #include "sim/trace/trace.h"
 
 namespace agentcg::trace {
@@ -134,45 +135,8 @@ std::string escape_token(const std::string& key) {
 // keeping every recursive walk shallow.
 constexpr std::size_t kMaxJsonDepth = 128;
 
-// Shared newline counter for the iterator below. `line_before_last` is the
-// line before the most recently consumed character: nlohmann's lexer reads
-// one character past a number before it reports it, so a number's line is
-// the line before that look-ahead.
-struct LineCounter {
-  std::uint32_t line = 1;
-  std::uint32_t line_before_last = 1;
-};
-
-// Input iterator over the text that counts the newlines it steps over.
-class CountingIterator {
- public:
-  using iterator_category = std::input_iterator_tag;
-  using value_type = char;
-  using difference_type = std::ptrdiff_t;
-  using pointer = const char*;
-  using reference = const char&;
-
-  CountingIterator() = default;
-  CountingIterator(const char* p, LineCounter* counter) : p_(p), counter_(counter) {}
-  reference operator*() const { return *p_; }
-  CountingIterator& operator++() {
-    counter_->line_before_last = counter_->line;
-    if (*p_ == '\n') ++counter_->line;
-    ++p_;
-    return *this;
-  }
-  CountingIterator operator++(int) {
-    CountingIterator old = *this;
-    ++*this;
-    return old;
-  }
-  bool operator==(const CountingIterator& o) const { return p_ == o.p_; }
-  bool operator!=(const CountingIterator& o) const { return p_ != o.p_; }
-
- private:
-  const char* p_ = nullptr;
-  LineCounter* counter_ = nullptr;
-};
+using TextIterator = LineCountingIterator<TextSource>;
+using FileIterator = LineCountingIterator<FileChunks>;
 
 // The hidden member that carries an object's line inside a process DOM.
 // 0xFF never occurs in UTF-8, and the lexer rejects ill-formed UTF-8 in
@@ -338,8 +302,8 @@ class RescanHandler : public nlohmann::json_sax<json>, private PointerTracker {
 std::uint32_t rescan_line(const std::string& text, const std::string& pointer) {
   LineCounter counter;
   RescanHandler handler(&counter, pointer);
-  (void)json::sax_parse(CountingIterator(text.data(), &counter),
-                        CountingIterator(text.data() + text.size(), &counter), &handler);
+  TextSource src(text.data(), text.data() + text.size());
+  (void)json::sax_parse(TextIterator(&src, &counter), TextIterator(), &handler);
   return handler.line();
 }
 
@@ -851,59 +815,6 @@ class Parser {
 
 namespace {
 
-// Buffered reading of a file for the SAX pass (64 KiB at a time), so that
-// loading a trace never holds its whole text.
-class FileChunks {
- public:
-  explicit FileChunks(std::FILE* f) : f_(f), buf_(std::size_t{1} << 16) { refill(); }
-  bool at_end() const { return pos_ >= len_; }
-  char get() const { return buf_[pos_]; }
-  void advance() {
-    if (++pos_ >= len_) refill();
-  }
-  bool failed() const { return failed_; }
-
- private:
-  void refill() {
-    len_ = std::fread(buf_.data(), 1, buf_.size(), f_);
-    pos_ = 0;
-    if (len_ == 0 && std::ferror(f_) != 0) failed_ = true;
-  }
-  std::FILE* f_;
-  std::vector<char> buf_;
-  std::size_t pos_ = 0;
-  std::size_t len_ = 0;
-  bool failed_ = false;
-};
-
-// Input iterator over FileChunks that counts newlines (as CountingIterator);
-// a default-constructed one is the end.
-class FileIterator {
- public:
-  using iterator_category = std::input_iterator_tag;
-  using value_type = char;
-  using difference_type = std::ptrdiff_t;
-  using pointer = const char*;
-  using reference = char;
-
-  FileIterator() = default;
-  FileIterator(FileChunks* src, LineCounter* counter) : src_(src), counter_(counter) {}
-  char operator*() const { return src_->get(); }
-  FileIterator& operator++() {
-    counter_->line_before_last = counter_->line;
-    if (src_->get() == '\n') ++counter_->line;
-    src_->advance();
-    return *this;
-  }
-  bool operator==(const FileIterator& o) const { return done() == o.done(); }
-  bool operator!=(const FileIterator& o) const { return !(*this == o); }
-
- private:
-  bool done() const { return src_ == nullptr || src_->at_end(); }
-  FileChunks* src_ = nullptr;
-  LineCounter* counter_ = nullptr;
-};
-
 // The one pass and the typed parse, over the text between begin and end.
 // `index` says where the text can be found again for error lines.
 template <typename Iterator>
@@ -960,8 +871,8 @@ Trace parse_trace(const std::string& text, const std::string& source) {
   index->text = &text;
   ForgetText forget{index.get()};
   LineCounter counter;
-  return parse_stream(CountingIterator(text.data(), &counter), CountingIterator(text.data() + text.size(), &counter),
-                      counter, source, index);
+  TextSource src(text.data(), text.data() + text.size());
+  return parse_stream(TextIterator(&src, &counter), TextIterator(), counter, source, index);
 }
 
 Trace load_trace_file(const std::string& path) {
