@@ -8,20 +8,25 @@
  *   - a bad argument prints "NAME: error: WHAT" (which flag, what was
  *     expected, what was given) and "Run NAME --help for the options." on
  *     stderr and exits 2 (the project's usage-error code);
+ *   - an unknown option, subcommand or name gets a did-you-mean from the
+ *     names the program knows (as the Python CLI's difflib hint);
  *   - durations and sizes use the one grammar of core/units/units.h.
  * Invariant: parse() never exits the process itself; the caller returns its
  * code from main(). Who uses it: agentcg-player, agentcg-record,
- * agentcg-gpud, agentcg-gpuctl, agentcgroupd, agentcg-monitor.
+ * agentcg-gpud, agentcg-gpuctl, agentcgroupd, agentcg-monitor, agentcg-sim.
  */
 #pragma once
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "config/did_you_mean.h"
 #include "core/units/units.h"
 
 #ifndef AGENTCG_VERSION
@@ -34,13 +39,85 @@ inline constexpr int kUsageExit = 2;
 
 inline std::string version_line(const std::string& name) { return name + " " + AGENTCG_VERSION; }
 
+// A value that must be one of `known`, with the did-you-mean above.
+inline CLI::Validator one_of(const std::string& what, const std::vector<std::string>& known) {
+  std::string list;
+  for (const auto& k : known) list += (list.empty() ? "" : "|") + k;
+  return CLI::Validator(
+      [what, known](std::string& v) {
+        return std::find(known.begin(), known.end(), v) != known.end() ? std::string() : unknown_name(what, v, known);
+      },
+      "{" + list + "}");
+}
+
+// The chain of subcommands the command line selected, outermost first.
+inline std::vector<const CLI::App*> selected_chain(const CLI::App* app) {
+  std::vector<const CLI::App*> chain{app};
+  for (;;) {
+    const auto subs = chain.back()->get_subcommands();
+    if (subs.empty()) return chain;
+    chain.push_back(subs.back());
+  }
+}
+
+// The message for arguments nobody took: each one named, with the closest
+// option of the selected (sub)commands, or the closest subcommand.
+inline std::string extras_message(const CLI::App* app) {
+  const auto chain = selected_chain(app);
+  std::vector<std::string> options, subcommands;
+  for (const CLI::App* a : chain)
+    for (const CLI::Option* o : a->get_options())
+      for (const auto& l : o->get_lnames()) options.push_back("--" + l);
+  for (const CLI::App* s : chain.back()->get_subcommands([](const CLI::App*) { return true; }))
+    subcommands.push_back(s->get_name());
+  std::string msg;
+  bool after_unknown_option = false;  // the word after it is most likely its value: not an error of its own
+  for (const std::string& arg : app->remaining(true)) {
+    if (arg.size() > 1 && arg[0] == '-') {
+      const std::string name = arg.substr(0, arg.find('='));
+      msg += (msg.empty() ? "" : "; ") + std::string("unknown option ") + name + did_you_mean(name, options);
+      after_unknown_option = name == arg;
+      continue;
+    }
+    if (after_unknown_option) {
+      after_unknown_option = false;
+      continue;
+    }
+    if (!subcommands.empty()) {  // the rest are that command's arguments
+      msg += (msg.empty() ? "" : "; ") + std::string("unknown command '") + arg + "'" + did_you_mean(arg, subcommands);
+      break;
+    }
+    msg += (msg.empty() ? "" : "; ") + std::string("unexpected argument '") + arg + "'";
+  }
+  return msg.empty() ? "unexpected arguments" : msg;
+}
+
 // The shared settings; call right after constructing the App.
 inline void setup(CLI::App& app) {
   app.set_version_flag("--version", version_line(app.get_name()), "print the version and exit");
   app.set_help_flag("-h,--help", "print this help and exit");
   app.failure_message([](const CLI::App* a, const CLI::Error& e) {
-    return a->get_name() + ": error: " + e.what() + "\nRun " + a->get_name() + " --help for the options.\n";
+    // Arguments nobody took explain most errors ("a subcommand is
+    // required" after "compar", "--out is required" after "--ot"): name them.
+    const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) ||
+                        (dynamic_cast<const CLI::RequiredError*>(&e) && !a->remaining(true).empty());
+    const std::string what = extras ? extras_message(a) : std::string(e.what());
+    std::string command;  // "agentcg-sim trace import": the help that lists the options in question
+    for (const CLI::App* c : selected_chain(a)) command += (command.empty() ? "" : " ") + c->get_name();
+    return a->get_name() + ": error: " + what + "\nRun " + command + " --help for the options.\n";
   });
+}
+
+// An integer >= 0 (CLI11's own conversion error does not say what was
+// expected).
+inline CLI::Validator non_negative_integer() {
+  return CLI::Validator(
+      [](std::string& v) {
+        return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos
+                   ? std::string()
+                   : "expected a non-negative integer, got '" + v + "'";
+      },
+      "");
 }
 
 // nullopt: parsed, go on. Otherwise the exit code for main(): 0 after

@@ -113,6 +113,7 @@ nlohmann::json run(const trace::Trace& trace, const RunOptions& options) {
   if (options.histograms) {
     r["histograms"] = {{"wakeup_latency_ns", cpu.wakeup_histogram().to_json()},
                        {"tool_call_latency_ns", cpu.tool_call_histogram().to_json()}};
+    if (options.cgroup_histograms) r["histograms"]["cgroups"] = cpu.cgroup_histograms();
   }
   if (gpu_sim) r["gpu"] = gpu_sim->results();
   if (want_log) {

@@ -18,7 +18,7 @@
 namespace agentcg::sim {
 
 struct RunOptions {
-  std::string policy = "cfs";       // cfs, fifo, flatcg, agentcg
+  std::string policy = "cfs";       // cfs, eevdf, fifo, flatcg, agentcg
   std::string gpu_policy = "none";  // none, nvshare, memory-aware, compute-limit, memory-aware+compute-limit
   config::Config config;            // tunables (defaults, or --config FILE)
   std::uint64_t seed = 1;
@@ -28,9 +28,13 @@ struct RunOptions {
   // through core's agentcg/strategy.h, as live; empty = none.
   std::vector<strategy::Strategy> strategies;
   // Adds "histograms": {"wakeup_latency_ns", "tool_call_latency_ns"} (the
-  // whole machine's LatencyHistogram::to_json(), sim/metrics.h) so that
+  // whole machine's LatencyHistogram::to_json(), sim/metrics.h), so that
   // runs of many hosts merge into fleet percentiles (python/agentcg/fleet.py).
   bool histograms = false;
+  // With `histograms`: also "cgroups" (the same per cgroup), so that
+  // histograms.json (sim::dump_histograms) holds every sample behind the
+  // per-cgroup CDF plots. Off for the fleet, which merges machines only.
+  bool cgroup_histograms = false;
 };
 
 // The CPU policies the simulator knows, in display order.

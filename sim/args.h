@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// A small, strict argument parser for agentcg-sim's subcommands: --key
-// value and --key=value for declared options, declared --flags,
-// positionals; anything else is a UsageError naming the argument. Below
-// sim/cli/ (which dispatches) and the libraries that parse their own
-// subcommand's arguments (sim/import/commands.cc, sim/calibrate), so their
-// includes point down. The other C++ binaries use CLI11 (config/cli.h).
+// The argument reader of the library commands that the Python CLI calls
+// too (sim/import/commands.cc: trace import/stats/merge/mix;
+// sim/calibrate: calibrate), on CLI11 like every agentcg C++ command line
+// (config/cli.h): --key value and --key=value for declared options, -o for
+// --out, declared --flags, positionals; anything else is a UsageError
+// naming the argument, with the closest declared option (did-you-mean).
+// Kept as a small class because these commands take a vector of strings
+// from two front ends (agentcg-sim, the Python extension) and print their
+// own usage; below sim/cli/ so their includes point down.
 #pragma once
+
+#include <CLI/CLI.hpp>
 
 #include <cstdint>
 #include <map>
@@ -14,6 +19,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "config/did_you_mean.h"
 
 namespace agentcg::cli {
 
@@ -24,35 +31,41 @@ class UsageError : public std::runtime_error {
 
 class Args {
  public:
-  Args(const std::vector<std::string>& argv, std::set<std::string> options, std::set<std::string> flags) {
-    for (std::size_t i = 0; i < argv.size(); ++i) {
-      const std::string& a = argv[i];
-      if (a.size() > 2 && a.rfind("--", 0) == 0) {
-        std::string key = a.substr(2), value;
-        const auto eq = key.find('=');
-        bool inline_value = eq != std::string::npos;
-        if (inline_value) {
-          value = key.substr(eq + 1);
-          key = key.substr(0, eq);
-        }
-        if (flags.count(key) && !inline_value) {
-          flags_.insert(key);
-          continue;
-        }
-        if (!options.count(key)) throw UsageError("unknown option --" + key);
-        if (!inline_value) {
-          if (i + 1 >= argv.size()) throw UsageError("option --" + key + " needs a value");
-          value = argv[++i];
-        }
-        if (values_.count(key)) throw UsageError("option --" + key + " given twice");
-        values_[key] = value;
-      } else if (a == "-o" && options.count("out")) {
-        if (i + 1 >= argv.size()) throw UsageError("option -o needs a value");
-        values_["out"] = argv[++i];
-      } else {
-        positional_.push_back(a);
-      }
+  Args(const std::vector<std::string>& argv, const std::set<std::string>& options,
+       const std::set<std::string>& flags) {
+    CLI::App app;
+    app.set_help_flag();  // the commands print their own usage
+    std::map<std::string, CLI::Option*> given;
+    std::vector<std::string> known;
+    for (const std::string& o : options) {
+      // one value each: a second --key is an error, not a silent override
+      given[o] = app.add_option(o == "out" ? "-o,--out" : "--" + o, values_[o])
+                     ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+      known.push_back("--" + o);
     }
+    std::map<std::string, CLI::Option*> flag_opts;
+    for (const std::string& f : flags) {
+      flag_opts[f] = app.add_flag("--" + f);
+      known.push_back("--" + f);
+    }
+    app.add_option("ARGS", positional_);
+    std::vector<std::string> reversed(argv.rbegin(), argv.rend());  // CLI11 takes them last-first
+    try {
+      app.parse(reversed);
+    } catch (const CLI::ExtrasError&) {
+      std::string msg;
+      for (const std::string& a : app.remaining()) {
+        const std::string name = a.substr(0, a.find('='));
+        msg += (msg.empty() ? "" : "; ") + std::string("unknown option ") + name + did_you_mean(name, known);
+      }
+      throw UsageError(msg);
+    } catch (const CLI::ParseError& e) {
+      throw UsageError(e.what());
+    }
+    for (const auto& [key, opt] : given)
+      if (opt->count() == 0) values_.erase(key);
+    for (const auto& [key, opt] : flag_opts)
+      if (opt->count() > 0) flags_.insert(key);
   }
   std::optional<std::string> get(const std::string& key) const {
     const auto it = values_.find(key);

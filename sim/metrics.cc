@@ -222,4 +222,11 @@ double round6(double v) {
 
 std::string dump_results(const nlohmann::json& results) { return results.dump(2) + "\n"; }
 
+std::string dump_histograms(const nlohmann::json& histograms) {
+  nlohmann::json doc = histograms;
+  doc["format"] = "agentcg-histograms";
+  doc["version"] = 2;
+  return doc.dump() + "\n";
+}
+
 }  // namespace agentcg::sim

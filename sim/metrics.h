@@ -121,4 +121,17 @@ double round6(double v);
 // (sim/api.h re-exports it) and the live player.
 std::string dump_results(const nlohmann::json& results);
 
+// histograms.json, the one definition of its format (written beside
+// results.json by agentcg-sim run/compare and, through the Python
+// extension, by the Python CLI; read by python/agentcg/api.py):
+//   {"format": "agentcg-histograms", "version": 2,
+//    "wakeup_latency_ns": H, "tool_call_latency_ns": H,      (the machine)
+//    "cgroups": {"/path": {"wakeup_latency_ns": H, "tool_call_latency_ns": H}, ...}}
+// H is LatencyHistogram::to_json(); a cgroup's histograms hold its whole
+// subtree's samples, as its results.json percentiles do; cgroups without a
+// task in their subtree are left out. `histograms` is the "histograms"
+// object of sim::run() with RunOptions::histograms. One line, sorted keys,
+// final newline: the same bytes from every writer.
+std::string dump_histograms(const nlohmann::json& histograms);
+
 }  // namespace agentcg::sim

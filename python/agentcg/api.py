@@ -179,9 +179,14 @@ class Result(Mapping[str, Any]):
                  histograms: Optional[str] = None) -> None:
         self.text = text
         self.data: Dict[str, Any] = json.loads(text)
-        # {"wakeup_latency_ns": LatencyHistogram JSON, "tool_call_latency_ns": ...}
-        # of the whole machine, or None (results.json written without them)
-        self.histograms: Optional[Dict[str, Any]] = json.loads(histograms) if histograms else None
+        # histograms.json's content (sim/metrics.h dump_histograms, the one
+        # definition): {"wakeup_latency_ns": LatencyHistogram JSON,
+        # "tool_call_latency_ns": ... (the whole machine), "cgroups": {path:
+        # {the same}}}, or None (results.json written without them)
+        self.histograms: Optional[Dict[str, Any]] = None
+        self._histograms_text: Optional[str] = None  # written back verbatim
+        if histograms:
+            self._set_histograms(histograms, "histograms")
         self._schedule_path = schedule_path
         self._schedule_text = schedule_text  # run(schedule=True): held in memory, no file left behind
         self._schedule: Optional[Any] = None
@@ -232,13 +237,25 @@ class Result(Mapping[str, Any]):
         if os.path.exists(hist) and os.path.basename(p) == "results.json":
             try:
                 with open(hist, encoding="utf-8") as f:
-                    doc = json.load(f)
-            except (OSError, json.JSONDecodeError) as e:
+                    text = f.read()
+            except OSError as e:
                 raise AgentcgError(f"{hist}: not a histograms file: {e}") from None
-            if not isinstance(doc, dict) or doc.get("format") != "agentcg-histograms":
-                raise AgentcgError(f"{hist}: not a histograms file (expected \"format\": \"agentcg-histograms\")")
-            r.histograms = {k: v for k, v in doc.items() if k.endswith("_latency_ns")}
+            r._set_histograms(text, hist)
         return r
+
+    def _set_histograms(self, text: str, where: str) -> None:
+        """Takes histograms.json text (version 1: the machine only; version 2
+        adds "cgroups")."""
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise AgentcgError(f"{where}:{e.lineno}: not a histograms file: {e.msg}") from None
+        if not isinstance(doc, dict) or doc.get("format") != "agentcg-histograms":
+            raise AgentcgError(f"{where}: not a histograms file (expected \"format\": \"agentcg-histograms\")")
+        if doc.get("version") not in (1, 2):
+            raise AgentcgError(f"{where}: histograms version {doc.get('version')!r}: expected 1 or 2")
+        self.histograms = {k: v for k, v in doc.items() if k.endswith("_latency_ns") or k == "cgroups"}
+        self._histograms_text = text
 
     def default_label(self) -> str:
         pol = str(self.data.get("policy", "?"))
@@ -278,27 +295,40 @@ class Result(Mapping[str, Any]):
 
     def save_histograms(self, directory: str) -> Optional[str]:
         """DIR/histograms.json (the latency histograms) when the run kept them."""
-        if not self.histograms:
+        if not self._histograms_text:
             return None
         from ._files import atomic_write
 
         p = os.path.join(directory, HISTOGRAMS_FILE)
-        doc = {"format": "agentcg-histograms", "version": 1, **self.histograms}
-        atomic_write(p, json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")
+        atomic_write(p, self._histograms_text)  # the simulator's bytes, as agentcg-sim writes them
         return p
 
-    def latency_cdf(self, key: str = "wakeup_latency_ns") -> "pandas.DataFrame":
+    def cgroup_histograms(self) -> Dict[str, Dict[str, Any]]:
+        """{cgroup path: {"wakeup_latency_ns": H, "tool_call_latency_ns": H}}
+        over each cgroup's subtree (cgroups with samples only); {} when the
+        run kept none (results.json alone, or a version-1 histograms.json)."""
+        return dict((self.histograms or {}).get("cgroups") or {})
+
+    def latency_cdf(self, key: str = "wakeup_latency_ns", cgroup: Optional[str] = None) -> "pandas.DataFrame":
         """Every sample's latency as a CDF: rows (latency_ns, fraction), ascending,
         fraction = share of samples at or below latency_ns. Exact while the run
         had at most 1,024 samples; beyond that one row per histogram bucket (64
         per power of two: within 1.6 % of the value), at the bucket's upper edge.
+        cgroup: that cgroup's subtree instead of the whole machine.
         Raises AgentcgError when the run kept no histograms."""
         import pandas as pd
 
-        h = (self.histograms or {}).get(key)
+        if cgroup is None:
+            h = (self.histograms or {}).get(key)
+        else:
+            h = self.cgroup_histograms().get(cgroup, {}).get(key)
+            if h is None and self.cgroup_histograms():
+                raise AgentcgError(f"no {key} samples in cgroup {cgroup} (cgroups with samples: "
+                                   f"{', '.join(sorted(self.cgroup_histograms()))})")
         if h is None:
-            raise AgentcgError(f"no {key} histogram in these results (results.json alone holds percentiles; "
-                               f"runs from agentcg.run() and the CLI keep them in {HISTOGRAMS_FILE})")
+            raise AgentcgError(f"no {key} histogram{' per cgroup' if cgroup else ''} in these results "
+                               f"(results.json alone holds percentiles; runs from agentcg.run() and the CLI "
+                               f"keep them in {HISTOGRAMS_FILE})")
         pts = _core.histogram_points(json.dumps(h))
         total = sum(n for _, _, n in pts)
         rows, acc = [], 0

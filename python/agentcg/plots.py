@@ -10,7 +10,8 @@ and the demo).
 
 Plots: wakeup-latency CDF per policy (from every sample's histogram bucket
 when the run kept its histograms, else from the reported percentiles; a
-logit axis so p50..p99.9 are evenly spaced); tool-call latency per policy;
+logit axis so p50..p99.9 are evenly spaced); the same per cgroup, one panel
+per policy (plot_cgroup_cdf, colours of the share plot); tool-call latency per policy;
 per-cgroup CPU share over time against entitlement; schedule timeline (task
 slices per CPU for a window, from the Perfetto schedule); GPU job timeline
 (waiting vs running per job, switches) and compute share vs limit per
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     import pandas
 
 __all__ = [
+    "plot_cgroup_cdf",
     "plot_comparison",
     "plot_cpu_share",
     "plot_directory",
@@ -188,6 +190,76 @@ def plot_wakeup_cdf(results: Any, key: str = "wakeup_latency_ns", cgroup: Option
         ax.legend(loc="lower right", fontsize="small")
     else:
         ax.text(0.5, 0.5, "no latency samples", transform=ax.transAxes, ha="center")
+    return fig
+
+
+def _cdf_cgroups(r: Result, key: str, limit: int = 8) -> List[str]:
+    """The cgroups a per-cgroup CDF shows: those of the share plot when they
+    have samples (same cgroups, same colours), else the leaf-most cgroups
+    with samples, most samples first."""
+    hists = r.cgroup_histograms()
+    has = [p for p, h in hists.items() if p != "/" and int((h.get(key) or {}).get("count", 0) or 0)]
+    try:
+        shared = [c for c in _active_cgroups(r, None) if c in has]
+    except AgentcgError:
+        shared = []
+    if shared:
+        return shared[:limit]
+    leaves = [p for p in has if not any(o != p and o.startswith(p.rstrip("/") + "/") for o in has)]
+    leaves.sort(key=lambda p: (-int(hists[p][key]["count"]), p))
+    return leaves[:limit]
+
+
+def plot_cgroup_cdf(results: Any, key: str = "wakeup_latency_ns", cgroups: Optional[Sequence[str]] = None,
+                    title: Optional[str] = None) -> Figure:
+    """Wakeup (or tool-call) latency CDF of every sample, one curve per
+    cgroup, one panel per policy (shared axes), each cgroup in its colour of
+    the CPU-share plot (cgroup_color) and its maximum marked with a triangle.
+    From histograms.json's per-cgroup histograms (runs from agentcg.run(),
+    the CLI and agentcg-sim); raises AgentcgError when a run kept none."""
+    rs = _results(results)
+    missing = [label for label, r in rs.items() if not r.cgroup_histograms()]
+    if missing:
+        raise AgentcgError(f"no per-cgroup histograms for {', '.join(missing)} (results.json alone holds "
+                           "percentiles; runs from agentcg.run() and the CLIs keep them in histograms.json)")
+    first = next(iter(rs.values()))
+    chosen = list(cgroups) if cgroups is not None else _cdf_cgroups(first, key)
+    fig = _fig(8.0, 2.6 * len(rs) + 0.8)
+    axes = fig.subplots(len(rs), 1, sharex=True, sharey=True, squeeze=False)[:, 0]
+    what = "Tool-call" if key.startswith("tool") else "Wakeup"
+    for ax, (label, r) in zip(axes, rs.items()):
+        plotted = 0
+        for cg in chosen:
+            h = r.cgroup_histograms().get(cg, {}).get(key)
+            if not h or not int(h.get("count", 0) or 0):
+                continue
+            cdf = r.latency_cdf(key, cgroup=cg)
+            xs = [max(float(v), 1.0) / 1e6 for v in cdf["latency_ns"]]
+            ys = [min(float(f), 0.99999) for f in cdf["fraction"]]
+            col = cgroup_color(cg)
+            mx = int(h["max"])
+            ax.step([xs[0]] + xs, [1e-5] + ys, where="post", lw=1.4, color=col,
+                    label=f"{cg} (n={int(h['count']):,}, max {_ms_label(float(mx))})")
+            ax.plot([max(float(mx), 1.0) / 1e6], [0.9998], marker="v", ms=8, color=col, ls="none")
+            plotted += 1
+        ax.set_xscale("log")
+        ax.set_yscale("logit")
+        ax.set_ylim(0.01, 0.99993)
+        ticks = [0.01, 0.1, 0.5, 0.9, 0.99, 0.999, 0.9998]
+        ax.set_yticks(ticks)
+        ax.set_yticklabels(["p1", "p10", "p50", "p90", "p99", "p99.9", "max"])
+        from matplotlib.ticker import NullLocator
+
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.set_title(label, fontsize="medium")
+        ax.set_ylabel("fraction at or below")
+        ax.grid(True, which="major", alpha=0.4)
+        if plotted:  # beside the data, never over it
+            ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        else:
+            ax.text(0.5, 0.5, "no samples in these cgroups", transform=ax.transAxes, ha="center")
+    axes[-1].set_xlabel(f"{what.lower()} latency (ms, log scale)")
+    fig.suptitle(title or f"{what} latency CDF per cgroup (every sample): {_trace_name(rs)}")
     return fig
 
 
@@ -686,6 +758,10 @@ def comparison_figures(cmp: Any, window: Optional[Tuple[int, int]] = None
             figs.append(("tool-call-cdf", plot_wakeup_cdf(rs, key="tool_call_latency_ns")))
     if any((r.data.get("series") or {}).get("cgroups") for r in rs.values()):
         figs.append(("cpu-share", plot_cpu_share_comparison(rs)))
+    # per-cgroup CDFs when every run kept them and more than one cgroup has samples
+    if all(r.cgroup_histograms() for r in rs.values()) and len(_cdf_cgroups(next(iter(rs.values())),
+                                                                          "wakeup_latency_ns")) > 1:
+        figs.append(("wakeup-cdf-cgroups", plot_cgroup_cdf(rs)))
     sched = [r for r in rs.values() if r.has_schedule and len(r.schedule())]
     if sched and window is None:
         window = action_window(sched)  # one window for every policy

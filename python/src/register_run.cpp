@@ -76,10 +76,11 @@ void register_run(py::module_& m) {
         std::string results, histograms;
         {
           py::gil_scoped_release release;
-          nlohmann::json r = sim::run(
-              trace, run_options(policy, gpu_policy, seed, config_path, config_yaml, config_source, perfetto_path,
-                                 /*histograms=*/true));
-          histograms = r["histograms"].dump();
+          auto options = run_options(policy, gpu_policy, seed, config_path, config_yaml, config_source,
+                                     perfetto_path, /*histograms=*/true);
+          options.cgroup_histograms = true;
+          nlohmann::json r = sim::run(trace, options);
+          histograms = sim::dump_histograms(r["histograms"]);
           r.erase("histograms");
           results = sim::dump_results(r);
         }
@@ -88,7 +89,8 @@ void register_run(py::module_& m) {
       py::arg("trace"), py::arg("policy") = "cfs", py::arg("gpu_policy") = "none",
       py::arg("seed") = 1, py::arg("config_path") = "", py::arg("config_yaml") = "",
       py::arg("config_source") = "<config>", py::arg("perfetto_path") = "",
-      "Like run(), but returns (results.json text without histograms, the histograms' JSON text).");
+      "Like run(), but returns (results.json text without histograms, histograms.json text: the machine's and "
+      "every cgroup's latency histograms, sim/metrics.h dump_histograms).");
   // A histogram's points for a CDF: (low_ns, high_ns, count) per exact sample
   // (low == high) or per non-empty bucket (its value range, clipped to the
   // histogram's min and max), ascending; the bucket edges are the simulator's

@@ -1,10 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// agentcg-sim: the simulator's command line (the ./agentcg launcher runs it,
-// or the Python CLI that wraps the same entry points).
+// agentcg-sim: the simulator's command line (the ./agentcg launcher runs it
+// when the Python extension is not built; the Python CLI wraps the same
+// entry points). Parsed with CLI11 through config/cli.h, as every agentcg
+// C++ binary: `--help` on every (sub)command, `--version`, exit 2 on a
+// usage error naming the flag, a did-you-mean for unknown options,
+// commands and policy names.
 //   run TRACE [--policy P] [--gpu-policy G] [--config F] [--machine PROFILE] [--seed N] --out DIR [--perfetto F] [--json]
 //   compare TRACE [--policies a,b,c] [--gpu-policy G] [--config F] [--machine PROFILE] [--seed N] --out DIR [--json]
-//   trace generate|validate|import|stats|merge ...
-//   policies, --version
+//   trace generate|validate|import|stats|merge|mix ...   calibrate ...   policies
+// run and compare write DIR[/POLICY]/results.json and, beside it,
+// histograms.json (sim/metrics.h dump_histograms: the machine's and every
+// cgroup's latency histograms, the samples behind the CDF plots).
+// The trace subcommands and calibrate keep their argument handling in the
+// libraries (sim/trace/trace_commands.cc, sim/import/commands.cc,
+// sim/calibrate), which the Python CLI calls too; CLI11 here lists them and
+// hands them everything after their name.
 // eevdf (the kernel's default since 6.6) is the default and the baseline;
 // cfs is the pre-6.6 reference. The table follows the Python CLI's rules
 // (python/agentcg/table.py, the full version with repetitions and
@@ -22,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "config/cli.h"
 #include "config/config.h"
 #include "sim/api.h"
 #include "sim/args.h"
@@ -30,33 +41,13 @@
 #include "sim/cli/import_cmd.h"
 #include "sim/calibrate/calibrate.h"
 #include "sim/calibrate/profile.h"
-
-#ifndef AGENTCG_VERSION
-#define AGENTCG_VERSION "unknown"
-#endif
+#include "sim/gpu/gpu_sim.h"
 
 namespace fs = std::filesystem;
-using agentcg::cli::Args;
 using agentcg::cli::UsageError;
 using nlohmann::json;
 
 namespace {
-
-constexpr const char* kUsage =
-    "usage: agentcg <command> [options]\n"
-    "commands:\n"
-    "  run TRACE [--policy eevdf] [--gpu-policy G] [--config FILE] [--machine PROFILE] [--strategies FILE] [--seed N] --out DIR [--perfetto FILE] [--json]\n"
-    "  compare TRACE [--policies eevdf,flatcg,agentcg] [--gpu-policy G] [--config FILE] [--machine PROFILE] [--strategies FILE] [--seed N] --out DIR [--json]\n"
-    "          [--per-cgroup]   (per-cgroup rows; shown by default up to 12 cgroups)\n"
-    "      CPU policies: eevdf (default since Linux 6.6, the baseline), cfs (pre-6.6 reference), fifo,\n"
-    "      flatcg, agentcg; repetitions with intervals and verdicts: the Python CLI's compare --seeds\n"
-    "  trace generate KIND --seed N -o FILE [--OPTION VALUE ...]\n"
-    "  trace validate FILE...\n"
-    "  trace import --from FORMAT INPUT -o OUT | trace stats FILE | trace merge A B ... -o OUT\n"
-    "  trace mix RECORDING... -o OUT [--sessions N] [--cpus M] [--stagger DUR] [--duration DUR]\n"
-    "  calibrate MEASUREMENTS.csv -o PROFILE.yaml [--fix-context-switch-ns N] [--cpus N]\n"
-    "  policies            list the CPU and GPU policies\n"
-    "  --version           print the version\n";
 
 constexpr std::uint64_t kStarvationNs = 1000000000;  // as table.STARVATION_NS
 
@@ -71,14 +62,47 @@ std::string pct(double v) {
   return o.str();
 }
 
-agentcg::sim::RunOptions options_from(const Args& a) {
+// What run and compare share on their command lines.
+struct RunArgs {
+  std::string trace, out, config, machine, strategies, gpu_policy = "none";
+  std::uint64_t seed = 1;
+  bool json = false, quiet = false;
+};
+
+void add_run_options(CLI::App& c, RunArgs& a) {
+  c.add_option("TRACE", a.trace, "the trace (agentcg JSON; see trace generate / trace import)")->required();
+  c.add_option("-o,--out", a.out, "output directory")->required()->type_name("DIR");
+  c.add_option("--gpu-policy", a.gpu_policy, "GPU policy (GPU traces only)")
+      ->check(agentcg::cli::one_of("GPU policy", agentcg::sim::gpu_policies()))
+      ->capture_default_str();
+  c.add_option("--config", a.config, "scheduler/machine YAML (config/agentcg.yaml's keys)")->type_name("FILE");
+  c.add_option("--machine", a.machine, "a fitted machine profile (calibrate); wins over --config's machine keys")
+      ->type_name("PROFILE");
+  c.add_option("--strategies", a.strategies, "seed 001 strategies (JSON) for flatcg/agentcg")->type_name("FILE");
+  c.add_option("--seed", a.seed, "random seed (same seed, same bytes)")
+      ->check(agentcg::cli::non_negative_integer())
+      ->capture_default_str();
+  c.add_flag("--json", a.json, "print the results as JSON on stdout instead of the table");
+  c.add_flag("-q,--quiet", a.quiet, "print nothing (the files are still written)");
+}
+
+agentcg::sim::RunOptions options_from(const RunArgs& a, const agentcg::trace::Trace& trace) {
   agentcg::sim::RunOptions o;
-  if (auto c = a.get("config")) o.config = agentcg::config::load_file(*c);
+  if (!a.config.empty()) o.config = agentcg::config::load_file(a.config);
   // a fitted machine profile (sim/calibrate/profile.h) wins over --config's machine keys
-  if (auto m = a.get("machine")) agentcg::calibrate::apply_profile(agentcg::calibrate::load_profile(*m), o.config.machine);
-  if (auto s = a.get("strategies")) o.strategies = agentcg::strategy::load_file(*s);
-  o.seed = a.get_u64("seed", 1);
-  o.gpu_policy = a.get("gpu-policy").value_or("none");
+  if (!a.machine.empty())
+    agentcg::calibrate::apply_profile(agentcg::calibrate::load_profile(a.machine), o.config.machine);
+  if (!a.strategies.empty()) o.strategies = agentcg::strategy::load_file(a.strategies);
+  o.seed = a.seed;
+  o.gpu_policy = a.gpu_policy;
+  // as the Python CLI: a GPU policy on a trace without GPU jobs would do
+  // nothing, silently
+  if (o.gpu_policy != "none" && !agentcg::sim::gpu::trace_has_gpu(trace))
+    throw UsageError("--gpu-policy " + o.gpu_policy + ": " + a.trace +
+                     " has no GPU jobs (no 'gpu' section); leave the flag out or use a GPU trace "
+                     "(trace generate gpu-oversub ...)");
+  o.histograms = true;  // histograms.json
+  o.cgroup_histograms = true;
   return o;
 }
 
@@ -128,57 +152,50 @@ void print_summary(const json& r) {
   }
 }
 
-int cmd_run(const std::vector<std::string>& argv) {
-  Args a(argv, {"policy", "gpu-policy", "config", "machine", "seed", "out", "perfetto", "strategies"}, {"quiet", "json"});
-  if (a.positional().size() != 1) throw UsageError("run takes exactly one TRACE");
-  auto o = options_from(a);
-  o.policy = a.get("policy").value_or("eevdf");
-  o.perfetto_path = a.get("perfetto").value_or("");
-  const fs::path out = a.require("out");
-  const auto trace = agentcg::trace::load_trace_file(a.positional()[0]);
-  const json r = agentcg::sim::run(trace, o);
-  const std::string text = agentcg::sim::dump_results(r);
-  write_file(out / "results.json", text);
-  if (a.flag("json")) {
-    std::cout << text << (text.empty() || text.back() != '\n' ? "\n" : "");
-  } else if (!a.flag("quiet")) {
+// results.json (exact bytes of the Python CLI's) and histograms.json beside it.
+json run_and_write(const agentcg::trace::Trace& trace, const agentcg::sim::RunOptions& o, const fs::path& dir) {
+  json r = agentcg::sim::run(trace, o);
+  const std::string histograms = agentcg::sim::dump_histograms(r["histograms"]);
+  r.erase("histograms");
+  write_file(dir / "results.json", agentcg::sim::dump_results(r));
+  write_file(dir / "histograms.json", histograms);
+  return r;
+}
+
+int cmd_run(const RunArgs& a, const std::string& policy, const std::string& perfetto) {
+  const auto trace = agentcg::trace::load_trace_file(a.trace);
+  auto o = options_from(a, trace);
+  o.policy = policy;
+  o.perfetto_path = perfetto;
+  const fs::path out = a.out;
+  const json r = run_and_write(trace, o, out);
+  if (a.json) {
+    std::cout << agentcg::sim::dump_results(r);
+  } else if (!a.quiet) {
     print_summary(r);
-    std::cout << "wrote " << (out / "results.json").string() << "\n";
+    std::cout << "wrote " << (out / "results.json").string() << " and histograms.json\n";
   }
   return 0;
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> v;
-  std::stringstream ss(s);
-  for (std::string x; std::getline(ss, x, ',');)
-    if (!x.empty()) v.push_back(x);
-  return v;
-}
-
-int cmd_compare(const std::vector<std::string>& argv) {
-  Args a(argv, {"policies", "gpu-policy", "config", "machine", "seed", "out", "strategies"}, {"quiet", "json", "per-cgroup"});
-  if (a.positional().size() != 1) throw UsageError("compare takes exactly one TRACE");
-  const auto base = options_from(a);
-  const auto policies = split(a.get("policies").value_or("eevdf,flatcg,agentcg"));
-  if (policies.empty()) throw UsageError("--policies: expected a comma-separated list");
-  const fs::path out = a.require("out");
-  const auto trace = agentcg::trace::load_trace_file(a.positional()[0]);
+int cmd_compare(const RunArgs& a, const std::vector<std::string>& policies, bool per_cgroup) {
+  const auto trace = agentcg::trace::load_trace_file(a.trace);
+  const auto base = options_from(a, trace);
+  const fs::path out = a.out;
   std::vector<json> results;
   for (const auto& p : policies) {
     auto o = base;
     o.policy = p;
-    results.push_back(agentcg::sim::run(trace, o));
-    write_file(out / p / "results.json", agentcg::sim::dump_results(results.back()));
+    results.push_back(run_and_write(trace, o, out / p));
   }
-  if (a.flag("json")) {  // the results of every policy, keyed by policy
+  if (a.json) {  // the results of every policy, keyed by policy
     json doc = {{"format", "agentcg-compare-results"}, {"version", 1}, {"trace", trace.name},
                 {"seed", base.seed}, {"policies", policies}, {"results", json::object()}};
     for (std::size_t i = 0; i < policies.size(); ++i) doc["results"][policies[i]] = results[i];
     std::cout << doc.dump(1) << "\n";
     return 0;
   }
-  if (a.flag("quiet")) return 0;
+  if (a.quiet) return 0;
   // Side-by-side table: one row per metric, one column per policy.
   std::cout << "trace " << trace.name << " (" << trace.machine.cpus << " CPUs, seed " << base.seed << ")\n";
   std::cout << std::left << std::setw(44) << "metric" << std::right;
@@ -256,7 +273,7 @@ int cmd_compare(const std::vector<std::string>& argv) {
   for (const auto& [path, c] : results.front()["cgroups"].items()) {
     if (path == "/" || c["tasks"] == 0) continue;
     // many sessions: per-cgroup rows only on request
-    if (results.front()["cgroups"].size() > 12 && !a.flag("per-cgroup")) break;
+    if (results.front()["cgroups"].size() > 12 && !per_cgroup) break;
     row(path + " share / entitled", [&, p = path](const json& r) {
       const auto& x = r["cgroups"][p];
       std::string entitled = pct(x["entitled_share"]);
@@ -272,51 +289,97 @@ int cmd_compare(const std::vector<std::string>& argv) {
       row(path + " throttled (ms)", [&, p = path](const json& r) { return ms(r["cgroups"][p]["throttled_ns"]); });
   }
   if (starved) std::cout << "! = a task waited runnable 1 s or more (starvation)\n";
-  std::cout << "wrote " << out.string() << "/<policy>/results.json\n";
+  std::cout << "wrote " << out.string() << "/<policy>/results.json and histograms.json\n";
   return 0;
 }
 
-int cmd_trace(const std::vector<std::string>& argv) {
-  if (argv.empty()) throw UsageError("trace needs a subcommand: generate, validate, import, stats, merge, mix");
-  const std::string sub = argv[0];
-  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
-  if (sub == "generate") return trace_generate_main(rest);
-  if (sub == "validate") return trace_validate_main(rest);
-  if (sub == "import") return trace_import_main(rest);
-  if (sub == "stats") return trace_stats_main(rest);
-  if (sub == "merge") return trace_merge_main(rest);
-  if (sub == "mix") return trace_mix_main(rest);
-  throw UsageError("unknown trace subcommand '" + sub + "'");
+// A subcommand whose arguments a library parses (the Python CLI calls the
+// same function): CLI11 lists it and hands it everything after its name,
+// --help included (the library prints its own usage).
+CLI::App* pass_through(CLI::App& parent, const std::string& name, const std::string& help,
+                       std::vector<std::string>& args) {
+  CLI::App* c = parent.add_subcommand(name, help);
+  c->set_help_flag();  // the library's --help
+  c->prefix_command();
+  c->allow_extras();
+  c->callback([c, &args] { args = c->remaining(); });
+  return c;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-    std::cout << kUsage;
-    return args.empty() ? 2 : 0;
+  CLI::App app{"agentcg's deterministic scheduling simulator: run a trace under a CPU (and GPU) policy, "
+               "compare policies side by side, make, import and check traces.\n"
+               "eevdf (Linux's default since 6.6) is the default policy and the baseline; "
+               "more with repetitions, verdicts and plots: the Python CLI (./agentcg).",
+               "agentcg-sim"};
+  agentcg::cli::setup(app);
+  app.require_subcommand(1);
+  const auto cpu_policies = agentcg::sim::cpu_policies();
+
+  RunArgs run_args;
+  std::string policy = "eevdf", perfetto;
+  CLI::App* run = app.add_subcommand("run", "simulate TRACE under one policy; writes DIR/results.json, histograms.json");
+  add_run_options(*run, run_args);
+  run->add_option("--policy", policy,
+                  "CPU policy: eevdf (default since Linux 6.6, the baseline), cfs (pre-6.6), fifo, flatcg, agentcg")
+      ->check(agentcg::cli::one_of("CPU policy", cpu_policies))
+      ->capture_default_str();
+  run->add_option("--perfetto", perfetto, "also write the schedule for Perfetto (ftrace text: sched_switch, "
+                                          "sched_waking, a GPU track)")
+      ->type_name("FILE");
+
+  RunArgs cmp_args;
+  std::vector<std::string> policies{"eevdf", "flatcg", "agentcg"};
+  bool per_cgroup = false;
+  CLI::App* compare = app.add_subcommand(
+      "compare", "simulate TRACE under several policies, print them side by side; writes DIR/POLICY/results.json");
+  add_run_options(*compare, cmp_args);
+  compare->add_option("--policies", policies, "comma-separated CPU policies (eevdf is the baseline)")
+      ->delimiter(',')
+      ->check(agentcg::cli::one_of("CPU policy", cpu_policies))
+      ->capture_default_str();
+  compare->add_flag("--per-cgroup", per_cgroup, "per-cgroup rows also past 12 cgroups");
+
+  CLI::App* trace = app.add_subcommand("trace", "make, import, check and describe traces");
+  trace->require_subcommand(1);
+  std::vector<std::string> rest;
+  CLI::App* generate = pass_through(*trace, "generate", "KIND --seed N -o FILE [--OPTION VALUE ...]: a synthetic trace "
+                                                        "(trace generate --help: the kinds)", rest);
+  CLI::App* validate = pass_through(*trace, "validate", "[--policy P] FILE...: every check run makes", rest);
+  CLI::App* import = pass_through(*trace, "import", "--from FORMAT INPUT -o OUT: a recording into a trace", rest);
+  CLI::App* stats = pass_through(*trace, "stats", "FILE [--from FORMAT] [--replay]: describe a trace or recording",
+                                 rest);
+  CLI::App* merge = pass_through(*trace, "merge", "A B ... -o OUT: sessions side by side", rest);
+  CLI::App* mix = pass_through(*trace, "mix", "RECORDING... -o OUT: many sessions from recordings", rest);
+  CLI::App* calibrate = pass_through(app, "calibrate", "MEASUREMENTS.csv -o PROFILE.yaml: fit a machine profile",
+                                     rest);
+  CLI::App* list = app.add_subcommand("policies", "list the CPU and GPU policies");
+
+  if (argc < 2) {  // no command: the list of commands, as a usage error
+    std::cerr << app.help();
+    return agentcg::cli::kUsageExit;
   }
-  if (args[0] == "--version") {
-    std::cout << "agentcg-sim " << AGENTCG_VERSION << "\n";
-    return 0;
-  }
-  const std::string cmd = args[0];
-  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (auto rc = agentcg::cli::parse(app, argc, argv)) return *rc;
   try {
-    if (cmd == "run") return cmd_run(rest);
-    if (cmd == "compare") return cmd_compare(rest);
-    if (cmd == "trace") return cmd_trace(rest);
-    if (cmd == "calibrate") return agentcg::calibrate::calibrate_command(rest, std::cout, std::cerr);
-    if (cmd == "policies") {
-      for (const auto& p : agentcg::sim::cpu_policies()) std::cout << "cpu " << p << "\n";
+    if (*run) return cmd_run(run_args, policy, perfetto);
+    if (*compare) return cmd_compare(cmp_args, policies, per_cgroup);
+    if (*generate) return trace_generate_main(rest);
+    if (*validate) return trace_validate_main(rest);
+    if (*import) return trace_import_main(rest);
+    if (*stats) return trace_stats_main(rest);
+    if (*merge) return trace_merge_main(rest);
+    if (*mix) return trace_mix_main(rest);
+    if (*calibrate) return agentcg::calibrate::calibrate_command(rest, std::cout, std::cerr);
+    if (*list) {
+      for (const auto& p : cpu_policies) std::cout << "cpu " << p << "\n";
       for (const auto& p : agentcg::sim::gpu_policies()) std::cout << "gpu " << p << "\n";
-      return 0;
     }
-    throw UsageError("unknown command '" + cmd + "'");
+    return 0;
   } catch (const UsageError& e) {
-    std::cerr << "agentcg: " << e.what() << "\n" << kUsage;
-    return 2;
+    std::cerr << "agentcg-sim: error: " << e.what() << "\nRun agentcg-sim --help for the options.\n";
+    return agentcg::cli::kUsageExit;
   } catch (const agentcg::trace::TraceError& e) {
     std::cerr << "agentcg: " << e.what() << "\n";
     return 1;

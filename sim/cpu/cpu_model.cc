@@ -656,25 +656,50 @@ void CpuModel::finish() {
   if (log_) log_->end_ns = end_time_.ns();
 }
 
+void CpuModel::subtree_histograms(std::vector<LatencyHistogram>& wake, std::vector<LatencyHistogram>& tool) const {
+  const std::size_t n = tree_.size();
+  wake.assign(n, LatencyHistogram());
+  tool.assign(n, LatencyHistogram());
+  for (std::size_t i = 0; i < n; ++i) {
+    wake[i] = cg_[i].wakeup;
+    tool[i] = cg_[i].tool;
+  }
+  // ids are in topological order (children after parents): one pass upward
+  for (std::size_t i = n; i-- > 1;) {
+    const std::size_t p = tree_.info(static_cast<CgroupId>(i)).parent;
+    wake[p].merge(wake[i]);
+    tool[p].merge(tool[i]);
+  }
+}
+
+nlohmann::json CpuModel::cgroup_histograms() const {
+  std::vector<LatencyHistogram> wake, tool;
+  subtree_histograms(wake, tool);
+  nlohmann::json out = nlohmann::json::object();
+  for (std::size_t i = 0; i < wake.size(); ++i) {
+    if (wake[i].count() == 0 && tool[i].count() == 0) continue;
+    out[tree_.path(static_cast<CgroupId>(i))] = {{"wakeup_latency_ns", wake[i].to_json()},
+                                                 {"tool_call_latency_ns", tool[i].to_json()}};
+  }
+  return out;
+}
+
 CpuResultsInput CpuModel::results_input() const {
   const std::size_t n = tree_.size();
   // Hierarchical sums (ids are in topological order: children after parents).
   std::vector<std::uint64_t> cpu_ns(n);
-  std::vector<LatencyHistogram> wake(n), tool(n);
+  std::vector<LatencyHistogram> wake, tool;
+  subtree_histograms(wake, tool);
   std::vector<std::vector<std::uint64_t>> series(n);
   std::vector<std::uint32_t> tasks(n);
   for (std::size_t i = 0; i < n; ++i) {
     cpu_ns[i] = cg_[i].cpu_ns;
-    wake[i] = cg_[i].wakeup;
-    tool[i] = cg_[i].tool;
     series[i] = cg_[i].series;
     tasks[i] = cg_[i].tasks;
   }
   for (std::size_t i = n; i-- > 1;) {
     const std::size_t p = tree_.info(static_cast<CgroupId>(i)).parent;
     cpu_ns[p] += cpu_ns[i];
-    wake[p].merge(wake[i]);
-    tool[p].merge(tool[i]);
     if (series[p].size() < series[i].size()) series[p].resize(series[i].size(), 0);
     for (std::size_t b = 0; b < series[i].size(); ++b) series[p][b] += series[i][b];
   }

@@ -85,6 +85,11 @@ class CpuModel final : public SchedContext, public EventHandler {
   // CPU keys it builds from them.
   CpuResultsInput results_input() const;
   nlohmann::json results() const;
+  // {"/path": {"wakeup_latency_ns": H, "tool_call_latency_ns": H}} with H
+  // LatencyHistogram::to_json() over the cgroup's subtree (the samples
+  // behind results()' per-cgroup percentiles); cgroups without samples are
+  // left out. For histograms.json (sim/metrics.h, dump_histograms).
+  nlohmann::json cgroup_histograms() const;
   const CgroupTree& cgroups() const { return tree_; }
   // The whole machine's latency distributions (mergeable across hosts).
   const LatencyHistogram& wakeup_histogram() const { return wakeup_all_; }
@@ -127,6 +132,8 @@ class CpuModel final : public SchedContext, public EventHandler {
   void on_event(Simulator& sim, std::uint32_t kind, std::uint64_t arg) override;
 
  private:
+  // Each cgroup's wakeup and tool-call histograms over its subtree, by id.
+  void subtree_histograms(std::vector<LatencyHistogram>& wake, std::vector<LatencyHistogram>& tool) const;
   enum EventKind : std::uint32_t { kProcStart, kCpuEvent, kWake, kEnqueue, kKick, kTimer, kStop };
   enum class Next { kRun, kBlock, kExit };
 

@@ -29,6 +29,7 @@
 #include <limits>
 #include <sstream>
 
+#include "config/did_you_mean.h"
 #include "core/units/units.h"
 #include "sim/trace/trace.h"
 
@@ -96,8 +97,13 @@ class Options {
       for (const OptSpec& s : specs_) known = known || k == s.key;
       if (!known) {
         std::string list;
-        for (const OptSpec& s : specs_) list += std::string(list.empty() ? "--" : ", --") + s.key;
-        throw std::invalid_argument("generator " + kind_ + ": unknown option --" + k + "; expected one of: " + list);
+        std::vector<std::string> names;
+        for (const OptSpec& s : specs_) {
+          list += std::string(list.empty() ? "--" : ", --") + s.key;
+          names.push_back(std::string("--") + s.key);
+        }
+        throw std::invalid_argument("generator " + kind_ + ": unknown option --" + k +
+                                    cli::did_you_mean("--" + k, names) + "; expected one of: " + list);
       }
     }
   }
@@ -838,9 +844,14 @@ Trace generate(const std::string& kind, std::uint64_t seed, const std::map<std::
     return agentcg::sim::gpu::generate_gpu_trace(kind, seed, options);
   }
   std::string list;
-  for (const Kind& k : kKinds) list += std::string(list.empty() ? "" : ", ") + k.name;
+  std::vector<std::string> names;
+  for (const Kind& k : kKinds) {
+    list += std::string(list.empty() ? "" : ", ") + k.name;
+    names.push_back(k.name);
+  }
   list += ", gpu-* (see --help)";
-  throw std::invalid_argument("unknown generator kind \"" + kind + "\"; expected one of: " + list);
+  throw std::invalid_argument("unknown generator kind \"" + kind + "\"" + cli::did_you_mean(kind, names) +
+                              "; expected one of: " + list);
 }
 
 std::string generator_help() {

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "config/did_you_mean.h"
 #include "sim/trace/gpu_trace.h"
 #include "sim/random.h"
 
@@ -84,8 +85,13 @@ trace::Trace generate_gpu_trace(const std::string& kind, std::uint64_t seed,
   for (const auto& [k, v] : options) {
     if (!o.count(k)) {
       std::string list;
-      for (const auto& [dk, dv] : o) list += (list.empty() ? "" : ", ") + ("--" + dk);
-      throw std::invalid_argument("unknown option --" + k + " for " + kind + " (expected " + list + ")");
+      std::vector<std::string> names;
+      for (const auto& [dk, dv] : o) {
+        list += (list.empty() ? "" : ", ") + ("--" + dk);
+        names.push_back("--" + dk);
+      }
+      throw std::invalid_argument("unknown option --" + k + cli::did_you_mean("--" + k, names) + " for " + kind +
+                                  " (expected " + list + ")");
     }
     o[k] = v;
   }

@@ -7,6 +7,7 @@
 
 #include <map>
 
+#include "config/did_you_mean.h"
 #include "sim/trace/trace.h"
 
 namespace agentcg::trace {
@@ -134,7 +135,8 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out, st
       continue;
     }
     if (a.size() > 1 && a[0] == '-') {
-      err << "agentcg trace validate: unknown option " << a << "\n" << kValidateUsage;
+      err << "agentcg trace validate: unknown option " << a << cli::did_you_mean(a, {"--policy", "--help"}) << "\n"
+          << kValidateUsage;
       return 2;
     }
     files.push_back(a);

@@ -181,6 +181,15 @@ def test_python_cli_and_cpp_cli_write_identical_bytes(small_trace_path: str, tmp
                           str(tmp_path / "cpp"), "--quiet"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "cpp" / "results.json").read_bytes() == api.text.encode()
+    # histograms.json: one writer (sim::dump_histograms), the same bytes from both front ends
+    cpp_hist = (tmp_path / "cpp" / "histograms.json").read_bytes()
+    assert cpp_hist == (tmp_path / "py" / "histograms.json").read_bytes()
+    doc = json.loads(cpp_hist)
+    assert doc["format"] == "agentcg-histograms" and doc["version"] == 2
+    assert doc["wakeup_latency_ns"]["count"] == api["wakeup_latency_ns"]["count"]
+    for path, h in doc["cgroups"].items():  # each cgroup's samples behind its results.json percentiles
+        assert h["wakeup_latency_ns"]["count"] == api["cgroups"][path]["wakeup_latency_ns"]["count"], path
+        assert h["wakeup_latency_ns"]["max"] == api["cgroups"][path]["wakeup_latency_ns"]["max"], path
 
 
 def test_result_load_rejects_other_json(tmp_path) -> None:

@@ -96,6 +96,37 @@ def test_wakeup_cdf_falls_back_to_percentiles(cmp, tmp_path) -> None:
         alone.latency_cdf()
 
 
+def test_cgroup_cdf_from_every_sample(cmp, tmp_path) -> None:
+    """One panel per policy, one CDF per cgroup from histograms.json's
+    per-cgroup histograms, in the cgroup's colour of the share plot, ending
+    at the cgroup's max of results.json; results without them are refused."""
+    fig = plots.plot_cgroup_cdf(cmp)
+    panels = [a for a in fig.axes if a.has_data()]
+    assert len(panels) == len(cmp)
+    assert "latency (ms" in fig.axes[-1].get_xlabel() and "per cgroup" in fig._suptitle.get_text()
+    for ax, (label, r) in zip(panels, cmp.items()):
+        assert ax.get_title() == label
+        lines = ax.get_lines()
+        curves, marks = lines[0::2], lines[1::2]
+        shown = [c.get_label().split()[0] for c in curves]
+        assert len(shown) >= 2 and set(shown) <= set(r.cgroup_histograms())
+        for cg, curve, mark in zip(shown, curves, marks):
+            lat = r["cgroups"][cg]["wakeup_latency_ns"]
+            assert curve.get_color() == plots.cgroup_color(cg) == mark.get_color()
+            cdf = r.latency_cdf(cgroup=cg)
+            assert list(cdf["fraction"])[-1] == 1.0 and list(cdf["latency_ns"])[-1] == lat["max"]
+            assert len(cdf) == lat["count"]  # small runs: one step per sample
+            assert mark.get_xdata()[0] == max(lat["max"], 1) / 1e6
+    assert "wakeup-cdf-cgroups" in dict(plots.comparison_figures(cmp))
+    r = next(iter(cmp.values()))
+    p = tmp_path / "r.json"
+    p.write_text(r.text)
+    with pytest.raises(agentcg.AgentcgError, match="no per-cgroup histograms"):
+        plots.plot_cgroup_cdf({"x": agentcg.Result.load(str(p))})
+    with pytest.raises(agentcg.AgentcgError, match="no wakeup_latency_ns samples in cgroup /nope"):
+        r.latency_cdf(cgroup="/nope")
+
+
 def test_tool_call_latency(cmp) -> None:
     fig = plots.plot_tool_call_latency(cmp)
     _check_axes(fig, "policy", "tool-call latency (ms)")
