@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "live/agentcgroupd/daemon_logic.h"
+#include "live/http/bounded_server.h"
 #include "live/k8s/node_agent.h"
 #include "live/monitor/sched_monitor.h"
 #include "live/strategy/api.h"
@@ -71,7 +72,7 @@ void Extensions::start(const config::Config& cfg, const std::string& mode_overri
     } else if (tokens.empty()) {
       log_line("error", "strategies API off: " + why);
     } else {
-      api_ = std::make_unique<httplib::Server>();
+      api_ = std::make_unique<BoundedServer>();  // bounded request heads (live/http)
       strategy::ApiHooks hooks;
       hooks.health_json = [this] {
         json j{{"mode", mode_}, {"monitor_loaded", monitor_ && monitor_->loaded()}};

@@ -47,6 +47,7 @@
 #include "config/config.h"
 #include "live/agentcgroupd/daemon_logic.h"
 #include "live/agentcgroupd/extensions.h"
+#include "live/http/bounded_server.h"
 #include "live/strategy/api.h"
 #include "agentcg.skel.h"
 
@@ -124,7 +125,7 @@ class Daemon {
   std::uint64_t last_metrics_ns_ = 0, last_rescan_ns_ = 0;
   std::mutex metrics_mu_;
   std::string metrics_text_;  // guarded by metrics_mu_ (read by the HTTP thread)
-  httplib::Server http_;
+  live::BoundedServer http_;  // bounded request heads (live/http)
   std::thread http_thread_;
   // Seed 001: monitor, strategies API, scx supervision, k8s (extensions.h).
   live::Extensions ext_;

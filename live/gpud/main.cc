@@ -24,6 +24,7 @@
 #include "config/config.h"
 #include "core/gpu/protocol/bytes.h"
 #include "live/gpud/daemon.h"
+#include "live/http/bounded_server.h"
 
 namespace {
 
@@ -204,7 +205,9 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  httplib::Server http;
+  // Bounded request heads (live/http/bounded_server.h): cpp-httplib 0.11
+  // does not bound the number of header lines.
+  agentcg::live::BoundedServer http;
   std::thread http_thread;
   if (opt.metrics_port != 0) {
     // GET only: a request body over 4 KiB is answered 413 at once, never

@@ -237,6 +237,17 @@ def test_missing_and_non_utf8_files_name_file_and_line(tmp_path: Path) -> None:
         assert "codec" not in res.stderr
 
 
+def test_policy_depth_limit_names_file_and_line(tmp_path: Path) -> None:
+    """Issue 17: cgroups deeper than agentcg's and flatcg's 15 levels made
+    `run` exit 2 without file or line; now exit 1 with both (the C++ CLI's
+    rows are in the bad-input table)."""
+    bad = os.path.join("tests", "data", "bad-traces", "cgroup-too-deep-for-agentcg.json")
+    for policy in ("agentcg", "flatcg"):
+        res = run_cli(["run", bad, "--policy", policy, "--out", str(tmp_path / policy)])
+        assert res.returncode == 1, res.stderr
+        assert f"{bad}:21: /cgroups/15/path:" in res.stderr and "at most 15" in res.stderr, res.stderr
+
+
 def test_help_never_builds(tmp_path: Path) -> None:
     """The launcher's --help paths must not configure, build or install:
     cmake and the set-up script are replaced by test doubles that leave a mark."""
