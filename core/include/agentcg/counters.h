@@ -2,8 +2,8 @@
 /*
  * Every counter of agentcg: ONE X-macro list with explicit numbers, from
  * which the BPF per-CPU stats arrays, the simulator's and the player's
- * results.json "counters" object, the Prometheus names and the Python
- * constants are all generated, so they cannot drift apart (the lesson of
+ * results.json "counters" object and the Prometheus names are all
+ * generated, so they cannot drift apart (the lesson of
  * HAMi-core's hand-synced symbol lists). Counts are derived from the list,
  * never typed by hand.
  *
