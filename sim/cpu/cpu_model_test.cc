@@ -8,6 +8,7 @@
 
 #include "sim/api.h"
 #include "sim/trace/trace.h"
+#include "tests/support/trace_builder.h"
 
 namespace agentcg::sim {
 namespace {
@@ -19,54 +20,10 @@ using trace::Value;
 constexpr std::uint64_t kMs = 1000000;
 constexpr std::uint64_t kSec = 1000000000;
 
-Op run_op(std::uint64_t ns) {
-  Op o;
-  o.kind = OpKind::kRun;
-  o.ns = Value::fixed(ns);
-  return o;
-}
-Op io_op(std::uint64_t ns) {
-  Op o;
-  o.kind = OpKind::kIo;
-  o.ns = Value::fixed(ns);
-  return o;
-}
-Op repeat_op(std::uint32_t n, std::vector<Op> body) {
-  Op o;
-  o.kind = OpKind::kRepeat;
-  o.count = n;
-  o.body = std::move(body);
-  return o;
-}
-
-struct Builder {
-  trace::Trace t;
-  std::int64_t pid = 1;
-  explicit Builder(std::uint32_t cpus, std::uint64_t duration_ns) {
-    t.name = "test";
-    t.machine.cpus = cpus;
-    t.duration_ns = duration_ns;
-  }
-  trace::CgroupSpec& cgroup(const std::string& path, std::uint32_t weight) {
-    trace::CgroupSpec c;
-    c.path = path;
-    c.cpu_weight = weight;
-    t.cgroups.push_back(c);
-    return t.cgroups.back();
-  }
-  void process(const std::string& cg, std::vector<Op> ops, std::uint64_t start = 0) {
-    trace::ProcessSpec p;
-    p.pid = pid++;
-    p.cgroup = cg;
-    p.start_ns = start;
-    p.comm = "p" + std::to_string(p.pid);
-    p.ops = std::move(ops);
-    t.processes.push_back(p);
-  }
-  void hogs(const std::string& cg, int n) {
-    for (int i = 0; i < n; ++i) process(cg, {run_op(*t.duration_ns)});
-  }
-};
+using trace::testing::io_op;
+using trace::testing::repeat_op;
+using trace::testing::run_op;
+using Builder = trace::testing::TraceBuilder;
 
 nlohmann::json run(const trace::Trace& t, const std::string& policy = "cfs", std::uint64_t seed = 1) {
   RunOptions o;
@@ -77,60 +34,8 @@ nlohmann::json run(const trace::Trace& t, const std::string& policy = "cfs", std
 
 double share(const nlohmann::json& r, const std::string& cg) { return r["cgroups"][cg]["cpu_share"].get<double>(); }
 
-// Hogs in cgroups of weight 100, 200, 300 on 2 CPUs: shares 1/6, 2/6, 3/6.
-nlohmann::json expect_weight_shares(const std::string& policy) {
-  Builder b(2, 10 * kSec);
-  b.cgroup("/hog-0", 100);
-  b.cgroup("/hog-1", 200);
-  b.cgroup("/hog-2", 300);
-  for (int g = 0; g < 3; ++g) b.hogs("/hog-" + std::to_string(g), 2);
-  const auto r = run(b.t, policy);
-  EXPECT_EQ(r["policy"].get<std::string>(), policy);
-  EXPECT_NEAR(share(r, "/hog-0"), 1.0 / 6, 0.01);
-  EXPECT_NEAR(share(r, "/hog-1"), 2.0 / 6, 0.01);
-  EXPECT_NEAR(share(r, "/hog-2"), 3.0 / 6, 0.01);
-  return r;
-}
-
-TEST(CfsFairness, Weights100To300On2CpusGiveOneSixthStepsWithin1Percent) {
-  const auto r = expect_weight_shares("cfs");
-  EXPECT_NEAR(r["cgroups"]["/hog-1"]["entitled_share"].get<double>(), 2.0 / 6, 1e-6);
-  EXPECT_GT(r["jain_fairness"].get<double>(), 0.99);
-  EXPECT_GT(r["cpu_utilization"].get<double>(), 0.99);
-}
-
-// /a (100) vs /b (300); inside /b: /b/x (100) vs /b/y (200).
-// Expected: a = 1/4, b/x = 3/4 * 1/3 = 1/4, b/y = 3/4 * 2/3 = 1/2.
-void expect_nested_shares(const std::string& policy) {
-  Builder b(2, 10 * kSec);
-  b.cgroup("/a", 100);
-  b.cgroup("/b", 300);
-  b.cgroup("/b/x", 100);
-  b.cgroup("/b/y", 200);
-  b.hogs("/a", 2);
-  b.hogs("/b/x", 2);
-  b.hogs("/b/y", 2);
-  const auto r = run(b.t, policy);
-  EXPECT_NEAR(share(r, "/a"), 0.25, 0.01);
-  EXPECT_NEAR(share(r, "/b/x"), 0.25, 0.01);
-  EXPECT_NEAR(share(r, "/b/y"), 0.50, 0.01);
-  EXPECT_NEAR(share(r, "/b"), 0.75, 0.01);
-}
-
-TEST(CfsFairness, NestedHierarchyGivesTheProductOfTheRatios) { expect_nested_shares("cfs"); }
-
-TEST(CfsFairness, EntitlementIsCappedByTaskCount) {
-  // One task cannot use more than one of the two CPUs, whatever its weight.
-  Builder b(2, 2 * kSec);
-  b.cgroup("/big", 1000);
-  b.cgroup("/small", 100);
-  b.hogs("/big", 1);
-  b.hogs("/small", 2);
-  const auto r = run(b.t);
-  EXPECT_NEAR(r["cgroups"]["/big"]["entitled_share"].get<double>(), 0.5, 1e-6);
-  EXPECT_NEAR(share(r, "/big"), 0.5, 0.01);
-  EXPECT_NEAR(share(r, "/small"), 0.5, 0.01);
-}
+// Weighted and nested shares, the entitlement cap, determinism and
+// starvation bounds for every class: class_invariants_test.cc.
 
 TEST(CfsBandwidth, HalfACpuQuotaGivesFiftyPercentAndKernelCounters) {
   Builder b(2, 10 * kSec);
@@ -247,23 +152,6 @@ TEST(CpuModel, MemoryHighAndMaxEvents) {
   EXPECT_EQ(r["cgroups"]["/m"]["cpu_time_ns"], 0);  // killed before its run
 }
 
-TEST(CpuModel, SameSeedIsByteIdenticalOtherSeedDiffers) {
-  Builder b(2, 2 * kSec);
-  b.cgroup("/x", 100);
-  Op run_r;
-  run_r.kind = OpKind::kRun;
-  run_r.ns = Value{Value::Dist::kExponential, 2 * kMs, 0, 0.0, 0};
-  Op io_r;
-  io_r.kind = OpKind::kIo;
-  io_r.ns = Value{Value::Dist::kUniform, 1 * kMs, 9 * kMs, 0.0, 0};
-  for (int i = 0; i < 4; ++i) b.process("/x", {repeat_op(100000, {run_r, io_r})});
-  const auto a1 = dump_results(run(b.t, "cfs", 5));
-  const auto a2 = dump_results(run(b.t, "cfs", 5));
-  const auto a3 = dump_results(run(b.t, "cfs", 6));
-  EXPECT_EQ(a1, a2);
-  EXPECT_NE(a1, a3);
-}
-
 TEST(CpuModel, UnknownPolicyIsAClearError) {
   Builder b(1, kSec);
   try {
@@ -303,13 +191,8 @@ TEST(CpuModel, MachineProfileOverridesTheTracesCpusAndCosts) {
 }
 
 
-// EEVDF keeps CFS's long-run shares (weights and nesting) ...
-TEST(Eevdf, WeightsAndNestingGiveTheSameSharesAsCfs) {
-  expect_weight_shares("eevdf");
-  expect_nested_shares("eevdf");
-}
-
-// ... but runs tasks one base slice at a time (0.75 ms x 2 on 2 CPUs), so
+// EEVDF keeps CFS's long-run shares (class_invariants_test.cc) but runs
+// tasks one base slice at a time (0.75 ms x 2 on 2 CPUs), so
 // hogs switch more often than under CFS's sched_latency-sized slices, and a
 // woken task among hogs waits at most about a slice.
 TEST(Eevdf, BaseSlicesAndBoundedWakeupLatency) {

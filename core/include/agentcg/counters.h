@@ -2,8 +2,8 @@
 /*
  * Every counter of agentcg: ONE X-macro list with explicit numbers, from
  * which the BPF per-CPU stats arrays, the simulator's and the player's
- * results.json "counters" object, the Prometheus names and the Python
- * constants are all generated, so they cannot drift apart (the lesson of
+ * results.json "counters" object and the Prometheus names are all
+ * generated, so they cannot drift apart (the lesson of
  * HAMi-core's hand-synced symbol lists). Counts are derived from the list,
  * never typed by hand.
  *
@@ -131,53 +131,26 @@ typedef char agentcg_counters_fit_mask[AGENTCG_NR_COUNTERS <= 32 ? 1 : -1];
 #define AGENTCG_X_HELP(num, name, help) \
 	case num:                       \
 		return help;
-static inline const char *agentcg_counter_name(u32 id)
-{
-	switch (id) {
-		AGENTCG_COUNTERS(AGENTCG_X_NAME)
+/* agentcg_<group>_name(id) and agentcg_<group>_help(id) of one group. */
+#define AGENTCG_COUNTER_LOOKUPS(group, LIST)                 \
+	static inline const char *agentcg_##group##_name(u32 id) \
+	{                                                    \
+		switch (id) {                                \
+			LIST(AGENTCG_X_NAME)                 \
+		}                                            \
+		return "";                                   \
+	}                                                    \
+	static inline const char *agentcg_##group##_help(u32 id) \
+	{                                                    \
+		switch (id) {                                \
+			LIST(AGENTCG_X_HELP)                 \
+		}                                            \
+		return "";                                   \
 	}
-	return "";
-}
-
-static inline const char *agentcg_counter_help(u32 id)
-{
-	switch (id) {
-		AGENTCG_COUNTERS(AGENTCG_X_HELP)
-	}
-	return "";
-}
-
-static inline const char *agentcg_bpf_stat_name(u32 id)
-{
-	switch (id) {
-		AGENTCG_BPF_STATS(AGENTCG_X_NAME)
-	}
-	return "";
-}
-
-static inline const char *agentcg_bpf_stat_help(u32 id)
-{
-	switch (id) {
-		AGENTCG_BPF_STATS(AGENTCG_X_HELP)
-	}
-	return "";
-}
-
-static inline const char *agentcg_workload_counter_name(u32 id)
-{
-	switch (id) {
-		AGENTCG_WORKLOAD_COUNTERS(AGENTCG_X_NAME)
-	}
-	return "";
-}
-
-static inline const char *agentcg_workload_counter_help(u32 id)
-{
-	switch (id) {
-		AGENTCG_WORKLOAD_COUNTERS(AGENTCG_X_HELP)
-	}
-	return "";
-}
+AGENTCG_COUNTER_LOOKUPS(counter, AGENTCG_COUNTERS)
+AGENTCG_COUNTER_LOOKUPS(bpf_stat, AGENTCG_BPF_STATS)
+AGENTCG_COUNTER_LOOKUPS(workload_counter, AGENTCG_WORKLOAD_COUNTERS)
+#undef AGENTCG_COUNTER_LOOKUPS
 #undef AGENTCG_X_NAME
 #undef AGENTCG_X_HELP
 #endif
