@@ -27,7 +27,7 @@ TEST(Tunables, FlatcgModeClearsEveryFeature) {
   EXPECT_EQ(tunables_of(c).base_slice_ms, 4u);
   config::Config d = config::load_string("scheduler: {features: {fork_aware: false}}\n", "t.yaml");
   EXPECT_EQ(mode_of(d), AGENTCG_MODE_AGENTCG);
-  EXPECT_EQ(tunables_of(d).features, static_cast<u32>(AGENTCG_F_ALL & ~AGENTCG_F_FORK_AWARE));
+  EXPECT_EQ(tunables_of(d).features, static_cast<u32>(AGENTCG_F_DEFAULT & ~AGENTCG_F_FORK_AWARE));
 }
 
 TEST(Config, ShippedConfigLoadsAndBadOneNamesLineAndKey) {
@@ -54,6 +54,9 @@ TEST(MemoryEvents, ParsesHighAndRejectsGarbage) {
 TEST(MemMonitor, FirstReadingIsBaselineRiseRaisesDecayLowers) {
   MemMonitor m;
   agentcg_tunables t = agentcg_tunables_default();
+  EXPECT_EQ(m.poll("/off", 1, kSec, t), 0u);
+  EXPECT_EQ(m.poll("/off", 9, 2 * kSec, t), 0u) << "mem_penalty is off by default";
+  t.features |= AGENTCG_F_MEM_PENALTY;
   std::uint32_t ev = 0;
   // A busy cgroup at daemon start: the first reading only sets the baseline.
   EXPECT_EQ(m.poll("/a", 100, 1 * kSec, t, &ev), 0u);

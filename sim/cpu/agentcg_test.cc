@@ -153,8 +153,12 @@ TEST(ScxAcceptance, MemoryPenaltyLowersShareAndDecays) {
                    sleep_op(20 * kMs), mem_op(220ull << 20), sleep_op(20 * kMs), mem_op(230ull << 20),
                    sleep_op(30 * kSec)});
   const trace::Trace& t = b.done();
-  const auto a = run_policy(t, "agentcg");
+  // mem_penalty is off by default (tunables.h AGENTCG_F_DEFAULT): on here
+  const auto a = run_agentcg(t, AGENTCG_F_ALL);
   const auto f = run_policy(t, "flatcg");
+  const auto d = run_policy(t, "agentcg");
+  EXPECT_EQ(counter(d, "penalties_applied"), 0u);
+  EXPECT_NEAR(share_between(d, "/a", 3 * kSec, 7 * kSec), 0.5, 0.02);
   EXPECT_NEAR(share_between(a, "/a", 0, 2 * kSec), 0.5, 0.02);
   EXPECT_NEAR(share_between(a, "/a", 3 * kSec, 7 * kSec), 20.0 / 120, 0.02);
   EXPECT_NEAR(share_between(a, "/a", 8 * kSec, 12 * kSec), 25.0 / 125, 0.02);
@@ -408,7 +412,7 @@ TEST(ScxAcceptance, NoStarvationUnderAdversarialLoad) {
     b.process(cg, {repeat_op(40, {sleep_op(205 * kMs), run_op(50 * kMs)})}, static_cast<std::uint64_t>(i) * 37 * kMs);
   }
   const trace::Trace& t = b.done();
-  const auto a = run_policy(t, "agentcg");
+  const auto a = run_agentcg(t, AGENTCG_F_ALL);  // mem_penalty too (off by default)
   const auto f = run_policy(t, "flatcg");
   std::printf("adversarial: max runnable wait agentcg %llu flatcg %llu ns\n",
               (unsigned long long)a["max_runnable_wait_ns"].get<std::uint64_t>(),

@@ -22,7 +22,8 @@ CPUs under eevdf; over 2 points = not honoured), cpu.max overruns (CPU
 time above quota x periods, where a cgroup has cpu.max), new-step
 precision/recall.
   --ablation  also runs agentcg with each feature off in turn (one
-              `--config` with scheduler.features.<f>: false) and prints
+              `--config` with scheduler.features.<f>: false; a feature that
+              is off by default, mem_penalty, is switched on) and prints
               agentcg / eevdf for each: which feature helps, which hurts.
   --floor     also runs eevdf uncontended (the CPUs x 16): the best any
               scheduler could do on that trace.
@@ -45,6 +46,9 @@ def sh(cmd):
 
 
 FEATURES = ["mem_penalty", "auto_boost", "wakeup_boost", "fork_aware", "min_slice", "latency"]
+# Features off by default (core/include/agentcg/tunables.h AGENTCG_F_DEFAULT):
+# their ablation variant switches them ON instead.
+OFF_BY_DEFAULT = {"mem_penalty"}
 
 
 def run_json(cmd_out):
@@ -126,10 +130,11 @@ def main():
     variants = []
     if a.ablation:
         for f in FEATURES:
-            cfg = os.path.join(a.out, f"no-{f}.yaml")
+            on = f in OFF_BY_DEFAULT
+            cfg = os.path.join(a.out, f"{'with' if on else 'no'}-{f}.yaml")
             with open(cfg, "w") as fh:
-                fh.write(f"scheduler:\n  features: {{{f}: false}}\n")
-            variants.append(("agentcg-no-" + f, cfg))
+                fh.write(f"scheduler:\n  features: {{{f}: {'true' if on else 'false'}}}\n")
+            variants.append((f"agentcg-{'with' if on else 'no'}-{f}", cfg))
     seeds = [int(s) for s in a.seeds.split(",")]
     os.makedirs(a.out, exist_ok=True)
     recs = []

@@ -121,7 +121,10 @@ def test_config_dict_overrides_and_errors(small_trace: agentcg.Trace, tmp_path) 
                                "scheduler": {"features": {"fork_aware": False}}})
     assert got["scheduler"]["fork_storm_threshold"] == 8
     assert got["scheduler"]["features"]["fork_aware"] is False
-    assert got["scheduler"]["features"]["mem_penalty"] is True
+    assert got["scheduler"]["features"]["mem_penalty"] is False  # off by default (tunables.h)
+    assert got["scheduler"]["features"]["latency"] is True
+    on = agentcg.load_config({"scheduler": {"features": {"mem_penalty": True}}})
+    assert on["scheduler"]["features"]["mem_penalty"] is True
     with pytest.raises(agentcg.ConfigError, match="bogus"):
         agentcg.load_config({"scheduler.bogus": 1})
     f = tmp_path / "c.yaml"

@@ -41,9 +41,10 @@ EOC
 }
 
 # start_daemon MODE [args]: starts agentcgroupd, waits until it is ready.
+# $DAEMON_YAML (if set) is appended to the config (e.g. a scheduler section).
 start_daemon() {
 	mode=$1; shift
-	write_config "$mode"
+	write_config "$mode" "${DAEMON_YAML:-}"
 	: > $DLOG
 	agentcgroupd --config $CONF "$@" > $DLOG 2>&1 &
 	DPID=$!
@@ -196,7 +197,10 @@ mempen_run() { # label
 s_mempen() {
 	cfs=$(mempen_run eevdf)
 	data mempen eevdf $cfs
-	start_daemon agentcg || { result mempen FAIL "daemon"; return; }
+	# mem_penalty is off by default (core/include/agentcg/tunables.h): on here
+	DAEMON_YAML='scheduler: {features: {mem_penalty: true}}'
+	start_daemon agentcg || { DAEMON_YAML=; result mempen FAIL "daemon"; return; }
+	DAEMON_YAML=
 	agc=$(mempen_run agentcg)
 	applied=$(metric agentcg_penalties_applied_total)
 	stop_daemon
