@@ -326,8 +326,10 @@ int main(int argc, char** argv) {
                   "CPU policy: eevdf (default since Linux 6.6, the baseline), cfs (pre-6.6), fifo, flatcg, agentcg")
       ->check(agentcg::cli::one_of("CPU policy", cpu_policies))
       ->capture_default_str();
-  run->add_option("--perfetto", perfetto, "also write the schedule for Perfetto (ftrace text: sched_switch, "
-                                          "sched_waking, a GPU track)")
+  run->add_option("--perfetto", perfetto,
+                  "also write the schedule for ui.perfetto.dev: Chrome trace-event JSON, or for FILE.txt / "
+                  "FILE.systrace ftrace text (sched_switch, sched_waking, a GPU track) that Perfetto imports "
+                  "as a kernel capture")
       ->type_name("FILE");
 
   RunArgs cmp_args;
