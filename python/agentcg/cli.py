@@ -105,7 +105,7 @@ def _add_run_options(p: argparse.ArgumentParser, compare: bool) -> None:
                             "beside DIR/results.json), or ftrace/systrace text with sched_switch lines when FILE "
                             "ends in .txt or .systrace (Perfetto opens it as a kernel capture)")
         p.add_argument("--per-cgroup", action="store_true", help="every cgroup's rows in the summary")
-    p.add_argument("--config", metavar="FILE", default=None, help="YAML config (see config/config.h)")
+    p.add_argument("--config", metavar="FILE", default=None, help="YAML config: scheduler, machine, cfs, gpu keys (README.md, \"Configuration\")")
     p.add_argument("--machine", metavar="PROFILE", default=None,
                    help="machine profile fitted by `agentcg fidelity` (its machine keys win over --config's)")
     p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
@@ -523,16 +523,16 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default=os.path.join("out", "demo"), help="output directory (default out/demo)")
     d.add_argument("--seeds", default="1-3", help="seeds of the repetitions (default 1-3)")
     d.add_argument("--traces", default=None, help="folder of the bundled traces (default: the repository's traces/)")
-    d.add_argument("--quiet", action="store_true")
+    d.add_argument("--quiet", action="store_true", help="no tables, no progress bars")
     d.set_defaults(func=cmd_demo)
 
     r = sub.add_parser("run", help="run one simulation",
-                       description="Runs TRACE under one policy; writes DIR/results.json.")
+                       description="Runs TRACE under one policy; writes DIR/results.json and DIR/histograms.json (every latency sample, for the CDF plots).")
     _add_run_options(r, compare=False)
     r.set_defaults(func=cmd_run)
 
     c = sub.add_parser("compare", help="run a trace under several policies",
-                       description="Runs TRACE under each policy; writes DIR/<policy>/results.json "
+                       description="Runs TRACE under each policy; writes DIR/<policy>/results.json (and histograms.json) "
                        "and prints a side-by-side table.")
     _add_run_options(c, compare=True)
     c.add_argument("--plots", action="store_true", help="also write DIR/plots/*.png,svg")
@@ -590,20 +590,20 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plot", help="plots from a results directory",
                         description="Finds results.json files (run, compare, demo) and sweep.csv under "
                         "DIR and writes plots (PNG and SVG by default).")
-    pl.add_argument("dir", metavar="DIR")
+    pl.add_argument("dir", metavar="DIR", help="a run, compare, demo or sweep output directory")
     pl.add_argument("--out", metavar="DIR", default=None, help="plot folder (default DIR/plots)")
     pl.add_argument("--formats", default="png,svg", help="comma-separated: png, svg, pdf")
     pl.add_argument("--window", default=None,
                     help="schedule timeline window START:END (e.g. 1s:1.05s; needs --perfetto runs)")
-    pl.add_argument("--quiet", action="store_true")
+    pl.add_argument("--quiet", action="store_true", help="do not list the files written")
     pl.set_defaults(func=cmd_plot)
 
     rp = sub.add_parser("report", help="write DIR/report.html (tables + embedded plots)",
                         description="Writes a self-contained HTML report (plots embedded as base64, "
                         "readable offline) for the results under DIR.")
-    rp.add_argument("dir", metavar="DIR")
+    rp.add_argument("dir", metavar="DIR", help="a run, compare or demo output directory")
     rp.add_argument("-o", "--output", default=None, help="output file (default DIR/report.html)")
-    rp.add_argument("--quiet", action="store_true")
+    rp.add_argument("--quiet", action="store_true", help="do not print the report's path")
     rp.set_defaults(func=cmd_report)
 
     lv = sub.add_parser("live", help="the live backend in a VM: live compare",

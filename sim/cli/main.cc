@@ -70,12 +70,16 @@ struct RunArgs {
 };
 
 void add_run_options(CLI::App& c, RunArgs& a) {
-  c.add_option("TRACE", a.trace, "the trace (agentcg JSON; see trace generate / trace import)")->required();
+  c.add_option("TRACE", a.trace, "the trace (agentcg JSON; see trace generate / trace import)")
+      ->required()
+      ->type_name("FILE");
   c.add_option("-o,--out", a.out, "output directory")->required()->type_name("DIR");
   c.add_option("--gpu-policy", a.gpu_policy, "GPU policy (GPU traces only)")
       ->check(agentcg::cli::one_of("GPU policy", agentcg::sim::gpu_policies()))
+      ->type_name("POLICY")
       ->capture_default_str();
-  c.add_option("--config", a.config, "scheduler/machine YAML (config/agentcg.yaml's keys)")->type_name("FILE");
+  c.add_option("--config", a.config, "YAML config: scheduler, machine, cfs, gpu keys (README.md, \"Configuration\")")
+      ->type_name("FILE");
   c.add_option("--machine", a.machine, "a fitted machine profile (calibrate); wins over --config's machine keys")
       ->type_name("PROFILE");
   c.add_option("--strategies", a.strategies, "seed 001 strategies (JSON) for flatcg/agentcg")->type_name("FILE");
@@ -325,9 +329,12 @@ int main(int argc, char** argv) {
   run->add_option("--policy", policy,
                   "CPU policy: eevdf (default since Linux 6.6, the baseline), cfs (pre-6.6), fifo, flatcg, agentcg")
       ->check(agentcg::cli::one_of("CPU policy", cpu_policies))
+      ->type_name("POLICY")
       ->capture_default_str();
-  run->add_option("--perfetto", perfetto, "also write the schedule for Perfetto (ftrace text: sched_switch, "
-                                          "sched_waking, a GPU track)")
+  run->add_option("--perfetto", perfetto,
+                  "also write the schedule for ui.perfetto.dev: Chrome trace-event JSON, or for FILE.txt / "
+                  "FILE.systrace ftrace text (sched_switch, sched_waking, a GPU track) that Perfetto imports "
+                  "as a kernel capture")
       ->type_name("FILE");
 
   RunArgs cmp_args;
@@ -338,6 +345,7 @@ int main(int argc, char** argv) {
   add_run_options(*compare, cmp_args);
   compare->add_option("--policies", policies, "comma-separated CPU policies (eevdf is the baseline)")
       ->delimiter(',')
+      ->type_name("LIST")
       ->check(agentcg::cli::one_of("CPU policy", cpu_policies))
       ->capture_default_str();
   compare->add_flag("--per-cgroup", per_cgroup, "per-cgroup rows also past 12 cgroups");

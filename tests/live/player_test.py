@@ -167,6 +167,10 @@ def main():
             r = run(cmd)
             check(r.returncode == 2 and "agentcg-player: error:" in r.stderr and names in r.stderr
                   and "--help" in r.stderr, f"{args}: exit {r.returncode} (want 2, naming {names}) {r.stderr}")
+        # the closest option, as every agentcg C++ binary offers it (config/cli.h)
+        r = run([player, tpath, "-o", os.path.join(tmp, "x.json"), "--no-cgroup"])
+        check(r.returncode == 2 and "unknown option --no-cgroup (did you mean --no-cgroups?)" in r.stderr,
+              f"typo: exit {r.returncode} {r.stderr}")
         r = run([player, "--version"])
         check(r.returncode == 0 and r.stdout.startswith("agentcg-player "), f"--version: {r.returncode} {r.stdout}")
         # Without --no-cgroups on a host without writable cgroup v2: a clear failure.
