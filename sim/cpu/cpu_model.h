@@ -33,7 +33,8 @@
 //    (runqueues: per_cpu) are the classes' (sim/cpu/cfs.h); the model offers
 //    the kernel's placement as select_cpu_fair().
 // Not modelled: SMT, caches, interrupts and softirqs, multi-threaded
-// processes (a process is one task), nice values.
+// processes (a process is one task). Nice: a process's trace nice sets its
+// task weight (the kernel's sched_prio_to_weight), inherited on fork.
 //
 // Invariants: a task is on at most one CPU; time only moves forward; every
 // runnable task is either queued in the class or running; idle_ and
