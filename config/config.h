@@ -102,6 +102,14 @@ struct MachineConfig {
   // this much in every 10 ms (one task per started 100 %). Their wakeups
   // are not in the latency figures.
   std::uint32_t background_cpu_pct = 0;
+  // CPU work of one fork (copy_process: page tables, files, the new
+  // task's setup; the child's later exit teardown folded in), done by the
+  // forking task before the child exists and charged to its cgroup. The
+  // child's new-task latency counts from the start of the fork, as the
+  // player measures it (live/player: the parent's timestamp before
+  // fork()). Large under emulation (~10 ms per fork+exit under qemu TCG),
+  // where it throttles a fork storm's rate; 0 = forks are free.
+  std::uint64_t fork_cost_ns = 0;
 };
 
 // The CFS/EEVDF baseline's knobs (kernel defaults for a machine with >= 8

@@ -43,6 +43,7 @@ nlohmann::json config_json(const config::Config& c) {
   }
   if (c.machine.migration_cost_ns) j["machine"]["migration_cost_ns"] = c.machine.migration_cost_ns;
   if (c.machine.background_cpu_pct) j["machine"]["background_cpu_pct"] = c.machine.background_cpu_pct;
+  if (c.machine.fork_cost_ns) j["machine"]["fork_cost_ns"] = c.machine.fork_cost_ns;
   j["cfs"] = {{"latency_ns", c.cfs.latency_ns},
               {"min_granularity_ns", c.cfs.min_granularity_ns},
               {"wakeup_granularity_ns", c.cfs.wakeup_granularity_ns},

@@ -16,7 +16,8 @@
 //   forked by the supervisor (this program's main process) at that time; a
 //   fork op fork()s from the trace process itself. Each process first moves
 //   itself into its cgroup (writes "0" to cgroup.procs), sets
-//   PR_SET_TIMERSLACK 1 ns and its comm, then runs its ops.
+//   PR_SET_TIMERSLACK 1 ns, its nice (when the trace gives one) and its
+//   comm, then runs its ops.
 // - run N: burns N ns of CPU as measured by CLOCK_THREAD_CPUTIME_ID (the
 //   process gets exactly that CPU, whatever the machine speed), in
 //   calibrated spin chunks of ~50 us between clock reads.
@@ -449,6 +450,12 @@ void run_ops(Proc& p, const std::vector<trace::Op>& ops, int depth) {
     if (fd >= 0) close(fd);
   }
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  // the trace's nice (absent: inherited from the forking process, as the
+  // simulator does); a failure (no CAP_SYS_NICE for a negative one) is said
+  if (spec.nice && setpriority(PRIO_PROCESS, 0, *spec.nice) != 0) {
+    std::fprintf(stderr, "agentcg-player: pid %lld: cannot set nice %d: %s\n", static_cast<long long>(pid),
+                 *spec.nice, std::strerror(errno));
+  }
   const std::string comm = spec.comm.empty() ? "pid" + std::to_string(pid) : spec.comm;
   prctl(PR_SET_NAME, comm.c_str(), 0, 0, 0);
   run_ops(p, spec.ops, 0);

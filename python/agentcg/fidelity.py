@@ -19,12 +19,15 @@ differences of simulations. context_switch_ns stays at its default: every
 wakeup ends in one switch, so latencies only show the sum of the two costs.
 The machine profile (YAML `machine:` section with the VM's cpus) is written
 and the simulations rerun with it: the report shows the error before and
-after.
+after. fork_cost_ns is not fitted but measured: live compare's stress-ng
+fork benchmark (benchmarks.json in the live results) gives the CPU of one
+fork+exit on the live machine (fork_cost_from_benchmarks).
 
 Limits: the player measures wakeups from user space (timer expiry or child
 exit -> the process runs again; see live/player), the simulator from
-runnable -> running; forks, exits and page faults cost CPU live and nothing
-in the model, which the calibration can only absorb as a slower machine.
+runnable -> running; exits and page faults cost CPU live and nothing in the
+model beyond fork_cost_ns, which the calibration can only absorb as a
+slower machine.
 """
 from __future__ import annotations
 
@@ -290,6 +293,44 @@ def fit_background(simulate: Any, keys: Sequence[str], real: Mapping[str, Mappin
     return out
 
 
+FORK_BENCH_KEY = "storm_forks_per_s"  # live compare's stress-ng --fork 4 throughput (benchmarks.json)
+
+
+def fork_cost_from_benchmarks(path: Path, cpus: int, background_pct: int) -> Optional[Tuple[int, str]]:
+    """(fork_cost_ns, how) measured on the live machine by live compare's
+    fork-storm benchmark in PATH (benchmarks.json: scheduler -> repetitions),
+    or None without one. stress-ng --fork 4 forks children that exit at once
+    and reaps them, next to a sleeping cyclictest at equal weight, so its
+    workers have the machine less the background CPU and each fork+exit
+    cycle costs (cpus - background) / forks per second of CPU. The kernel's
+    own scheduler (eevdf) is the measurement: the BPF schedulers' runs add
+    their own per-fork work. This is a measurement of the machine apart
+    from the traces' scenarios, so a held-out fork storm stays held out."""
+    import statistics
+
+    if not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise AgentcgError(f"{path}: cannot read the live benchmarks: {e}") from None
+    reps = doc.get("eevdf") if isinstance(doc, dict) else None
+    if not isinstance(reps, list):
+        return None
+    rates = [r[FORK_BENCH_KEY] for r in reps if isinstance(r, dict) and isinstance(r.get(FORK_BENCH_KEY), (int, float))
+             and not isinstance(r.get(FORK_BENCH_KEY), bool) and r[FORK_BENCH_KEY] > 0]
+    if not rates:
+        return None
+    rate = statistics.median(rates)
+    avail = cpus - background_pct / 100.0
+    if avail <= 0:
+        return None
+    ns = int(round(avail * 1e9 / rate / 1e5)) * 100000  # 0.1 ms: the benchmark's own spread is far wider
+    how = (f"fork_cost_ns from {path.name}: stress-ng --fork, eevdf median {rate:.0f} forks/s of "
+           f"{len(rates)} on {avail:g} CPUs")
+    return (ns, how) if ns > 0 else None
+
+
 def _gauss_newton(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[str, Any]], cpus: int,
                   rounds: int, start_wakeup_ns: float, base: Optional[Mapping[str, Any]] = None
                   ) -> Tuple[Dict[str, int], List[Dict[str, Any]]]:
@@ -543,6 +584,7 @@ ABLATIONS: Tuple[Tuple[str, Dict[str, Any]], ...] = (
     ("no idle-exit cost (idle_exit_ns 0)", {"idle_exit_ns": 0}),
     ("no migration cost (migration_cost_ns 0)", {"migration_cost_ns": 0}),
     ("no background CPU (background_cpu_pct 0)", {"background_cpu_pct": 0}),
+    ("no fork cost (fork_cost_ns 0)", {"fork_cost_ns": 0}),
 )
 
 
@@ -667,6 +709,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
     if model and not model_knows(model):
         raise AgentcgError("--model " + ", ".join(f"{k}={v}" for k, v in model.items()) + ": not machine keys of this "
                            "build's model (see config/config.h: machine)")
+    fork_cost_how: Optional[str] = None
     given = mprof.load_profile(machine) if machine else None  # a bad profile fails before the VM boots
     dest = Path(out)
     dest.mkdir(parents=True, exist_ok=True)
@@ -747,6 +790,10 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                                "); put the tasks in cgroups of their own")
         m, rounds = calibrate(simulate, fit_keys, real, cpus, base=model or None)
         m = fit_background(simulate, fit_keys, real, m)
+        if "fork_cost_ns" not in model and model_knows({"fork_cost_ns": 0}):
+            fc = fork_cost_from_benchmarks(live_root / "benchmarks.json", cpus, int(m.get("background_cpu_pct", 0)))
+            if fc:
+                m["fork_cost_ns"], fork_cost_how = fc
     before: Dict[str, List[Dict[str, Any]]] = {}
     after: Dict[str, List[Dict[str, Any]]] = {}
     for k in keys:
@@ -771,7 +818,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                                      "p50/p99 per cgroup and tool-call latency p50 of the fitted scenarios); "
                                      "load with --machine.",
                                      "context_switch_ns is not fitted (latencies only show its sum with "
-                                     "wakeup_overhead_ns)."])
+                                     "wakeup_overhead_ns)."] + ([fork_cost_how + "."] if fork_cost_how else []))
 
     # ranking agreement: the simulator over seeds with the profile, the VM over repetitions
     sim_reps = {scenario_of(n): {s: [simulate(f"{n}/{s}", m, sd) for sd in seed_list] for s in schedulers}
@@ -807,7 +854,9 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
     head = (f"Machine profile {'(given) ' + machine if machine else prof}: "
             + ", ".join(f"{k} {v}" for k, v in m.items()) + f". Fitted on: {', '.join(fitted) or '-'}; "
             f"held out: {', '.join(held) or '-'}. Live: {nrep} repetition(s) per scheduler (medians); "
-            f"simulated verdicts over seeds {seed_list[0]}-{seed_list[-1]}.\n\n")
+            f"simulated verdicts over seeds {seed_list[0]}-{seed_list[-1]}."
+            + (f" {fork_cost_how} (a benchmark, not a fit)." if fork_cost_how else "")
+            + "\n\n")
     summary_md = (head + format_summary(before, after, real, fitted, held) + "\n"
                   + "Worst errors per group (% or share points), with the simulator's defaults and the fitted "
                   "profile:\n\n"

@@ -55,6 +55,7 @@ py::dict to_dict(const config::Config& c) {
   machine["idle_exit_after_ns"] = c.machine.idle_exit_after_ns;
   machine["migration_cost_ns"] = c.machine.migration_cost_ns;
   machine["background_cpu_pct"] = c.machine.background_cpu_pct;
+  machine["fork_cost_ns"] = c.machine.fork_cost_ns;
   py::dict cfs;
   cfs["latency_ns"] = c.cfs.latency_ns;
   cfs["min_granularity_ns"] = c.cfs.min_granularity_ns;

@@ -105,6 +105,22 @@ void CpuModel::start() {
   if (pending_starts_ == 0 && !trace_.duration_ns) sim_.schedule(sim_.now(), this, kStop);
 }
 
+namespace {
+
+// The kernel's sched_prio_to_weight (kernel/sched/core.c), nice -20..19,
+// converted to the cpu.weight scale Task::weight uses as the kernel does for
+// cpu.weight.nice (sched_weight_to_cgroup: round(w * 100 / 1024), >= 1).
+std::uint32_t nice_to_task_weight(std::int32_t nice) {
+  static constexpr std::uint32_t kPrioToWeight[40] = {
+      88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904,
+      3906,  3121,  2501,  1991,  1586,  1277,  1024,  820,   655,   526,   423,   335,  272,  215,
+      172,   137,   110,   87,    70,    56,    45,    36,    29,    23,    18,    15};
+  const std::int32_t i = std::clamp(nice, -20, 19) + 20;
+  return std::max<std::uint32_t>(1, (kPrioToWeight[i] * 100 + 512) / 1024);
+}
+
+}  // namespace
+
 std::uint32_t CpuModel::new_task(const trace::ProcessSpec& spec, std::int64_t pid, CgroupId cg,
                                  std::int64_t parent) {
   const auto id = static_cast<std::uint32_t>(tasks_.size());
@@ -112,6 +128,9 @@ std::uint32_t CpuModel::new_task(const trace::ProcessSpec& spec, std::int64_t pi
   t.id = id;
   t.pid = pid;
   t.cgroup = cg;
+  // nice: the spec's, else the parent's (fork keeps static_prio), else 0
+  if (spec.nice) t.weight = nice_to_task_weight(*spec.nice);
+  else if (parent >= 0) t.weight = tasks_[static_cast<std::size_t>(parent)].weight;
   tasks_.push_back(t);
   Proc p{.spec = &spec,
          .stack = {Frame{&spec.ops, 0, 1}},
@@ -137,13 +156,13 @@ CgroupId CpuModel::cgroup_of_template(const trace::ProcessSpec& spec, CgroupId p
 }
 
 // A new task becomes runnable: init_task, select_cpu(WAKE_FORK), enqueue.
-void CpuModel::start_task(std::uint32_t id, bool fork, int parent_cpu) {
+void CpuModel::start_task(std::uint32_t id, bool fork, int parent_cpu, std::optional<Time> runnable_since) {
   // The task interprets its first ops once it first gets a CPU (run_left_ns
   // is 0), like a real child that must be scheduled before it does anything.
   Task& t = tasks_[id];
   cls_.init_task(t, fork);
   t.state = TaskState::kRunnable;
-  t.runnable_since = sim_.now();
+  t.runnable_since = runnable_since.value_or(sim_.now());
   procs_[id].woken = true;
   if (log_) log_->wakeups.push_back({t.pid, 0, sim_.now().ns(), true});
   const int cpu = cls_.select_cpu(t, parent_cpu < 0 ? 0 : parent_cpu, kWakeFork);
@@ -194,6 +213,19 @@ CpuModel::Next CpuModel::advance(Task& t) {
         p.stack.clear();
         return Next::kExit;
       case trace::OpKind::kFork: {
+        if (machine_.fork_cost_ns > 0 && !p.fork_paid) {
+          // copy_process runs in the parent first: CPU work charged to the
+          // parent's cgroup (the kernel charges the forker), and the child
+          // exists only once it is done. The op is interpreted again then.
+          --f.idx;
+          p.fork_paid = true;
+          p.fork_began = sim_.now();
+          p.run_left_ns = machine_.fork_cost_ns + p.migr_debt_ns;
+          p.migr_debt_ns = 0;
+          return Next::kRun;
+        }
+        const bool paid = p.fork_paid;
+        p.fork_paid = false;
         const trace::ProcessSpec* spec = nullptr;
         std::int64_t pid;
         if (op.child) {
@@ -208,7 +240,7 @@ CpuModel::Next CpuModel::advance(Task& t) {
         const CgroupId cg = op.child ? cgroup_of_template(*spec, t.cgroup) : tree_.find(spec->cgroup);
         cg_[cg].forks++;
         const std::uint32_t child = new_task(*spec, pid, cg, t.id);
-        start_task(child, true, t.cpu);
+        start_task(child, true, t.cpu, paid ? std::optional<Time>(p.fork_began) : std::nullopt);
         break;
       }
       case trace::OpKind::kExec:

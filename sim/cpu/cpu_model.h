@@ -27,11 +27,14 @@
 //    idle CPUs meanwhile); a task dispatched on a CPU other than the one it
 //    last ran on gets migration_cost_ns more work (cache refill, charged to
 //    its cgroup); background_cpu_pct adds tasks in the root cgroup that use
-//    that much of a CPU (daemons), without latency samples. Per-CPU queues
+//    that much of a CPU (daemons), without latency samples; a fork costs
+//    the forking task fork_cost_ns of CPU before the child starts (so a
+//    fork storm's parent, competing with its own children, forks slower). Per-CPU queues
 //    (runqueues: per_cpu) are the classes' (sim/cpu/cfs.h); the model offers
 //    the kernel's placement as select_cpu_fair().
 // Not modelled: SMT, caches, interrupts and softirqs, multi-threaded
-// processes (a process is one task), nice values.
+// processes (a process is one task). Nice: a process's trace nice sets its
+// task weight (the kernel's sched_prio_to_weight), inherited on fork.
 //
 // Invariants: a task is on at most one CPU; time only moves forward; every
 // runnable task is either queued in the class or running; idle_ and
@@ -157,6 +160,10 @@ class CpuModel final : public SchedContext, public EventHandler {
     bool background = false;        // machine.background_cpu_pct's task: no latency samples
     int last_cpu = -1;              // CPU it last ran on (migration cost)
     std::uint64_t migr_debt_ns = 0;  // migration cost not yet added to a run op
+    // machine.fork_cost_ns: the fork op at the top of the stack has had its
+    // cost run since fork_began (it is interpreted again, then forks)
+    bool fork_paid = false;
+    Time fork_began;
   };
   struct Cpu {
     Task* curr = nullptr;
@@ -199,7 +206,9 @@ class CpuModel final : public SchedContext, public EventHandler {
 
   std::uint32_t new_task(const trace::ProcessSpec& spec, std::int64_t pid, CgroupId cg,
                          std::int64_t parent);
-  void start_task(std::uint32_t id, bool fork, int parent_cpu);
+  // RUNNABLE_SINCE: when the new task's latency sample starts (a fork with
+  // a cost: the start of the fork); nullopt = now.
+  void start_task(std::uint32_t id, bool fork, int parent_cpu, std::optional<Time> runnable_since = std::nullopt);
   Next advance(Task& t);
   void do_wake(Task& t);
   void do_enqueue(Task& t);

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <optional>
+
 #include "sim/api.h"
 #include "sim/trace/trace.h"
 #include "tests/support/trace_builder.h"
@@ -20,6 +23,7 @@ using trace::Value;
 constexpr std::uint64_t kMs = 1000000;
 constexpr std::uint64_t kSec = 1000000000;
 
+using trace::testing::fork_op;
 using trace::testing::io_op;
 using trace::testing::repeat_op;
 using trace::testing::run_op;
@@ -447,6 +451,89 @@ TEST(PerCpuQueues, BackgroundCpuTakesItsShareOutsideTheTracesCgroups) {
   EXPECT_EQ(r["wakeup_latency_ns"]["count"], quiet["wakeup_latency_ns"]["count"]);
 }
 
+// nice: the kernel's task weights within a cgroup. One CPU, a hog and a
+// tool call of 100 ms of CPU in the same cgroup: at equal nice the call
+// takes ~200 ms; at nice 10 (weight 110 against 1024; 11/100 on the
+// cpu.weight scale, i.e. 112.6) ~1 s; with the hog at nice 10 ~111 ms. A
+// forked child without a nice of its own keeps its parent's.
+TEST(Nice, WeighsTasksAsTheKernelDoes) {
+  auto tool_ms = [](const char* policy, std::optional<std::int32_t> hog_nice, std::optional<std::int32_t> tool_nice,
+                    bool in_child) {
+    Builder b(1, 5 * kSec);
+    b.cgroup("/a", 100);
+    b.process("/a", {run_op(5 * kSec)});
+    b.t.processes.back().nice = hog_nice;
+    Op begin;
+    begin.kind = OpKind::kToolBegin;
+    begin.name = "Bash";
+    Op end;
+    end.kind = OpKind::kToolEnd;
+    Op wait;
+    wait.kind = OpKind::kWait;
+    if (in_child) b.process("/a", {begin, fork_op({run_op(100 * kMs)}), wait, end}, 10 * kMs);
+    else b.process("/a", {begin, run_op(100 * kMs), end}, 10 * kMs);
+    b.t.processes.back().nice = tool_nice;
+    const auto r = run(b.t, policy);
+    return r["cgroups"]["/a"]["tool_call_latency_ns"]["p50"].get<double>() / 1e6;
+  };
+  for (const char* policy : {"cfs", "eevdf"}) {
+    SCOPED_TRACE(policy);
+    EXPECT_NEAR(tool_ms(policy, std::nullopt, std::nullopt, false), 200, 15);
+    EXPECT_NEAR(tool_ms(policy, std::nullopt, 10, false), 100.0 * (1024 + 112.6) / 112.6, 60);
+    EXPECT_NEAR(tool_ms(policy, 10, std::nullopt, false), 100.0 * (1024 + 112.6) / 1024, 10);
+    EXPECT_NEAR(tool_ms(policy, std::nullopt, 10, true), 100.0 * (1024 + 112.6) / 112.6, 60);
+  }
+}
+
+// machine.fork_cost_ns: a fork is CPU work of the forking task, charged to
+// its cgroup, before the child exists. (1) Everything finishes: /s is
+// charged its children's work plus exactly one cost per fork, and each
+// child's new-task latency covers the fork. (2) A fork storm next to hogs
+// of equal weight (the fork-storm trace's shape, which the kernel under
+// qemu TCG throttles to ~330 of 2,500 forks): the storm's parent competes
+// with its own children for /storm's half of the machine, so it forks
+// fewer children and they queue less. Without the cost it forks all of
+// them and the children's latency tail is the backlog (the model's 505 ms
+// against 63 ms live before this).
+TEST(ForkCost, ChargedToTheForkerAndThrottlesAStorm) {
+  {
+    Builder b(2, 10 * kSec);
+    b.cgroup("/s", 100);
+    b.process("/s", {repeat_op(20, {fork_op({run_op(1 * kMs)}), io_op(5 * kMs)})});
+    config::MachineConfig m;
+    m.fork_cost_ns = 2 * kMs;
+    const auto r = run_machine(b.t, "eevdf", m);
+    EXPECT_EQ(r["cgroups"]["/s"]["cpu_time_ns"].get<std::uint64_t>(), 20 * (1 + 2) * kMs);
+    EXPECT_EQ(r["cgroups"]["/s"]["forks"].get<std::uint64_t>(), 20u);
+    // the parent's start, 20 children's new-task samples, 20 wakeups from the sleeps
+    EXPECT_EQ(r["cgroups"]["/s"]["wakeup_latency_ns"]["count"].get<std::uint64_t>(), 41u);
+    EXPECT_GE(r["cgroups"]["/s"]["wakeup_latency_ns"]["p99"].get<std::uint64_t>(), 2 * kMs);
+    const auto free = run_machine(b.t, "eevdf", config::MachineConfig{});
+    EXPECT_EQ(free["cgroups"]["/s"]["cpu_time_ns"].get<std::uint64_t>(), 20 * kMs);
+    EXPECT_LT(free["cgroups"]["/s"]["wakeup_latency_ns"]["p99"].get<std::uint64_t>(), 1 * kMs);
+  }
+  Builder b(2, 8 * kSec);
+  b.cgroup("/victim", 100);
+  b.cgroup("/storm", 100);
+  b.hogs("/victim", 2);
+  b.process("/storm", {repeat_op(2500, {fork_op({run_op(8 * kMs)}), io_op(2 * kMs)})}, 1 * kSec);
+  for (const char* policy : {"eevdf", "flatcg", "agentcg"}) {
+    SCOPED_TRACE(policy);
+    const auto free = run_machine(b.t, policy, config::MachineConfig{});
+    config::MachineConfig m;
+    m.fork_cost_ns = 10 * kMs;
+    const auto cost = run_machine(b.t, policy, m);
+    const auto forks = [](const nlohmann::json& r) { return r["cgroups"]["/storm"]["forks"].get<std::uint64_t>(); };
+    const auto p99 = [](const nlohmann::json& r) {
+      return r["cgroups"]["/storm"]["wakeup_latency_ns"]["p99"].get<std::uint64_t>();
+    };
+    EXPECT_LT(forks(cost), forks(free) / 2);
+    EXPECT_LT(p99(cost), p99(free) / 2);
+    // the storm's share stays its half of the machine either way
+    EXPECT_NEAR(share(cost, "/storm"), share(free, "/storm"), 0.05);
+  }
+}
+
 // Same trace, config and seed: byte-identical results with per-CPU queues.
 TEST(PerCpuQueues, Deterministic) {
   Builder b(4, 1 * kSec);
@@ -457,6 +544,8 @@ TEST(PerCpuQueues, Deterministic) {
   config::MachineConfig m = per_cpu_machine();
   m.idle_exit_ns = 20000;
   m.migration_cost_ns = 10000;
+  m.fork_cost_ns = 300000;
+  b.process("/b", {repeat_op(100, {fork_op({run_op(1 * kMs)}), io_op(3 * kMs)})});
   EXPECT_EQ(dump_results(run_machine(b.t, "eevdf", m)), dump_results(run_machine(b.t, "eevdf", m)));
 }
 

@@ -31,7 +31,8 @@
 // than the CPU last ran) and, in FtraceDetail, each task's CPU time.
 //
 // Limitations (counted in the report): migrations and CPU placement (the
-// simulator places tasks itself); priorities/nice; tasks already running at
+// simulator places tasks itself); real-time priorities and renices (a
+// task's first nice, from sched_switch's prio, is kept); tasks already running at
 // the start (their earlier CPU time is unknown; they start at first sight);
 // threads are separate processes (the tracepoints do not say clone vs fork).
 //
@@ -58,6 +59,7 @@ struct Task {
   trace::OpKind sleep_kind = trace::OpKind::kSleep;
   std::optional<std::uint64_t> wakeup_ns;  // pending wakeup for the latency figure
   std::int32_t cpu = -1;                   // running: the CPU it was switched in on
+  std::optional<std::int32_t> nice;        // first nice seen in a sched_switch prio
 };
 
 struct KeyValue {
@@ -456,11 +458,44 @@ class FtraceImporter {
     return false;
   }
 
+  // A task's kernel prio from sched_switch (prev_prio=/next_prio= or the
+  // compact "[PRIO]"): 100..139 is nice prio-120, kept as the process's
+  // nice the first time it is seen (a later renice is counted, not
+  // replayed); below 100 is a real-time priority, which the trace format
+  // does not represent. An unreadable prio is ignored (the switch itself is
+  // still good).
+  void note_prio(ProcessTable::Entry& e, Task& task, std::string_view text) {
+    if (text.empty()) return;
+    const auto v = to_int(trim(text));
+    if (!v || *v < 0 || *v > 139) return;
+    if (*v < 100) {
+      report_.note_unrepresented("real-time priorities (replayed as nice 0)");
+      return;
+    }
+    const auto nice = static_cast<std::int32_t>(*v - 120);
+    if (task.nice) {
+      if (*task.nice != nice) report_.note_unrepresented("nice changes during the recording (the first nice is kept)");
+      return;
+    }
+    task.nice = nice;
+    // written when it differs from what the replay would assume: 0, or the
+    // parent's nice for a forked process (fork inherits it)
+    std::int32_t assumed = 0;
+    if (e.spec->parent) {
+      const auto it = nice_of_pid_.find(*e.spec->parent);
+      if (it != nice_of_pid_.end()) assumed = it->second;
+    }
+    if (nice != assumed) e.spec->nice = nice;
+    if (nice != 0) nice_of_pid_[e.spec->pid] = nice;
+  }
+
   bool on_switch(std::string_view payload, std::uint64_t t, std::string& why) {
-    std::string_view prev_comm, next_comm, state_text;
+    std::string_view prev_comm, next_comm, state_text, prev_prio, next_prio;
     std::int64_t prev_pid = 0, next_pid = 0;
     const auto kvs = parse_kv(payload);
     if (get(kvs, "prev_pid")) {
+      prev_prio = get(kvs, "prev_prio").value_or("");
+      next_prio = get(kvs, "next_prio").value_or("");
       const auto pp = to_pid(get(kvs, "prev_pid").value_or(""));
       const auto np = to_pid(get(kvs, "next_pid").value_or(""));
       const auto st = get(kvs, "prev_state");
@@ -480,9 +515,13 @@ class FtraceImporter {
         return (why = "cannot read the previous task's COMM:PID", false);
       const auto close = rest.find(']');
       state_text = close == std::string_view::npos ? rest : rest.substr(close + 1);
-      std::string_view unused;
-      if (!parse_comm_pid(payload.substr(arrow + 3), next_comm, next_pid, unused))
+      if (close != std::string_view::npos && !rest.empty() && rest[0] == '[') prev_prio = rest.substr(1, close - 1);
+      std::string_view next_rest;
+      if (!parse_comm_pid(payload.substr(arrow + 3), next_comm, next_pid, next_rest))
         return (why = "cannot read the next task's COMM:PID", false);
+      const auto nclose = next_rest.find(']');
+      if (nclose != std::string_view::npos && !next_rest.empty() && next_rest[0] == '[')
+        next_prio = next_rest.substr(1, nclose - 1);
     }
     const auto out = parse_state(state_text);
     if (!out) return (why = "unknown prev_state '" + std::string(trim(state_text)) + "'", false);
@@ -509,6 +548,7 @@ class FtraceImporter {
     if (prev_pid != 0) {
       ProcessTable::Entry& e = task_entry(prev_pid, prev_comm, t);
       Task& task = tasks_[prev_pid];
+      note_prio(e, task, prev_prio);
       if (task.state == TaskState::kNew) {
         task.state = TaskState::kRunning;  // running before its first event
         task.since_ns = t;
@@ -544,6 +584,7 @@ class FtraceImporter {
     if (next_pid != 0) {
       ProcessTable::Entry& e = task_entry(next_pid, next_comm, t);
       Task& task = tasks_[next_pid];
+      note_prio(e, task, next_prio);
       if (task.state == TaskState::kSleeping) {
         // The wakeup event was not recorded (filtered or lost).
         e.builder.sleep_for(t - std::min(t, task.since_ns), task.sleep_kind);
@@ -569,6 +610,7 @@ class FtraceImporter {
   Report report_;
   ProcessTable table_;
   std::unordered_map<std::int64_t, Task> tasks_;  // by recorded tid; lookup only, never iterated
+  std::unordered_map<std::int64_t, std::int32_t> nice_of_pid_;  // trace pid -> nice != 0; lookup only
   std::optional<std::uint64_t> t0_;
   std::uint64_t last_ts_ = 0;
   std::uint32_t max_cpu_ = 0;

@@ -321,6 +321,31 @@ TEST(FtraceImport, CommWithSpacesAndBackwardsTime) {
   EXPECT_EQ(r.report.malformed, 1u);  // time went backwards
 }
 
+// sched_switch's prio is the task's nice (prio - 120), in the key=value and
+// the compact "[PRIO]" forms: a niced compiler (prio 130) keeps nice 10, its
+// forked child inherits it without a key of its own, a child that runs at
+// nice 0 says so, a real-time task (prio 49) is counted as unrepresented.
+TEST(FtraceImport, PrioBecomesNice) {
+  std::istringstream in(
+      "  cc1-50 [000] d..2. 1.000000: sched_switch: prev_comm=cc1 prev_pid=50 prev_prio=130 prev_state=R ==> "
+      "next_comm=bash next_pid=60 next_prio=120\n"
+      "  bash-60 [000] d..2. 1.001000: sched_process_fork: comm=bash pid=60 child_comm=bash child_pid=61\n"
+      "  cc1-50 [001] d..2. 1.001500: sched_process_fork: comm=cc1 pid=50 child_comm=cc1 child_pid=51\n"
+      "  bash-60 [000] d..2. 1.002000: sched_switch: bash:60 [120] S ==> cc1:51 [130]\n"
+      "  cc1-51 [000] d..2. 1.003000: sched_switch: cc1:51 [130] S ==> irq/9:70 [49]\n"
+      "  irq-70 [000] d..2. 1.004000: sched_switch: irq/9:70 [49] S ==> bash:61 [120]\n");
+  Result r = import_ftrace(in, "n.txt", Options{});
+  EXPECT_EQ(r.report.malformed, 0u);
+  EXPECT_EQ(proc(r.trace, 50).nice, std::optional<std::int32_t>(10));
+  EXPECT_EQ(proc(r.trace, 51).nice, std::nullopt);  // inherits its parent's 10
+  EXPECT_EQ(proc(r.trace, 60).nice, std::nullopt);  // 0, the default
+  EXPECT_EQ(proc(r.trace, 61).nice, std::nullopt);
+  EXPECT_EQ(proc(r.trace, 70).nice, std::nullopt);
+  EXPECT_EQ(r.report.unrepresented.at("real-time priorities (replayed as nice 0)"), 2u);
+  EXPECT_NE(trace::to_json(r.trace).dump().find("\"nice\":10"), std::string::npos);
+  EXPECT_NO_THROW(trace::validate(r.trace));
+}
+
 // --- agentcgroup-task -----------------------------------------------------------
 
 TEST(TaskImport, SmallFolderGivesExactOps) {

@@ -628,6 +628,11 @@ class Parser {
       fail(ptr, "expected a pid (an integer in 1..2147483647), got " + show(j));
     return j.get<std::int64_t>();
   }
+  std::int32_t get_nice(const json& j, const std::string& ptr) const {
+    if (!j.is_number_integer() || j.get<std::int64_t>() < -20 || j.get<std::int64_t>() > 19)
+      fail(ptr, "expected a nice value (an integer in -20..19), got " + show(j));
+    return static_cast<std::int32_t>(j.get<std::int64_t>());
+  }
   std::string get_string(const json& j, const std::string& ptr, bool non_empty) const {
     if (!j.is_string()) fail(ptr, std::string("expected a string, got ") + type_name(j) + " " + show(j));
     std::string s = j.get<std::string>();
@@ -719,17 +724,18 @@ class Parser {
     p.loc = element_loc(j, ptr, !templ);
     if (templ) {
       expect_object(j, ptr, "a process template object {\"comm\":..,\"ops\":[..]}");
-      check_keys(j, ptr, {"comm", "cgroup", "agent", "ops"});
+      check_keys(j, ptr, {"comm", "cgroup", "nice", "agent", "ops"});
       p.cgroup.clear();  // empty = the parent's cgroup
     } else {
       expect_object(j, ptr, "a process object {\"pid\":N,\"ops\":[..],...}");
-      check_keys(j, ptr, {"pid", "parent", "cgroup", "start_ns", "comm", "agent", "ops"});
+      check_keys(j, ptr, {"pid", "parent", "cgroup", "start_ns", "comm", "nice", "agent", "ops"});
       p.pid = get_pid(require(j, ptr, "pid"), ptr + "/pid");
       if (j.contains("parent")) p.parent = get_pid(j["parent"], ptr + "/parent");
       if (j.contains("start_ns")) p.start_ns = get_u64(j["start_ns"], ptr + "/start_ns");
     }
     if (j.contains("cgroup")) p.cgroup = get_string(j["cgroup"], ptr + "/cgroup", true);
     if (j.contains("comm")) p.comm = get_string(j["comm"], ptr + "/comm", false);
+    if (j.contains("nice")) p.nice = get_nice(j["nice"], ptr + "/nice");
     if (j.contains("agent")) {
       const std::string ap = ptr + "/agent";
       const json& a = j["agent"];

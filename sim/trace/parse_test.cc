@@ -251,6 +251,31 @@ TEST(Parse, ErrorMessageNamesFileLinePointerAndExpectation) {
   }
 }
 
+// nice: -20..19 on listed processes and templates, written back; out of
+// range or not an integer is a located error.
+TEST(Parse, NiceIsReadWrittenAndChecked) {
+  const char* ok = "{\"format\": \"agentcg-trace\", \"version\": 1, \"machine\": {\"cpus\": 1},\n"
+                   " \"processes\": [{\"pid\": 1, \"start_ns\": 0, \"nice\": 10, \"ops\": [\n"
+                   "  {\"op\": \"fork\", \"child\": {\"nice\": -5, \"ops\": [{\"op\": \"run\", \"ns\": 5}]}}]}]}\n";
+  const Trace t = parse_trace(ok, "nice.json");
+  EXPECT_EQ(t.processes[0].nice, std::optional<std::int32_t>(10));
+  EXPECT_EQ(t.processes[0].ops[0].child->nice, std::optional<std::int32_t>(-5));
+  EXPECT_EQ(to_json(parse_trace(to_json_text(t), "again.json")), to_json(t));
+  for (const char* bad : {"20", "-21", "1.5", "\"low\""}) {
+    const std::string text = std::string("{\"format\": \"agentcg-trace\", \"version\": 1, \"machine\": {\"cpus\": 1},\n"
+                                         " \"processes\": [{\"pid\": 1, \"start_ns\": 0,\n  \"nice\": ") +
+                             bad + ", \"ops\": []}]}\n";
+    try {
+      parse_trace(text, "bad.json");
+      ADD_FAILURE() << "expected a TraceError for nice " << bad;
+    } catch (const TraceError& e) {
+      EXPECT_EQ(e.line(), 3u) << bad;
+      EXPECT_EQ(e.pointer(), "/processes/0/nice") << bad;
+      EXPECT_NE(std::string(e.what()).find("-20..19"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Parse, PointerEscapesSlashAndTilde) {
   const char* text = "{\"format\": \"agentcg-trace\", \"version\": 1, \"machine\": {\"cpus\": 1}, \"processes\": [],\n"
                      " \"a/b~c\": 1}";

@@ -109,6 +109,10 @@ struct ProcessSpec {
   std::optional<std::uint64_t> start_ns;  // required unless a fork op starts it
   std::string comm;
   std::optional<AgentInfo> agent;
+  // nice -20..19 (the kernel's task weight, sched_prio_to_weight); absent =
+  // the parent's (fork inherits it) or 0. Recorded captures carry it (the
+  // ftrace importer reads prio from sched_switch).
+  std::optional<std::int32_t> nice;
   std::vector<Op> ops;
   SourceLoc loc;
 };

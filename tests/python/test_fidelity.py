@@ -210,3 +210,25 @@ def test_background_cpu_is_fitted_from_the_shares(tmp_path: Path) -> None:
     got = fidelity.fit_background(simulate, ["hogs/eevdf"], real, m)
     assert got["background_cpu_pct"] == 40
     assert fidelity.share_error(simulate, ["hogs/eevdf"], real, got) == 0
+
+
+# --- the fork cost, measured by live compare's stress-ng fork benchmark ----------
+
+def test_fork_cost_from_the_fork_benchmark(tmp_path: Path) -> None:
+    """CPU per fork+exit = (cpus - background) / eevdf's median forks/s; the
+    BPF schedulers' runs are not the measurement; no file or no eevdf runs:
+    None; an unreadable file: a located error."""
+    b = tmp_path / "benchmarks.json"
+    assert fidelity.fork_cost_from_benchmarks(b, 2, 60) is None
+    b.write_text(json.dumps({"eevdf": [{"storm_forks_per_s": 131.1}, {"storm_forks_per_s": 58.7},
+                                       {"storm_forks_per_s": 118.5}, {"hackbench_s": 2.0}],
+                             "agentcg": [{"storm_forks_per_s": 10.0}]}))
+    ns, how = fidelity.fork_cost_from_benchmarks(b, 2, 60)
+    assert ns == 11800000  # 1.4 CPUs / 118.5 forks/s = 11.81 ms, to 0.1 ms
+    assert "118 forks/s" in how and "1.4 CPUs" in how
+    assert fidelity.fork_cost_from_benchmarks(b, 2, 0)[0] == 16900000
+    b.write_text(json.dumps({"agentcg": [{"storm_forks_per_s": 10.0}]}))
+    assert fidelity.fork_cost_from_benchmarks(b, 2, 60) is None
+    b.write_text("{not json")
+    with pytest.raises(AgentcgError, match="benchmarks.json"):
+        fidelity.fork_cost_from_benchmarks(b, 2, 60)
