@@ -744,15 +744,19 @@ class CfsClass final : public SchedClass {
     if (cpu < 0 || ctx_->cpu_idle(cpu)) return;
     Task* curr = ctx_->cpu_curr(cpu);
     if (!curr || curr == &p) return;
-    // Paths from each task's entity to the root: (queue, entity key).
-    auto path = [&](Task& t) {
-      std::vector<std::pair<std::uint32_t, std::uint64_t>> v;
+    // Paths from each task's entity to the root: (queue, entity key), in
+    // member vectors reused from call to call (no allocation once they
+    // reached the tree's depth).
+    auto path = [&](Task& t, std::vector<std::pair<std::uint32_t, std::uint64_t>>& v) {
+      v.clear();
       const std::uint32_t gi = rq_of(tasks_[t.id].q, t.cgroup);
       v.push_back({gi, task_key(t.id)});
       for (std::uint32_t a = gi; rqs_[a].cg != kRootCgroup; a = rqs_[a].parent) v.push_back({rqs_[a].parent, group_key(a)});
-      return v;
     };
-    const auto pw = path(p), pc = path(*curr);
+    auto& pw = path_wakee_;
+    auto& pc = path_curr_;
+    path(p, pw);
+    path(*curr, pc);
     // From the root level down, skip the entities both tasks are inside; the
     // first differing pair shares a queue.
     std::size_t i = pw.size(), j = pc.size();
@@ -788,6 +792,8 @@ class CfsClass final : public SchedClass {
   std::vector<Entity> tasks_;
   std::vector<Rq> rqs_;    // rq_of(q, cg)
   std::vector<Bw> bws_;    // by cgroup
+  // check_preempt's two root paths, kept to reuse their capacity
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> path_wakee_, path_curr_;
   std::vector<std::uint32_t> nr_queued_;  // queued tasks per run queue
   std::vector<s64> local_;  // local bandwidth runtime per (cgroup, cpu)
   std::uint64_t runnable_ = 0;  // queued tasks
