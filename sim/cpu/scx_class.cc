@@ -354,9 +354,14 @@ class ScxClass final : public SchedClass {
     return agentcg_refresh_hweight(ch, n, &g_);
   }
 
+  // Counts each core/ event bit set in ev, by id (only the set bits are
+  // visited: most calls have none).
   void bump(std::uint32_t ev) {
-    for (std::uint32_t i = 0; i < AGENTCG_NR_COUNTERS; i++)
-      if (ev & (1u << i)) ctx_->count(agentcg_counter_name(i));
+    ev &= (AGENTCG_NR_COUNTERS >= 32 ? ~0u : (1u << AGENTCG_NR_COUNTERS) - 1);
+    while (ev) {
+      ctx_->count_id(static_cast<std::uint32_t>(__builtin_ctz(ev)));
+      ev &= ev - 1;
+    }
   }
 
   void sync_weight(CgroupId cg) {
