@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "agentcg/bandwidth.h"
@@ -808,16 +808,30 @@ class FifoClass final : public SchedClass {
     const int idle = ctx_->pick_idle_cpu(prev_cpu);
     return idle >= 0 ? idle : prev_cpu;
   }
-  void enqueue(Task& p, std::uint64_t) override { queue_.push_back(&p); }
+  void enqueue(Task& p, std::uint64_t) override {
+    Link& l = link(p.id);
+    if (l.queued) throw std::logic_error("fifo: task " + std::to_string(p.id) + " enqueued twice");
+    l.queued = true;
+    l.prev = tail_;
+    l.next = kNone;
+    if (tail_ != kNone) links_[tail_].next = p.id;
+    else head_ = p.id;
+    tail_ = p.id;
+  }
   void dequeue(Task& p) override {
-    const auto it = std::find(queue_.begin(), queue_.end(), &p);
-    if (it != queue_.end()) queue_.erase(it);
+    if (p.id >= links_.size() || !links_[p.id].queued) return;
+    Link& l = links_[p.id];
+    if (l.prev != kNone) links_[l.prev].next = l.next;
+    else head_ = l.next;
+    if (l.next != kNone) links_[l.next].prev = l.prev;
+    else tail_ = l.prev;
+    l = Link{};
   }
   Dispatch dispatch(int, Task*) override {
-    if (queue_.empty()) return {};
-    Task* t = queue_.front();
-    queue_.pop_front();
-    return {t, Time::from_ms(20)};
+    if (head_ == kNone) return {};
+    Task& t = ctx_->task(head_);
+    dequeue(t);
+    return {&t, Time::from_ms(20)};
   }
   void running(Task&, int) override {}
   void stopping(Task&, int, bool) override {}
@@ -829,8 +843,20 @@ class FifoClass final : public SchedClass {
   void cgroup_set_bandwidth(CgroupId, std::optional<std::uint64_t>, std::uint64_t) override {}
 
  private:
+  // The run queue: a FIFO list threaded through links_ (by task id), so
+  // enqueue/dequeue are O(1) and allocate nothing once links_ covers the ids.
+  static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+  struct Link {
+    std::uint32_t prev = kNone, next = kNone;
+    bool queued = false;
+  };
+  Link& link(std::uint32_t id) {
+    if (links_.size() <= id) links_.resize(id + 1);
+    return links_[id];
+  }
   SchedContext* ctx_ = nullptr;
-  std::deque<Task*> queue_;
+  std::vector<Link> links_;
+  std::uint32_t head_ = kNone, tail_ = kNone;
 };
 
 }  // namespace
