@@ -10,7 +10,6 @@ by the CLI, which turns them into one error line and exit status 1.
 """
 from __future__ import annotations
 
-import difflib
 from typing import Sequence
 
 from . import _core
@@ -30,6 +29,8 @@ class UnknownNameError(AgentcgError):
 
 def unknown_name(what: str, name: str, choices: Sequence[str]) -> UnknownNameError:
     """"unknown policy 'agentgc' (did you mean agentcg?); expected one of ..."."""
+    import difflib  # only on an error: keeps it out of the CLI's start-up
+
     close = difflib.get_close_matches(str(name), list(choices), n=3, cutoff=0.6)
     hint = f" (did you mean {' or '.join(close)}?)" if close else ""
     return UnknownNameError(f"unknown {what} '{name}'{hint}; expected one of: {', '.join(choices)}")

@@ -24,7 +24,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import tempfile
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _core
@@ -594,6 +593,8 @@ def run(trace: TraceLike, policy: str = "eevdf", gpu_policy: str = "none", confi
     ppath = os.fspath(perfetto) if perfetto is not None else ""
     if schedule and not ppath:
         # Read back into memory at once and removed: nothing is left in /tmp.
+        import tempfile  # only with a schedule: it imports random (start-up)
+
         fd, ppath = tempfile.mkstemp(prefix="agentcg-schedule-", suffix=".json")
         os.close(fd)
         try:

@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import sys
-import traceback
 from typing import Any, Dict, List, Optional, Sequence
 
 
@@ -31,7 +30,33 @@ class UsageError(Exception):
     """Bad command-line arguments (exit status 2)."""
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse.HelpFormatter without its `import shutil` (with zlib, bz2,
+    lzma): argparse builds a formatter on every add_argument, so the stock
+    one pulls shutil into every command's start-up (issue 21). The width is
+    shutil.get_terminal_size()'s: $COLUMNS, else the terminal's, else 80."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: Optional[int] = None) -> None:
+        if width is None:
+            try:
+                width = int(os.environ.get("COLUMNS", "0"))
+            except ValueError:
+                width = 0
+            if width <= 0:
+                try:
+                    width = os.get_terminal_size(sys.__stdout__.fileno()).columns
+                except (AttributeError, ValueError, OSError):
+                    width = 0
+            width = (width or 80) - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> "Any":  # argparse's own usage errors -> exit 2
         self.print_usage(sys.stderr)
         raise UsageError(f"{self.prog}: {message}")
@@ -713,6 +738,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return int(ns.func(ns))
     except UsageError as e:
         if debug:
+            import traceback  # only here: its import costs start-up
+
             traceback.print_exc()
         print(f"agentcg: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -723,6 +750,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return int(e.code or 0)
     except Exception as e:  # noqa: BLE001 - the one place errors become exit codes
         if debug:
+            import traceback
+
             traceback.print_exc()
         return _report_error(e)
 

@@ -16,8 +16,10 @@ Who calls it: cli.py (run, compare, sweep, fidelity), fidelity.py, tests.
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence
+
+if TYPE_CHECKING:  # pathlib (with urllib, ipaddress) is imported only where a profile is written
+    from pathlib import Path
 
 FORMAT = "agentcg-machine-profile"
 VERSION = 1
@@ -94,6 +96,8 @@ def write_profile(path: Path, machine: Mapping[str, Any], fit: Optional[Mapping[
                   comment: Sequence[str] = ()) -> None:
     """Writes the profile and reads it back through the C++ loader (a
     profile this writes must load)."""
+    from pathlib import Path
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "agentcg/bandwidth.h"
@@ -744,15 +744,19 @@ class CfsClass final : public SchedClass {
     if (cpu < 0 || ctx_->cpu_idle(cpu)) return;
     Task* curr = ctx_->cpu_curr(cpu);
     if (!curr || curr == &p) return;
-    // Paths from each task's entity to the root: (queue, entity key).
-    auto path = [&](Task& t) {
-      std::vector<std::pair<std::uint32_t, std::uint64_t>> v;
+    // Paths from each task's entity to the root: (queue, entity key), in
+    // member vectors reused from call to call (no allocation once they
+    // reached the tree's depth).
+    auto path = [&](Task& t, std::vector<std::pair<std::uint32_t, std::uint64_t>>& v) {
+      v.clear();
       const std::uint32_t gi = rq_of(tasks_[t.id].q, t.cgroup);
       v.push_back({gi, task_key(t.id)});
       for (std::uint32_t a = gi; rqs_[a].cg != kRootCgroup; a = rqs_[a].parent) v.push_back({rqs_[a].parent, group_key(a)});
-      return v;
     };
-    const auto pw = path(p), pc = path(*curr);
+    auto& pw = path_wakee_;
+    auto& pc = path_curr_;
+    path(p, pw);
+    path(*curr, pc);
     // From the root level down, skip the entities both tasks are inside; the
     // first differing pair shares a queue.
     std::size_t i = pw.size(), j = pc.size();
@@ -788,6 +792,8 @@ class CfsClass final : public SchedClass {
   std::vector<Entity> tasks_;
   std::vector<Rq> rqs_;    // rq_of(q, cg)
   std::vector<Bw> bws_;    // by cgroup
+  // check_preempt's two root paths, kept to reuse their capacity
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> path_wakee_, path_curr_;
   std::vector<std::uint32_t> nr_queued_;  // queued tasks per run queue
   std::vector<s64> local_;  // local bandwidth runtime per (cgroup, cpu)
   std::uint64_t runnable_ = 0;  // queued tasks
@@ -802,16 +808,30 @@ class FifoClass final : public SchedClass {
     const int idle = ctx_->pick_idle_cpu(prev_cpu);
     return idle >= 0 ? idle : prev_cpu;
   }
-  void enqueue(Task& p, std::uint64_t) override { queue_.push_back(&p); }
+  void enqueue(Task& p, std::uint64_t) override {
+    Link& l = link(p.id);
+    if (l.queued) throw std::logic_error("fifo: task " + std::to_string(p.id) + " enqueued twice");
+    l.queued = true;
+    l.prev = tail_;
+    l.next = kNone;
+    if (tail_ != kNone) links_[tail_].next = p.id;
+    else head_ = p.id;
+    tail_ = p.id;
+  }
   void dequeue(Task& p) override {
-    const auto it = std::find(queue_.begin(), queue_.end(), &p);
-    if (it != queue_.end()) queue_.erase(it);
+    if (p.id >= links_.size() || !links_[p.id].queued) return;
+    Link& l = links_[p.id];
+    if (l.prev != kNone) links_[l.prev].next = l.next;
+    else head_ = l.next;
+    if (l.next != kNone) links_[l.next].prev = l.prev;
+    else tail_ = l.prev;
+    l = Link{};
   }
   Dispatch dispatch(int, Task*) override {
-    if (queue_.empty()) return {};
-    Task* t = queue_.front();
-    queue_.pop_front();
-    return {t, Time::from_ms(20)};
+    if (head_ == kNone) return {};
+    Task& t = ctx_->task(head_);
+    dequeue(t);
+    return {&t, Time::from_ms(20)};
   }
   void running(Task&, int) override {}
   void stopping(Task&, int, bool) override {}
@@ -823,8 +843,20 @@ class FifoClass final : public SchedClass {
   void cgroup_set_bandwidth(CgroupId, std::optional<std::uint64_t>, std::uint64_t) override {}
 
  private:
+  // The run queue: a FIFO list threaded through links_ (by task id), so
+  // enqueue/dequeue are O(1) and allocate nothing once links_ covers the ids.
+  static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+  struct Link {
+    std::uint32_t prev = kNone, next = kNone;
+    bool queued = false;
+  };
+  Link& link(std::uint32_t id) {
+    if (links_.size() <= id) links_.resize(id + 1);
+    return links_[id];
+  }
   SchedContext* ctx_ = nullptr;
-  std::deque<Task*> queue_;
+  std::vector<Link> links_;
+  std::uint32_t head_ = kNone, tail_ = kNone;
 };
 
 }  // namespace

@@ -121,6 +121,7 @@ class CpuModel final : public SchedContext, public EventHandler {
   void note_period(CgroupId id) override;
   std::uint64_t memory_events_high(CgroupId id) const override { return mem_[id].events_high; }
   void count(std::string_view counter, std::uint64_t n = 1) override;
+  void count_id(std::uint32_t counter_id, std::uint64_t n = 1) override { bump(counter_id, n); }
   // Seed 001 strategies: `table` outlives the run; nullptr = none.
   void set_strategies(const StrategyTable* table) { strategies_ = table; }
   const agentcg_strategy_action* strategy_of_task(const Task& p) const override {

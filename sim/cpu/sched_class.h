@@ -140,6 +140,9 @@ class SchedContext {
   virtual std::uint64_t memory_events_high(CgroupId id) const = 0;
   // Bumps a named policy counter (core/ counter list) for results.json.
   virtual void count(std::string_view counter, std::uint64_t n = 1) = 0;
+  // The same by core/ counter id (agentcg/counters.h, < AGENTCG_NR_COUNTERS):
+  // the per-event path, with no name look-up.
+  virtual void count_id(std::uint32_t counter_id, std::uint64_t n = 1) = 0;
   // The policy's new-step detector fired for cgroup `id` now (agentcg's
   // new_steps): results.json scores these against the trace's annotated
   // steps (precision, recall). Classes without a detector never call it.

@@ -2,9 +2,13 @@
 // flatcg / agentcg as a SchedClass: each callback gathers inputs, calls
 // core/ (agentcg/eevdf.h, flatcg.h, agentcg.h, bandwidth.h) and applies the
 // decision, like bpf/agentcg.bpf.c, with the same queues:
-//  - ONE ordered queue of requests (std::set keyed by (virtual deadline,
-//    task id): the BPF program's shared vtime DSQ); dispatch takes its
-//    first element: O(log n) in queued tasks, no scan of groups.
+//  - ONE ordered queue of requests (an indexed binary min-heap keyed by
+//    (virtual deadline, task id), each task holding its heap position: the
+//    BPF program's shared vtime DSQ); dispatch takes its first element:
+//    O(log n) in queued tasks, no scan of groups. The heap's array and the
+//    park lists (intrusive, threaded through the tasks' contexts) reuse
+//    their storage, so the event path allocates nothing once the arrays
+//    reached the run's peak.
 //  - each request gets its start tag and deadline from
 //    agentcg_eevdf_request() at enqueue (the group's tag chain, lag bound,
 //    the features' credit and slice); V follows the start of the picked
@@ -35,8 +39,9 @@
 //
 // Invariants: a task is counted runnable in its cgroup (nr_runnable) from
 // enqueue until stopping(runnable=false), dequeue or exit; it is in the
-// queue or a park queue only between enqueue and dispatch. Ordered
-// containers only, so runs are deterministic.
+// queue or a park queue only between enqueue and dispatch. The queue's
+// order is total ((deadline, id), ids unique), so the heap pops exactly what
+// an ordered set would: runs are deterministic.
 //
 // Limitations: no per-CPU queues; select_cpu only prefers an idle CPU;
 // cpu.max.burst is not in the SchedClass interface (bandwidth.h has it and
@@ -44,8 +49,6 @@
 #include "sim/cpu/scx_class.h"
 
 #include <algorithm>
-#include <deque>
-#include <set>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -126,8 +129,8 @@ class ScxClass final : public SchedClass {
 
   Dispatch dispatch(int cpu, Task*) override {
     const std::uint64_t now = ctx_->now().ns();
-    while (!queue_.empty()) {
-      const std::uint32_t id = queue_.begin()->second;
+    while (!heap_.empty()) {
+      const std::uint32_t id = heap_.front().id;
       TaskCtx& tc = tasks_[id];
       if (nr_throttled_now_) {
         const CgroupId thr = throttled_level(tc.cg);
@@ -296,6 +299,7 @@ class ScxClass final : public SchedClass {
 
  private:
   static constexpr CgroupId kNoGroup = ~CgroupId{0};
+  static constexpr std::uint32_t kNoTask = ~std::uint32_t{0};
   struct Group {
     agentcg_cgrp cg{};
     agentcg_mem_state mem{};
@@ -305,14 +309,18 @@ class ScxClass final : public SchedClass {
     s64 local = 0;  // cpu.max runtime held (one per cgroup, as in BPF)
     std::uint64_t bw_timer = 0;
     bool throttled = false;
-    std::deque<std::uint32_t> park;  // requests waiting for this level's refill (FIFO)
+    // requests waiting for this level's refill: a FIFO list threaded
+    // through TaskCtx::park_prev/park_next (no allocation)
+    std::uint32_t park_head = kNoTask, park_tail = kNoTask;
   };
   struct TaskCtx {
     agentcg_task t{};
     agentcg_req req{};
     CgroupId cg = kRootCgroup;
     std::uint64_t qkey = 0;  // deadline it is queued under
-    bool queued = false;     // in queue_
+    std::uint32_t qpos = 0;  // index in heap_ while queued
+    std::uint32_t park_prev = kNoTask, park_next = kNoTask;  // park list links
+    bool queued = false;     // in heap_
     bool parked = false;     // in some group's park queue
     CgroupId park_cg = kRootCgroup;
     bool counted = false;    // counted in groups_[cg].cg.nr_runnable
@@ -346,9 +354,14 @@ class ScxClass final : public SchedClass {
     return agentcg_refresh_hweight(ch, n, &g_);
   }
 
+  // Counts each core/ event bit set in ev, by id (only the set bits are
+  // visited: most calls have none).
   void bump(std::uint32_t ev) {
-    for (std::uint32_t i = 0; i < AGENTCG_NR_COUNTERS; i++)
-      if (ev & (1u << i)) ctx_->count(agentcg_counter_name(i));
+    ev &= (AGENTCG_NR_COUNTERS >= 32 ? ~0u : (1u << AGENTCG_NR_COUNTERS) - 1);
+    while (ev) {
+      ctx_->count_id(static_cast<std::uint32_t>(__builtin_ctz(ev)));
+      ev &= ev - 1;
+    }
   }
 
   void sync_weight(CgroupId cg) {
@@ -391,26 +404,35 @@ class ScxClass final : public SchedClass {
         agentcg_strategy_vtime_credit_ns(ctx_->strategy_of_task(ctx_->task(id)), agentcg_base_slice_ns(&t_));
     tc.qkey = tc.req.deadline > credit ? tc.req.deadline - credit : 0;
     tc.queued = true;
-    queue_.insert({tc.qkey, id});
+    heap_push(id, tc);
   }
 
   void park(CgroupId level, std::uint32_t id, TaskCtx& tc) {
     tc.parked = true;
     tc.park_cg = level;
-    groups_[level].park.push_back(id);
+    Group& gl = groups_[level];
+    tc.park_prev = gl.park_tail;
+    tc.park_next = kNoTask;
+    if (gl.park_tail != kNoTask) tasks_[gl.park_tail].park_next = id;
+    else gl.park_head = id;
+    gl.park_tail = id;
     ctx_->count("parked");
   }
 
-  void unqueue_task(std::uint32_t id, TaskCtx& tc) {
+  void unqueue_task(std::uint32_t /*id*/, TaskCtx& tc) {
     if (tc.queued) {
-      queue_.erase({tc.qkey, id});
+      heap_erase(tc);
       tc.queued = false;
       Group& gr = groups_[tc.cg];
       if (gr.cg.nr_queued) gr.cg.nr_queued--;
     }
     if (tc.parked) {
-      auto& pk = groups_[tc.park_cg].park;
-      pk.erase(std::find(pk.begin(), pk.end(), id));
+      Group& gl = groups_[tc.park_cg];
+      if (tc.park_prev != kNoTask) tasks_[tc.park_prev].park_next = tc.park_next;
+      else gl.park_head = tc.park_next;
+      if (tc.park_next != kNoTask) tasks_[tc.park_next].park_prev = tc.park_prev;
+      else gl.park_tail = tc.park_prev;
+      tc.park_prev = tc.park_next = kNoTask;
       tc.parked = false;
     }
   }
@@ -454,10 +476,13 @@ class ScxClass final : public SchedClass {
     nr_throttled_now_--;
     ctx_->note_throttle(cg, false);
     // the parked requests go back at their deadlines (BPF: unpark)
-    while (!gr.park.empty()) {
-      const std::uint32_t id = gr.park.front();
-      gr.park.pop_front();
+    while (gr.park_head != kNoTask) {
+      const std::uint32_t id = gr.park_head;
       TaskCtx& tc = tasks_[id];
+      gr.park_head = tc.park_next;
+      if (gr.park_head != kNoTask) tasks_[gr.park_head].park_prev = kNoTask;
+      else gr.park_tail = kNoTask;
+      tc.park_prev = tc.park_next = kNoTask;
       tc.parked = false;
       groups_[tc.cg].cg.nr_queued++;
       queue_task(id, tc);
@@ -467,7 +492,7 @@ class ScxClass final : public SchedClass {
 
   // Wakes idle CPUs, one per queued task at most (deterministic: lowest first).
   void kick_idle() {
-    std::size_t waiting = queue_.size();
+    std::size_t waiting = heap_.size();
     for (int cpu = 0; cpu < ctx_->nr_cpus() && waiting > 0; cpu++) {
       if (ctx_->cpu_idle(cpu)) {
         ctx_->kick_cpu(cpu, false);
@@ -515,12 +540,11 @@ class ScxClass final : public SchedClass {
       in.curr_started_ns = cc.started_ns;
       in.curr_slice_ns = cc.slice_ns;
     }
-    // the head before this request (it is queued already: skip it)
-    for (auto it = queue_.begin(); it != queue_.end(); ++it) {
-      if (it->second == p.id) continue;
+    // the head before this request (it is queued already: skip it; if it
+    // is the heap's root, the head is the smaller of the root's children)
+    if (const QEntry* h = head_except(p.id)) {
       in.has_head = 1;
-      in.head_key = it->first;
-      break;
+      in.head_key = h->key;
     }
     const agentcg_place r = agentcg_place_task(&in, &t_);
     switch (static_cast<agentcg_place_kind>(r.kind)) {
@@ -562,8 +586,8 @@ class ScxClass final : public SchedClass {
   void recheck_preempt(int cpu) {
     CpuCurr& cc = curr_.at(static_cast<std::size_t>(cpu));
     cc.timer = 0;
-    if (!cc.ours || queue_.empty()) return;
-    wakeup_preempt(cpu, queue_.begin()->first, ctx_->now().ns());
+    if (!cc.ours || heap_.empty()) return;
+    wakeup_preempt(cpu, heap_.front().key, ctx_->now().ns());
   }
 
   // The memory monitor (agentcgroupd's poll loop).
@@ -595,15 +619,68 @@ class ScxClass final : public SchedClass {
   std::vector<Group> groups_;
   std::vector<TaskCtx> tasks_;
   // (deadline, task id): the shared DSQ, ordered wrap-safe like the
-  // kernel's vtime DSQ (a boost credit may take a key below 0)
-  struct KeyLess {
-    bool operator()(const std::pair<std::uint64_t, std::uint32_t>& a,
-                    const std::pair<std::uint64_t, std::uint32_t>& b) const {
-      if (a.first != b.first) return agentcg_before(a.first, b.first);
-      return a.second < b.second;
-    }
+  // kernel's vtime DSQ (a boost credit may take a key below 0). A binary
+  // min-heap; each queued task's TaskCtx::qpos is its index, so any request
+  // is removed in O(log n) (dequeue, exit, cgroup move).
+  struct QEntry {
+    std::uint64_t key;
+    std::uint32_t id;
   };
-  std::set<std::pair<std::uint64_t, std::uint32_t>, KeyLess> queue_;
+  static bool less(const QEntry& a, const QEntry& b) {
+    if (a.key != b.key) return agentcg_before(a.key, b.key);
+    return a.id < b.id;
+  }
+  void heap_set(std::size_t i, const QEntry& e) {
+    heap_[i] = e;
+    tasks_[e.id].qpos = static_cast<std::uint32_t>(i);
+  }
+  void sift_up(std::size_t i) {
+    const QEntry e = heap_[i];
+    while (i > 0) {
+      const std::size_t parent = (i - 1) / 2;
+      if (!less(e, heap_[parent])) break;
+      heap_set(i, heap_[parent]);
+      i = parent;
+    }
+    heap_set(i, e);
+  }
+  void sift_down(std::size_t i) {
+    const QEntry e = heap_[i];
+    const std::size_t n = heap_.size();
+    for (;;) {
+      std::size_t c = 2 * i + 1;
+      if (c >= n) break;
+      if (c + 1 < n && less(heap_[c + 1], heap_[c])) c++;
+      if (!less(heap_[c], e)) break;
+      heap_set(i, heap_[c]);
+      i = c;
+    }
+    heap_set(i, e);
+  }
+  void heap_push(std::uint32_t id, TaskCtx& tc) {
+    heap_.push_back({tc.qkey, id});
+    sift_up(heap_.size() - 1);
+  }
+  void heap_erase(const TaskCtx& tc) {
+    const std::size_t i = tc.qpos;
+    const QEntry last = heap_.back();
+    heap_.pop_back();
+    if (i == heap_.size()) return;  // it was the last slot
+    heap_set(i, last);
+    // the moved entry may belong above or below slot i
+    if (i > 0 && less(last, heap_[(i - 1) / 2])) sift_up(i);
+    else sift_down(i);
+  }
+  // The first request in queue order other than `id`'s, or null.
+  const QEntry* head_except(std::uint32_t id) const {
+    if (heap_.empty()) return nullptr;
+    if (heap_[0].id != id) return &heap_[0];
+    const QEntry* best = nullptr;
+    for (std::size_t c = 1; c <= 2 && c < heap_.size(); c++)
+      if (!best || less(heap_[c], *best)) best = &heap_[c];
+    return best;
+  }
+  std::vector<QEntry> heap_;
   std::uint32_t nr_throttled_now_ = 0;
   std::vector<CpuCurr> curr_;  // per CPU: what runs (BPF cpu_currs)
 };
