@@ -10,34 +10,24 @@
  * gathers the inputs from the kernel, calls core/, applies the result (DSQ
  * inserts and moves, slices, kicks, timers) and counts.
  *
- * Design (v2, placement v3, per-CPU queues v4), and why:
- * - One vtime-ordered DSQ PER CPU (AGENTCG_CPU_DSQ(cpu)) holds the waiting
- *   tasks enqueued on that CPU, keyed by the virtual deadline of their
- *   request (eevdf.h): the start tag chains a group's requests after each
- *   other (so a group with k queued tasks does not get k turns at once)
- *   and the length is scaled by the group's hierarchical queue share, so
- *   ordering requests by deadline gives every cgroup its compounded share.
- *   The keys are global (one V, one tag chain per group), so the queues
- *   of all CPUs form one deadline order; ops.dispatch serves its own
- *   queue's head unless another CPU's head (among the next
- *   AGENTCG_STEAL_PROBES) is ordered more than one base slice before it,
- *   or its own is empty: then it takes that one (a steal). The pick is the
- *   kernel's DSQ rbtree: O(log n) in queued tasks, independent of the
- *   number of cgroups (no scan of cgroups, no per-cgroup DSQ).
- *   Why per CPU (v4): with v3's one shared DSQ, every pick locked the
- *   shared DSQ and usually moved a task enqueued on the other CPU (remote
- *   run-queue locks, a migration); under TCG a cross-CPU lock wait costs a
- *   vCPU round-robin quantum, and dispatch was the costliest callback
- *   (60 us vs FIFO's 1.8). The kernel's EEVDF keeps per-CPU run queues
- *   and balances them periodically; here the balance is the steal rule,
- *   exact to one slice of deadline. The simulator (sim/cpu/scx_class.cc)
- *   still models one shared queue: the same order up to that slice.
+ * Design (v2, placement v3), and why:
+ * - ONE vtime-ordered DSQ (AGENTCG_SHARED_DSQ) holds every waiting task,
+ *   keyed by the virtual deadline of its request (eevdf.h): the start tag
+ *   chains a group's requests after each other (so a group with k queued
+ *   tasks does not get k turns at once) and the length is scaled by the
+ *   group's hierarchical queue share, so ordering requests by deadline
+ *   gives every cgroup its compounded share. The pick is the kernel's DSQ
+ *   rbtree: O(log n) in queued tasks, independent of the number of
+ *   cgroups (no scan of cgroups, no per-cgroup DSQ to choose between).
+ *   Per-LLC DSQs would cut the DSQ lock's contention on machines with
+ *   several LLCs (scx_lavd: +39 % on 176 cores); on the 2-CPU VM there is
+ *   one LLC, so one queue; the key function does not change.
  * - cgroup state in a hash map of AGENTCG_MAX_CGRPS (32,768) entries keyed
  *   by cgroup id, with the parent's id: a walk up the tree is a bounded
  *   loop of map lookups (AGENTCG_MAX_DEPTH), no pointer chain on the stack.
  *   A cgroup that cannot get state (table full, deeper than
  *   AGENTCG_MAX_DEPTH) is scheduled as part of its nearest ancestor with
- *   state (cgrp_alias, resolved once at cgroup_init from its parent): its tasks queue in the same CPU queues under that ancestor's
+ *   state (cgrp_alias, resolved once at cgroup_init from its parent): its tasks queue in the same shared DSQ under that ancestor's
  *   tag chain (counted: cgrp_overflow, no_cgrp_state). There is no
  *   fallback queue: nothing can be served ahead of the fair order (the
  *   old design's fallback DSQ, served first, was such a hole).
@@ -55,11 +45,11 @@
  *   it in the task ctx), or into that CPU's local DSQ with SCX_ENQ_PREEMPT
  *   when the base rule says NOW (earlier deadline, the running request
  *   past its protected time or the waking one's slice shorter); only a
- *   request that must wait goes into its CPU's DSQ, with an idle CPU
+ *   request that must wait goes into the shared DSQ, with an idle CPU
  *   kicked if there is one, a preemption kick (an earlier request already
  *   waits there) or the CPU's BPF timer re-checking at T (still
  *   protected; the simulator's kTimerPreempt). A local insert never
- *   overtakes an earlier request of that CPU's DSQ (its head is peeked).
+ *   overtakes an earlier request of the shared DSQ (its head is peeked).
  *   Why: v2 sent every wakeup through the shared DSQ, a kick and
  *   ops.dispatch, ~0.5 ms each under TCG, and lost cyclictest p99 to
  *   EEVDF by 3-4x; the kernel's own run queues are per CPU.
@@ -67,7 +57,7 @@
  *   limited cgroup (no scan of cgroups per period); running/stopping charge
  *   every limited ancestor. A task whose chain has a throttled level is
  *   parked in that level's FIFO DSQ (created per cgroup at cgroup_init,
- *   which is sleepable) and moved back into its CPU's DSQ, at its old
+ *   which is sleepable) and moved back into the shared DSQ, at its old
  *   deadline, by the refill timer. Dispatch only looks for throttled
  *   tasks when some cgroup is throttled (nr_throttled_now).
  * - Tunables and mode: `cfgs[cfg_idx]` in .data, rewritten by the daemon on
@@ -130,9 +120,6 @@ char _license[] SEC("license") = "GPL";
 #define NSEC_PER_USEC 1000ULL
 #define BW_UNLIMITED_US (1ULL << 40) /* RUNTIME_INF and other huge quotas */
 #define MAX_KICK_CPUS 64
-/* Other CPUs' queues ops.dispatch looks at (all of them up to 17 CPUs;
- * on larger machines the next 16, round the ring: bounded work per pick) */
-#define AGENTCG_STEAL_PROBES 16
 #define ROOT_CGID 1ULL   /* the root cgroup's kernfs id */
 
 /* Set by the loader before load. */
@@ -166,7 +153,7 @@ struct task_ctx {
 	u64 counted_cgid;       /* cgroup it is counted runnable in (0: none) */
 	u64 runnable_at;        /* for the per-cgroup wait time */
 	u64 wait_ns;            /* waited before this run; added to cgrp_stat at stopping */
-	u32 queued;             /* in a CPU DSQ (or a local one), counted in nr_queued */
+	u32 queued;             /* in the shared DSQ (or a local one), counted in nr_queued */
 	u8 idle_cpu;            /* select_cpu found (and claimed) an idle CPU for it */
 	u8 fresh;               /* forked, not yet run: its first enqueue may preempt */
 	u16 pad;
@@ -524,7 +511,7 @@ s32 BPF_STRUCT_OPS(agentcg_select_cpu, struct task_struct *p, s32 prev_cpu, u64 
 /*
  * Places a request made by ops.enqueue (place.h): straight into the local
  * DSQ of the CPU select_cpu chose (idle, or preempting what runs there by
- * the base rule), or into its CPU's DSQ (with a kick or a re-check timer
+ * the base rule), or into the shared DSQ (with a kick or a re-check timer
  * for that CPU). SCX_DSQ_LOCAL is the local DSQ of the CPU the task is
  * being enqueued on, the one select_cpu returned.
  */
@@ -536,7 +523,6 @@ static __always_inline void place(struct task_struct *p, struct task_ctx *t, u64
 	struct task_struct *head;
 	struct cpu_curr *cc = NULL;
 	u32 cpu = scx_bpf_task_cpu(p);
-	u64 dsq = AGENTCG_CPU_DSQ(cpu);
 
 	in.key = key;
 	in.slice_ns = slice;
@@ -555,7 +541,7 @@ static __always_inline void place(struct task_struct *p, struct task_ctx *t, u64
 		in.curr_slice_ns = cc->slice_ns;
 	}
 	if (in.cpu_idle || in.last || in.curr_ours) {
-		head = scx_bpf_dsq_peek(dsq);
+		head = scx_bpf_dsq_peek(AGENTCG_SHARED_DSQ);
 		if (head) {
 			in.has_head = 1;
 			in.head_key = head->scx.dsq_vtime;
@@ -563,7 +549,7 @@ static __always_inline void place(struct task_struct *p, struct task_ctx *t, u64
 	}
 	r = agentcg_place_task(&in, tn);
 	/*
-	 * Queued in a CPU DSQ while another CPU idles: wake that one (the
+	 * Queued in the shared DSQ while another CPU idles: wake that one (the
 	 * kernel does not for a custom DSQ; it would stay idle until its next
 	 * wakeup, which cost stress-ng's fork storm ~25 % of its throughput).
 	 * Picking clears its idle bit, so two enqueues do not wake one CPU.
@@ -588,13 +574,13 @@ static __always_inline void place(struct task_struct *p, struct task_ctx *t, u64
 		return;
 	case AGENTCG_PLACE_SHARED_PREEMPT:
 		bstat_inc(AGENTCG_BS_wakeup_preempt_checks);
-		scx_bpf_dsq_insert_vtime(p, dsq, slice, key, enq_flags);
+		scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, slice, key, enq_flags);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 		count_events(AGENTCG_EV(preemptions));
 		return;
 	case AGENTCG_PLACE_SHARED_AT:
 		bstat_inc(AGENTCG_BS_wakeup_preempt_checks);
-		scx_bpf_dsq_insert_vtime(p, dsq, slice, key, enq_flags);
+		scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, slice, key, enq_flags);
 		if (cc && !cc->timer_armed) {
 			cc->timer_armed = 1;
 			bpf_timer_start(&cc->timer, r.at_ns > now ? r.at_ns - now : 0, 0);
@@ -602,10 +588,10 @@ static __always_inline void place(struct task_struct *p, struct task_ctx *t, u64
 		}
 		return;
 	case AGENTCG_PLACE_SHARED:
-		scx_bpf_dsq_insert_vtime(p, dsq, slice, key, enq_flags);
+		scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, slice, key, enq_flags);
 		return;
 	}
-	scx_bpf_dsq_insert_vtime(p, dsq, slice, key, enq_flags);
+	scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, slice, key, enq_flags);
 }
 
 void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
@@ -629,7 +615,7 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 	if (!t) {
 		/* not ours yet (cannot happen after init_task): a new request at V */
 		bstat_inc(AGENTCG_BS_no_task_ctx);
-		scx_bpf_dsq_insert_vtime(p, AGENTCG_CPU_DSQ(scx_bpf_task_cpu(p)), agentcg_base_slice_ns(tn),
+		scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, agentcg_base_slice_ns(tn),
 					 glob.cvtime_now + agentcg_base_slice_ns(tn), enq_flags);
 		return;
 	}
@@ -639,8 +625,7 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 		t->req.start = glob.cvtime_now;
 		t->req.deadline = glob.cvtime_now + agentcg_base_slice_ns(tn);
 		t->req.slice_ns = agentcg_base_slice_ns(tn);
-		scx_bpf_dsq_insert_vtime(p, AGENTCG_CPU_DSQ(scx_bpf_task_cpu(p)), t->req.slice_ns,
-					 t->req.deadline,
+		scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, t->req.slice_ns, t->req.deadline,
 					 enq_flags);
 		return;
 	}
@@ -699,15 +684,14 @@ void BPF_STRUCT_OPS(agentcg_dequeue, struct task_struct *p, u64 deq_flags)
 		AGENTCG_ATOMIC_ADD(&cs->cg.nr_queued, (u32)-1);
 }
 
-/* Some cgroup is throttled: move the throttled tasks at the head of CPU
- * queue `dsq` to their park queues, then the first runnable one to this
- * CPU. Returns 1 when a task was moved to this CPU. */
-static __noinline int dispatch_skipping_throttled(s32 cpu, u64 dsq)
+/* Some cgroup is throttled: move the throttled tasks at the head of the
+ * queue to their park queues, then the first runnable one to this CPU. */
+static __always_inline bool dispatch_skipping_throttled(s32 cpu)
 {
 	struct task_struct *p;
 
 	/* bounded by the iterator; every throttled task seen leaves the queue */
-	bpf_for_each(scx_dsq, p, dsq, 0) {
+	bpf_for_each(scx_dsq, p, AGENTCG_SHARED_DSQ, 0) {
 		struct task_ctx *t = task_ctx(p);
 		u64 thr = t ? throttled_level(t->cgid) : 0;
 
@@ -716,7 +700,7 @@ static __noinline int dispatch_skipping_throttled(s32 cpu, u64 dsq)
 			if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 				continue;
 			if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
-				return 1;
+				return true;
 			continue;
 		}
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, thr, 0)) {
@@ -728,91 +712,20 @@ static __noinline int dispatch_skipping_throttled(s32 cpu, u64 dsq)
 			t->queued = 0;
 		}
 	}
-	return 0;
+	return false;
 }
 
-/* The CPU among the next AGENTCG_STEAL_PROBES after `cpu` whose queue's
- * head has the earliest key; -1 when all are empty. */
-static __always_inline s32 earliest_other(s32 cpu, u64 *key)
-{
-	struct task_struct *h;
-	s32 best = -1;
-	u32 i;
-
-	bpf_for(i, 1, AGENTCG_STEAL_PROBES + 1) {
-		u32 c = (u32)cpu + i;
-
-		if (i >= nr_cpus)
-			break;
-		if (c >= nr_cpus)
-			c -= nr_cpus;
-		h = scx_bpf_dsq_peek(AGENTCG_CPU_DSQ(c));
-		if (!h)
-			continue;
-		if (best < 0 || agentcg_before(h->scx.dsq_vtime, *key)) {
-			best = (s32)c;
-			*key = h->scx.dsq_vtime;
-		}
-	}
-	return best;
-}
-
-/*
- * This CPU's queue first; another CPU's when this one is empty, or when
- * that one's head is ordered more than one base slice before this one's
- * (the deadline order holds across CPUs within a slice; a task changes
- * CPU only then, so moves, and the remote run-queue locks they take, are
- * rare: under TCG a cross-CPU lock wait costs a vCPU round-robin quantum).
- */
 void BPF_STRUCT_OPS(agentcg_dispatch, s32 cpu, struct task_struct *prev)
 {
-	u64 own = AGENTCG_CPU_DSQ(cpu), own_key = 0, other_key = 0;
-	struct task_struct *h;
-	s32 other;
-	u32 i;
-
 	if (agentcg_mode == AGENTCG_MODE_FIFO)
 		return; /* SCX_DSQ_GLOBAL is consumed by the kernel */
 	if (nr_throttled_now > 0) {
-		if (dispatch_skipping_throttled(cpu, own)) {
+		if (dispatch_skipping_throttled(cpu))
 			bstat_inc(AGENTCG_BS_dispatches);
-			return;
-		}
-		bpf_for(i, 1, AGENTCG_STEAL_PROBES + 1) {
-			u32 c = (u32)cpu + i;
-
-			if (i >= nr_cpus)
-				break;
-			if (c >= nr_cpus)
-				c -= nr_cpus;
-			if (dispatch_skipping_throttled(cpu, AGENTCG_CPU_DSQ(c))) {
-				bstat_inc(AGENTCG_BS_dispatches);
-				bstat_inc(AGENTCG_BS_steals);
-				return;
-			}
-		}
 		return;
 	}
-	h = scx_bpf_dsq_peek(own);
-	if (h)
-		own_key = h->scx.dsq_vtime;
-	other = earliest_other(cpu, &other_key);
-	if (other >= 0 &&
-	    (!h || agentcg_before(other_key + agentcg_base_slice_ns(tun()), own_key)) &&
-	    scx_bpf_dsq_move_to_local(AGENTCG_CPU_DSQ(other))) {
+	if (scx_bpf_dsq_move_to_local(AGENTCG_SHARED_DSQ))
 		bstat_inc(AGENTCG_BS_dispatches);
-		bstat_inc(AGENTCG_BS_steals);
-		return;
-	}
-	if (h && scx_bpf_dsq_move_to_local(own)) {
-		bstat_inc(AGENTCG_BS_dispatches);
-		return;
-	}
-	/* own head pinned elsewhere, or the earlier steal lost a race */
-	if (other >= 0 && scx_bpf_dsq_move_to_local(AGENTCG_CPU_DSQ(other))) {
-		bstat_inc(AGENTCG_BS_dispatches);
-		bstat_inc(AGENTCG_BS_steals);
-	}
 }
 
 void BPF_STRUCT_OPS(agentcg_runnable, struct task_struct *p, u64 enq_flags)
@@ -1109,7 +1022,7 @@ void BPF_STRUCT_OPS(agentcg_cgroup_move, struct task_struct *p, struct cgroup *f
 	t->at.vtime = cs ? cs->cg.tvtime_now : 0;
 }
 
-/* Moves the tasks parked under `cgid` back into their CPUs' queues. */
+/* Moves the tasks parked under `cgid` back into the shared queue. */
 static __always_inline void unpark(u64 cgid)
 {
 	struct task_struct *p;
@@ -1126,7 +1039,7 @@ static __always_inline void unpark(u64 cgid)
 				t->queued = 1;
 			}
 		}
-		if (scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, AGENTCG_CPU_DSQ(scx_bpf_task_cpu(p)), 0))
+		if (scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, AGENTCG_SHARED_DSQ, 0))
 			bstat_inc(AGENTCG_BS_unparked);
 	}
 }
@@ -1325,7 +1238,7 @@ static int preempt_timer_fn(void *map, u32 *key, struct cpu_curr *cc)
 	bstat_inc(AGENTCG_BS_preempt_timer_fires);
 	if (!cc->ours)
 		return 0;
-	head = scx_bpf_dsq_peek(AGENTCG_CPU_DSQ(*key));
+	head = scx_bpf_dsq_peek(AGENTCG_SHARED_DSQ);
 	if (!head)
 		return 0;
 	head_deadline = head->scx.dsq_vtime;
@@ -1353,14 +1266,14 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(agentcg_init)
 			       nr_cpus);
 		return -7; /* -E2BIG */
 	}
+	ret = create_dsq(AGENTCG_SHARED_DSQ, -1);
+	if (ret)
+		return ret;
 	bpf_for(i, 0, AGENTCG_MAX_CPUS) {
 		struct cpu_curr *cc;
 
 		if (i >= nr_cpus)
 			break;
-		ret = create_dsq(AGENTCG_CPU_DSQ(i), -1);
-		if (ret)
-			return ret;
 		cc = bpf_map_lookup_elem(&cpu_currs, &i);
 		if (!cc)
 			break;

@@ -27,13 +27,10 @@ enum agentcg_mode {
  * under its nearest ancestor with state (counted: cgrp_overflow); the
  * daemon refuses to load on a tree that already has more. */
 #define AGENTCG_MAX_CGRPS 32768
-/* The vtime-ordered queue of CPU c, AGENTCG_CPU_DSQ(c): every fair task
- * waits in the queue of the CPU it was enqueued on (key: its virtual
- * deadline, core/include/agentcg/eevdf.h); an idle or out-of-order CPU
- * takes from another's (bpf/agentcg.bpf.c, ops.dispatch). Cgroup ids name
- * the per-cgroup park queues of throttled tasks; they are far below these. */
-#define AGENTCG_CPU_DSQ_BASE (1ULL << 62)
-#define AGENTCG_CPU_DSQ(cpu) (AGENTCG_CPU_DSQ_BASE + (unsigned long long)(cpu))
+/* The one vtime-ordered queue every fair task waits in (key: its virtual
+ * deadline, core/include/agentcg/eevdf.h). Cgroup ids name the per-cgroup
+ * park queues of throttled tasks; they are far below this id. */
+#define AGENTCG_SHARED_DSQ (1ULL << 62)
 /* Most CPUs the per-CPU preemption timers cover. */
 #define AGENTCG_MAX_CPUS 1024
 
@@ -71,14 +68,13 @@ struct agentcg_live_cfg {
 	X(10, wakeup_preempt_checks, "wakeups checked against the running task (base rule)") \
 	X(11, preempt_timer_fires, "min_slice re-checks run by the per-CPU BPF timer")  \
 	X(12, unparked, "parked tasks put back in the queue at a cpu.max refill")      \
-	X(13, idle_kicks, "idle CPUs woken for a task queued in a CPU queue")        \
-	X(14, steals, "tasks a CPU took from another CPU's queue")
+	X(13, idle_kicks, "idle CPUs woken for a task queued in the shared queue")
 
 enum agentcg_bpf_stat {
 #define AGENTCG_BPF_STAT_ENUM(num, name, help) AGENTCG_BS_##name = num,
 	AGENTCG_BPF_STATS(AGENTCG_BPF_STAT_ENUM)
 #undef AGENTCG_BPF_STAT_ENUM
-	AGENTCG_NR_BPF_STATS = 15,
+	AGENTCG_NR_BPF_STATS = 14,
 };
 
 /* Written by the daemon (memory monitor), read by BPF: map `cgrp_ctl`. */
