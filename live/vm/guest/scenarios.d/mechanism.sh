@@ -129,6 +129,8 @@ scale_busy() { # N: hogs in cgroups s/1..N for DUR s, prog stats to /tmp/scale.N
 	ovf=$(metric agentcg_bpf_cgrp_overflow_total); nst=$(metric agentcg_bpf_no_cgrp_state_total)
 	stop_daemon
 	grep AGENTCG-PROGSTAT $DLOG > /tmp/scale.$1
+	# an ejection's reason (the daemon logs the scx exit info) into the serial log
+	grep -m1 ejected $DLOG | sed 's/^/AGENTCG-DATA scale ejection /' >&2
 	echo "$st ${ovf:-?} ${nst:-?}"
 }
 s_scale() {
