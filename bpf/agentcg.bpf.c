@@ -1079,10 +1079,18 @@ static int bw_timer_fn(void *map, u64 *key, struct cgrp_state *cs)
 		__sync_fetch_and_add(&nr_throttled_now, -1);
 		bstat_inc(AGENTCG_BS_refills);
 		unpark(cs->cgid);
+		/*
+		 * Every CPU, not only the idle ones: SCX_KICK_IDLE skips a CPU
+		 * that is on its way into idle (its dispatch already found the
+		 * queue empty), which then sleeps with the unparked tasks queued
+		 * until some other event; the daemon's 100 Hz wakeups used to
+		 * hide that (cpu.max 0.45-0.47 of 0.50 once they stopped). A
+		 * plain kick reschedules a busy CPU without preempting it.
+		 */
 		bpf_for(i, 0, MAX_KICK_CPUS) {
 			if (i >= nr_cpus)
 				break;
-			scx_bpf_kick_cpu(i, SCX_KICK_IDLE);
+			scx_bpf_kick_cpu(i, 0);
 		}
 	}
 	st = bpf_map_lookup_elem(&cgrp_stat, &cs->cgid);
