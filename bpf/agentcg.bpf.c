@@ -140,6 +140,11 @@ struct agentcg_exit_info exit_info;
 struct agentcg_global glob;
 /* cgroups throttled right now (dispatch checks for parked work only then) */
 s32 nr_throttled_now;
+/* cgroups with a cpu.max quota: running/stopping walk the chain only then */
+s32 nr_bw_limited;
+/* Bumped by the daemon after it writes cgrp_ctl (skel->bss->ctl_gen):
+ * stopping re-reads a cgroup's mem_penalty only when it moved. */
+u32 ctl_gen;
 
 struct task_ctx {
 	struct agentcg_task at;
@@ -147,6 +152,7 @@ struct task_ctx {
 	u64 cgid;               /* cgroup whose state it uses (nearest with state) */
 	u64 counted_cgid;       /* cgroup it is counted runnable in (0: none) */
 	u64 runnable_at;        /* for the per-cgroup wait time */
+	u64 wait_ns;            /* waited before this run; added to cgrp_stat at stopping */
 	u32 queued;             /* in the shared DSQ (or a local one), counted in nr_queued */
 	u8 idle_cpu;            /* select_cpu found (and claimed) an idle CPU for it */
 	u8 fresh;               /* forked, not yet run: its first enqueue may preempt */
@@ -161,6 +167,8 @@ struct cgrp_state {
 	u64 cgid;
 	u32 depth;  /* levels of stateful ancestors above it */
 	u32 bw_armed;
+	u32 bw_counted; /* counted in nr_bw_limited */
+	u32 ctl_gen;    /* the ctl_gen its mem_penalty was read at */
 	struct bpf_timer bw_timer;
 };
 
@@ -381,7 +389,7 @@ static __always_inline u64 throttled_level(u64 cgid)
  * leaf when the generation moved (flatcg.h agentcg_hweight_step per
  * level; the ids are gathered leaf -> root first: scalars on the stack).
  */
-static __always_inline u32 refresh_qshare(u64 cgid)
+static __noinline u32 refresh_qshare_slow(u64 cgid)
 {
 	u64 ids[AGENTCG_MAX_DEPTH];
 	struct cgrp_state *leaf = cgrp_lookup(cgid);
@@ -391,8 +399,6 @@ static __always_inline u32 refresh_qshare(u64 cgid)
 
 	if (!leaf)
 		return AGENTCG_ONE;
-	if (leaf->cg.hweight_gen == gen && leaf->cg.qshare)
-		return leaf->cg.qshare;
 	bpf_for(i, 0, AGENTCG_MAX_DEPTH) {
 		struct cgrp_state *cs = cgrp_lookup(cgid);
 
@@ -428,6 +434,15 @@ static __always_inline u32 refresh_qshare(u64 cgid)
 		}
 	}
 	return leaf->cg.qshare ? leaf->cg.qshare : AGENTCG_ONE;
+}
+
+/* The common case (no share generation change since the last refresh)
+ * costs no map lookup: the caller already holds the leaf's state. */
+static __always_inline u32 refresh_qshare(struct cgrp_state *leaf)
+{
+	if (leaf->cg.hweight_gen == glob.hweight_gen && leaf->cg.qshare)
+		return leaf->cg.qshare;
+	return refresh_qshare_slow(leaf->cgid);
 }
 
 /*
@@ -582,6 +597,7 @@ static __always_inline void place(struct task_struct *p, struct task_ctx *t, u64
 void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	const struct agentcg_tunables *tn = tun();
+	const struct agentcg_strategy_action *sa_cg;
 	struct task_ctx *t;
 	struct cgrp_state *cs;
 	u64 now, thr;
@@ -614,7 +630,8 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	/* Strategy hook: weight_pct scales the share (scx_class.cc alike) */
-	qshare = agentcg_strategy_qshare(agentcg_strategy_of_cgrp(t->cgid), refresh_qshare(t->cgid));
+	sa_cg = agentcg_strategy_of_cgrp(t->cgid);
+	qshare = agentcg_strategy_qshare(sa_cg, refresh_qshare(cs));
 	t->at.weight = p->scx.weight;
 	before = AGENTCG_ATOMIC_ADD(&cs->cg.nr_queued, 1u);
 	t->queued = 1;
@@ -638,9 +655,14 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 		 * alike): the task's slice, and an earlier queue key for this
 		 * enqueue only (the request itself is unchanged, so charging and
 		 * the preemption verdict stay the base rule's). */
-		const struct agentcg_strategy_action *sa = agentcg_strategy_of(p, t->cgid);
-		u64 credit = agentcg_strategy_vtime_credit_ns(sa, agentcg_base_slice_ns(tn));
-		u64 key = t->req.deadline > credit ? t->req.deadline - credit : 0;
+		u32 tgid = p->tgid;
+		const struct agentcg_strategy_action *sa = bpf_map_lookup_elem(&strategy_pid, &tgid);
+		u64 credit, key;
+
+		if (!sa)
+			sa = sa_cg; /* agentcg_strategy_of(), without a second cgroup lookup */
+		credit = agentcg_strategy_vtime_credit_ns(sa, agentcg_base_slice_ns(tn));
+		key = t->req.deadline > credit ? t->req.deadline - credit : 0;
 
 		place(p, t, key, agentcg_strategy_slice_ns(sa, t->req.slice_ns), enq_flags, now, tn);
 	}
@@ -799,7 +821,6 @@ void BPF_STRUCT_OPS(agentcg_running, struct task_struct *p)
 	const struct agentcg_tunables *tn = tun();
 	struct task_ctx *t;
 	struct cgrp_state *cs;
-	struct agentcg_cgrp_stat *st;
 	struct cpu_curr *cc;
 	bool throttled = false;
 	u32 cpu;
@@ -812,9 +833,9 @@ void BPF_STRUCT_OPS(agentcg_running, struct task_struct *p)
 		return;
 	now = bpf_ktime_get_ns();
 	t->at.started_at_ns = now;
-	st = bpf_map_lookup_elem(&cgrp_stat, &t->cgid);
-	if (st && t->runnable_at)
-		__sync_fetch_and_add(&st->wait_ns, now - t->runnable_at);
+	/* added to cgrp_stat by stopping: one map lookup per run, not two */
+	if (t->runnable_at)
+		t->wait_ns += now - t->runnable_at;
 	t->runnable_at = 0;
 	cs = cgrp_lookup(t->cgid);
 	if (t->queued) {
@@ -836,6 +857,8 @@ void BPF_STRUCT_OPS(agentcg_running, struct task_struct *p)
 		cc->ours = 1;
 	}
 	/* cpu.max at every level: never run past what the pools still hold */
+	if (nr_bw_limited <= 0)
+		return;
 	left = bw_acquire_chain(t->cgid, p->scx.slice, now, &throttled);
 	if (left < p->scx.slice) {
 		/* min_slice protects a task that still has quota, not an overrun */
@@ -876,20 +899,28 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 	t->at.weight = p->scx.weight;
 	agentcg_task_charge(&t->at, ran);
 	st = bpf_map_lookup_elem(&cgrp_stat, &t->cgid);
-	if (st)
+	if (st) {
 		__sync_fetch_and_add(&st->runtime_ns, ran);
+		if (t->wait_ns)
+			__sync_fetch_and_add(&st->wait_ns, t->wait_ns);
+	}
+	t->wait_ns = 0;
 	cs = cgrp_lookup(t->cgid);
 	if (!cs)
 		return;
-	pen = ctl_mem_penalty(t->cgid);
-	if (cs->cg.mem_penalty != pen) {
-		cs->cg.mem_penalty = pen;
-		sync_weight(cs, tn);
+	/* the daemon bumps ctl_gen after writing cgrp_ctl: no lookup otherwise */
+	if (cs->ctl_gen != ctl_gen) {
+		cs->ctl_gen = ctl_gen;
+		pen = ctl_mem_penalty(t->cgid);
+		if (cs->cg.mem_penalty != pen) {
+			cs->cg.mem_penalty = pen;
+			sync_weight(cs, tn);
+		}
 	}
 	if (agentcg_fork_tick(&cs->cg, now, tn))
 		sync_weight(cs, tn);
 	/* Strategy hook: weight_pct scales the share (scx_class.cc alike) */
-	qshare = agentcg_strategy_qshare(agentcg_strategy_of_cgrp(t->cgid), refresh_qshare(t->cgid));
+	qshare = agentcg_strategy_qshare(agentcg_strategy_of_cgrp(t->cgid), refresh_qshare(cs));
 	agentcg_cgrp_charge(&cs->cg, qshare, ran);
 	agentcg_eevdf_advance(&glob, ran);
 	if (st) {
@@ -897,7 +928,9 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 		st->mem_penalty = cs->cg.mem_penalty;
 		st->fork_storm = cs->cg.storm;
 	}
-	/* cpu.max: charge every limited level */
+	/* cpu.max: charge every limited level (none: nothing to walk) */
+	if (nr_bw_limited <= 0)
+		return;
 	cgid = t->cgid;
 	bpf_for(i, 0, AGENTCG_MAX_DEPTH) {
 		struct cgrp_state *ls = cgrp_lookup(cgid);
@@ -936,15 +969,21 @@ s32 BPF_STRUCT_OPS(agentcg_init_task, struct task_struct *p, struct scx_init_tas
 	t = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t)
 		return -12; /* -ENOMEM */
-	cgid = stateful_cgid(args->cgroup);
+	/* the cgroup's own state in the common case: one lookup */
+	cgid = cgrp_id(args->cgroup);
+	cs = cgrp_lookup(cgid);
+	if (!cs) {
+		cgid = resolve_cgid(cgid);
+		cs = cgrp_lookup(cgid);
+	}
 	t->cgid = cgid;
 	t->counted_cgid = 0;
 	t->runnable_at = 0;
+	t->wait_ns = 0;
 	t->queued = 0;
 	t->idle_cpu = 0;
 	t->fresh = args->fork ? 1 : 0;
 	agentcg_task_init(&t->at, p->scx.weight);
-	cs = cgrp_lookup(cgid);
 	if (!cs)
 		return 0;
 	t->at.vtime = cs->cg.tvtime_now;
@@ -1040,10 +1079,18 @@ static int bw_timer_fn(void *map, u64 *key, struct cgrp_state *cs)
 		__sync_fetch_and_add(&nr_throttled_now, -1);
 		bstat_inc(AGENTCG_BS_refills);
 		unpark(cs->cgid);
+		/*
+		 * Every CPU, not only the idle ones: SCX_KICK_IDLE skips a CPU
+		 * that is on its way into idle (its dispatch already found the
+		 * queue empty), which then sleeps with the unparked tasks queued
+		 * until some other event; the daemon's 100 Hz wakeups used to
+		 * hide that (cpu.max 0.45-0.47 of 0.50 once they stopped). A
+		 * plain kick reschedules a busy CPU without preempting it.
+		 */
 		bpf_for(i, 0, MAX_KICK_CPUS) {
 			if (i >= nr_cpus)
 				break;
-			scx_bpf_kick_cpu(i, SCX_KICK_IDLE);
+			scx_bpf_kick_cpu(i, 0);
 		}
 	}
 	st = bpf_map_lookup_elem(&cgrp_stat, &cs->cgid);
@@ -1069,6 +1116,13 @@ static __always_inline void bw_set(struct cgrp_state *cs, u64 period_us, u64 quo
 	cs->bw_local_ns = 0;
 	if (was)
 		__sync_fetch_and_add(&nr_throttled_now, -1);
+	if (quota_ns && !cs->bw_counted) {
+		cs->bw_counted = 1;
+		__sync_fetch_and_add(&nr_bw_limited, 1);
+	} else if (!quota_ns && cs->bw_counted) {
+		cs->bw_counted = 0;
+		__sync_fetch_and_add(&nr_bw_limited, -1);
+	}
 	if (quota_ns && !cs->bw_armed) {
 		cs->bw_armed = 1;
 		bpf_timer_start(&cs->bw_timer, cs->bw.period_ns, 0);
@@ -1148,6 +1202,8 @@ void BPF_STRUCT_OPS(agentcg_cgroup_exit, struct cgroup *cgrp)
 		return;
 	if (cs->bw.throttled)
 		__sync_fetch_and_add(&nr_throttled_now, -1);
+	if (cs->bw_counted)
+		__sync_fetch_and_add(&nr_bw_limited, -1);
 	/* deleting the element cancels its timer */
 	bpf_map_delete_elem(&cgrp_states, &cgid);
 	bpf_map_delete_elem(&cgrp_stat, &cgid);

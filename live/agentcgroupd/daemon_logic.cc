@@ -47,6 +47,38 @@ std::uint32_t MemMonitor::poll(const std::string& path, std::uint64_t high_event
   return it->second.penalty;
 }
 
+void MemReadPlan::track(const std::string& path, bool watched) {
+  const auto [it, added] = watched_.try_emplace(path, watched);
+  it->second = watched;
+  if (added) pending_.insert(path);  // the baseline high count
+}
+
+void MemReadPlan::untrack(const std::string& path) {
+  watched_.erase(path);
+  pending_.erase(path);
+}
+
+void MemReadPlan::modified(const std::string& path) {
+  if (watched_.count(path)) pending_.insert(path);
+}
+
+void MemReadPlan::modified_all() {
+  for (const auto& [path, w] : watched_) pending_.insert(path);
+}
+
+std::vector<std::string> MemReadPlan::due(const MemMonitor& m, std::uint64_t now_ns,
+                                          std::uint64_t interval_ns) {
+  std::set<std::string> out;
+  out.swap(pending_);
+  if (!swept_ || now_ns - last_sweep_ns_ >= interval_ns) {
+    swept_ = true;
+    last_sweep_ns_ = now_ns;
+    for (const auto& [path, watched] : watched_)
+      if (!watched || m.penalty(path) > 0) out.insert(path);
+  }
+  return {out.begin(), out.end()};
+}
+
 std::uint32_t MemMonitor::penalty(const std::string& path) const {
   const auto it = states_.find(path);
   return it == states_.end() ? 0 : it->second.penalty;

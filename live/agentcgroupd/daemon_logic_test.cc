@@ -77,6 +77,42 @@ TEST(MemMonitor, FirstReadingIsBaselineRiseRaisesDecayLowers) {
   EXPECT_EQ(m.poll("/b", 50, 2 * kSec, t), 0u);
 }
 
+// The daemon's read budget (issue 14): with watches set and no penalty,
+// a steady tree of 1,000 cgroups costs no memory.events read per loop
+// iteration after the baselines; only modified files, penalised cgroups
+// (their penalty decays with time) and unwatched files are read, the last
+// two once per interval.
+TEST(MemReadPlan, ReadsOnlyWhatChangedOrMustDecay) {
+  MemMonitor m;
+  MemReadPlan plan;
+  const agentcg_tunables t = agentcg_tunables_default();
+  const std::uint64_t iv = 10000000ULL;  // poll_interval_ms 10
+  for (int i = 0; i < 1000; i++) plan.track("/c" + std::to_string(i), true);
+  plan.track("/nowatch", false);
+  std::vector<std::string> d = plan.due(m, kSec, iv);
+  EXPECT_EQ(d.size(), 1001u);  // every baseline once
+  for (const auto& p : d) m.poll(p, 5, kSec, t);
+  // steady state: nothing but the unwatched file, once per interval
+  std::size_t reads = 0;
+  for (std::uint64_t k = 1; k <= 100; k++) reads += plan.due(m, kSec + k * iv / 2, iv).size();
+  EXPECT_EQ(reads, 50u);  // /nowatch at every other iteration (half-interval steps), nothing else
+  // a modified file is read once, at the next iteration
+  plan.modified("/c7");
+  d = plan.due(m, kSec + 50 * iv + 1, iv);  // the last sweep was at kSec + 50 iv
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0], "/c7");
+  EXPECT_EQ(m.poll("/c7", 6, 2 * kSec, t), 1u);  // a rise: penalised
+  EXPECT_TRUE(plan.due(m, kSec + 50 * iv + 2, iv).empty());
+  d = plan.due(m, kSec + 60 * iv, iv);  // the interval sweep: penalised + unwatched
+  EXPECT_EQ(d, (std::vector<std::string>{"/c7", "/nowatch"}));
+  // an untracked path is never read, even when reported modified
+  plan.untrack("/c8");
+  plan.modified("/c8");
+  EXPECT_TRUE(plan.due(m, kSec + 60 * iv + 1, iv).empty());
+  plan.modified_all();  // an inotify queue overflow: everything once
+  EXPECT_EQ(plan.due(m, kSec + 60 * iv + 2, iv).size(), 1000u);
+}
+
 TEST(WalkCgroups, SortedRelativePathsWithInodeIds) {
   char tmpl[] = "/tmp/agentcg-walk-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);

@@ -186,7 +186,11 @@ void Extensions::tick(std::uint64_t now_ns, bpf_object* scheduler) {
   if (scx_) scx_->tick(now_ns);
   if (!store_) return;
   const std::uint64_t gen = store_->generation();
-  if (gen != applied_gen_ || scheduler != applied_obj_ || now_ns - resolved_at_ns_ >= kResolveNs) {
+  // The periodic re-resolve (new cgroups and PIDs matching a rule) only
+  // while some strategy exists: it walks the whole cgroup tree, which cost
+  // the daemon CPU every second for nothing (issue 14).
+  const bool periodic = now_ns - resolved_at_ns_ >= kResolveNs && !store_->effective().empty();
+  if (gen != applied_gen_ || scheduler != applied_obj_ || periodic) {
     resolve_and_apply(scheduler);
     applied_gen_ = gen;
     resolved_at_ns_ = now_ns;

@@ -35,7 +35,7 @@ daemon:
   metrics_port: 9402
   mode: $1
 monitor:
-  poll_interval_ms: 10
+  poll_interval_ms: ${POLL_MS:-10}
 $2
 EOC
 }

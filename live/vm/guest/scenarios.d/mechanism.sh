@@ -17,8 +17,10 @@
 # `scale` is opt-in by name (about 8 minutes of guest time under TCG:
 # run-vm.sh build/ci LOG scale); its verdicts scale_cgroups and
 # scale_tight_quota are read from that log, not from the default boot.
-# results: nested_weights nested_cpumax tunables_live
-DEFAULT_SCENARIOS="$DEFAULT_SCENARIOS,nested,tunables"
+#   hogshare  where the machine goes under sched_ext (below): the trace's
+#             cgroups' share next to EEVDF's, the daemon's own CPU.
+# results: nested_weights nested_cpumax tunables_live hogs_share
+DEFAULT_SCENARIOS="$DEFAULT_SCENARIOS,nested,tunables,hogshare"
 
 sub_cpu() { echo "+cpu" > $CG/$1/cgroup.subtree_control; }
 
@@ -127,6 +129,8 @@ scale_busy() { # N: hogs in cgroups s/1..N for DUR s, prog stats to /tmp/scale.N
 	ovf=$(metric agentcg_bpf_cgrp_overflow_total); nst=$(metric agentcg_bpf_no_cgrp_state_total)
 	stop_daemon
 	grep AGENTCG-PROGSTAT $DLOG > /tmp/scale.$1
+	# an ejection's reason (the daemon logs the scx exit info) into the serial log
+	grep -m1 ejected $DLOG | sed 's/^/AGENTCG-DATA scale ejection /' >&2
 	echo "$st ${ovf:-?} ${nst:-?}"
 }
 s_scale() {
@@ -161,4 +165,58 @@ s_scale() {
 	[ $bad = 0 ] && [ $ej = 0 ] && [ $rc = 0 ] &&
 		result scale_tight_quota PASS "60 s of a 10,000-fork storm next to cpu.max 1000 100000: attached throughout, no ejection (tq used ${u} us)" ||
 		result scale_tight_quota FAIL "not enabled for $bad s, ejections $ej, daemon rc $rc"
+}
+
+# ---- hogs_share: where the machine goes under sched_ext ---------------------
+# hogs.json (three cgroups of CPU hogs, 2 CPUs: the machine is saturated)
+# played for HS_DUR s under EEVDF, the FIFO mode of the same program and
+# agentcg; around each play: the player's cgroups' summed cpu_share (the
+# fraction of the machine they got), the daemon's own CPU (utime + stime of
+# /proc/PID/stat), and /proc/stat's user/system/softirq/idle deltas. Issue
+# 14's diagnosis: the trace's cgroups got 78 % under agentcg and flatcg
+# against 93 % under EEVDF: the daemon's polling (fixed). What is left
+# (0.83 vs 0.90 in a boot at host load ~4) the FIFO mode of the same
+# program loses too: sched_ext's own cost under TCG. Verdict: agentcg's
+# sum within 0.04 of the FIFO mode's and the daemon under 2 % of one CPU.
+HS_DUR=${HS_DUR:-5}
+proc_cpu() { awk '$1 == "cpu" { print $2 + $3, $4, $7 + $8, $5 + $6 }' /proc/stat; }
+pid_ticks() { [ -n "$1" ] && awk '{ print $14 + $15 }' /proc/$1/stat 2>/dev/null || echo 0; }
+hogshare_run() { # label mode(eevdf|fifo|agentcg|flatcg) -> "sum daemon_frac user sys irq idle"
+	lbl=$1 m=$2
+	if [ "$m" != eevdf ]; then
+		export AGENTCG_PROG_STATS=1
+		# fifo is a --mode override only (the config accepts agentcg|flatcg)
+		if [ "$m" = fifo ]; then start_daemon agentcg --mode fifo; else start_daemon $m; fi ||
+			{ unset AGENTCG_PROG_STATS; echo "bad"; return 1; }
+		unset AGENTCG_PROG_STATS
+	fi
+	c0=$(proc_cpu); d0=$(pid_ticks $DPID); t0=$(now_us)
+	agentcg-player /traces/hogs.json -o /tmp/hs-$lbl.json --label $lbl --duration ${HS_DUR}s > /tmp/hs-$lbl.log 2>&1
+	c1=$(proc_cpu); d1=$(pid_ticks $DPID); t1=$(now_us)
+	[ "$m" != eevdf ] && { stop_daemon; grep AGENTCG-PROGSTAT $DLOG > /tmp/hs-$lbl.prog; }
+	sum=$(player_shares /tmp/hs-$lbl.json /hog-0 /hog-1 /hog-2 | awk '{ printf "%.4f", $1 + $2 + $3 }')
+	echo "$sum $d0 $d1 $t0 $t1 $c0 $c1" | awk '{ w = ($5 - $4) / 1e6; if (w <= 0) w = 1
+		t = ($10 + $11 + $12 + $13) - ($6 + $7 + $8 + $9); if (t <= 0) t = 1
+		printf "%s %.4f %.3f %.3f %.3f %.3f", $1, ($3 - $2) / 100 / w, ($10 - $6) / t, ($11 - $7) / t, ($12 - $8) / t, ($13 - $9) / t }'
+}
+s_hogshare() {
+	command -v agentcg-player > /dev/null || { result hogs_share FAIL "agentcg-player not in the initramfs"; return; }
+	[ "$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null)" = 1 ] || echo 1 > /proc/sys/kernel/bpf_stats_enabled
+	for r in ${HS_RUNS:-eevdf:eevdf fifo:fifo agentcg:agentcg eevdf2:eevdf agentcg2:agentcg}; do
+		# label:mode[:poll_interval_ms]
+		l=${r%%:*} rest=${r#*:}; m=${rest%%:*} pm=${rest#*:}; [ "$pm" = "$rest" ] && pm=10
+		v=$(POLL_MS=$pm hogshare_run $l $m)
+		eval hs_$l=\"\$v\"
+		data hogs_share $l sum_daemon_user_sys_irq_idle $v
+		[ -f /tmp/hs-$l.prog ] && awk -v l=$l '$4 > 0 { c += $4; n += $5; printf "AGENTCG-DATA hogs_share %s prog %s cnt=%d avg_ns=%d\n", l, $3, $4, $5 / $4 }
+			END { printf "AGENTCG-DATA hogs_share %s bpf_total_ms=%d\n", l, n / 1e6 }' /tmp/hs-$l.prog
+	done
+	e=$(echo "$hs_eevdf $hs_eevdf2" | awk '{ print ($1 > $7) ? $1 : $7 }')
+	a=$(echo "$hs_agentcg $hs_agentcg2" | awk '{ print ($1 > $7) ? $1 : $7 }')
+	dmax=$(echo "$hs_agentcg $hs_agentcg2" | awk '{ print ($2 > $8) ? $2 : $8 }')
+	f=$(echo "$hs_fifo" | awk '{ print $1 + 0 }')
+	ok=$(echo "$a $f $dmax" | awk '{ print ($1 >= $2 - 0.04 && $3 < 0.02) ? 1 : 0 }')
+	[ "$ok" = 1 ] &&
+		result hogs_share PASS "hogs.json ${HS_DUR} s: the trace's cgroups got $a of the machine under agentcg vs $f under the FIFO mode (within 0.04) and $e under EEVDF, daemon $dmax CPUs (< 0.02)" ||
+		result hogs_share FAIL "hogs.json ${HS_DUR} s: the trace's cgroups got $a of the machine under agentcg vs $f under the FIFO mode (want within 0.04) and $e under EEVDF, daemon $dmax CPUs (want < 0.02)"
 }
