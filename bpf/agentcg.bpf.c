@@ -877,6 +877,7 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 	const struct agentcg_tunables *tn = tun();
 	struct task_ctx *t;
 	struct cgrp_state *cs;
+	const struct agentcg_strategy_action *sa;
 	struct agentcg_cgrp_stat *st;
 	struct cpu_curr *cc;
 	u64 now, ran, cgid;
@@ -919,10 +920,19 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 	}
 	if (agentcg_fork_tick(&cs->cg, now, tn))
 		sync_weight(cs, tn);
-	/* Strategy hook: weight_pct scales the share (scx_class.cc alike) */
-	qshare = agentcg_strategy_qshare(agentcg_strategy_of_cgrp(t->cgid), refresh_qshare(cs));
+	/*
+	 * Strategy hook: weight_pct scales the share (scx_class.cc alike), and
+	 * V advances by the same scaled charge: V must move as fast as the
+	 * groups' cvtime at their shares, and a group at weight_pct 300 moves
+	 * its cvtime at a third of its service. Advancing V by the full run
+	 * time left every group behind V while a strategy was set; after it
+	 * was deleted, a woken task placed at V waited until the hogs caught
+	 * up (the strategy_push scenario's stall and watchdog ejection).
+	 */
+	sa = agentcg_strategy_of_cgrp(t->cgid);
+	qshare = agentcg_strategy_qshare(sa, refresh_qshare(cs));
 	agentcg_cgrp_charge(&cs->cg, qshare, ran);
-	agentcg_eevdf_advance(&glob, ran);
+	agentcg_eevdf_advance(&glob, agentcg_strategy_charge_ns(sa, ran));
 	if (st) {
 		st->eff_weight = cs->cg.eff_weight;
 		st->mem_penalty = cs->cg.mem_penalty;

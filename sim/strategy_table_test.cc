@@ -71,6 +71,40 @@ TEST(SimStrategies, WeightPctGivesTheCgroupItsMultipliedShare) {
   EXPECT_EQ(dump_results(base), dump_results(run_with(t, R"({"strategies": []})")));
 }
 
+TEST(SimStrategies, WeightPctKeepsVirtualTimeWithTheGroups) {
+  // V must advance by what the groups are charged, not by the CPU time: at
+  // weight_pct 300, /a's cvtime moves at a third of its service, and when V
+  // advanced by the full run time the hog groups fell ever further behind
+  // V, so a task waking in a third group (placed near V) waited until they
+  // caught up: its wakeups grew to seconds (the live strategy_push stall).
+  auto t = two_groups();
+  t.duration_ns = 8 * kSec;
+  trace::CgroupSpec c;
+  c.path = "/c";
+  t.cgroups.push_back(c);
+  trace::ProcessSpec p;
+  p.pid = 100;
+  p.cgroup = "/c";
+  p.comm = "shell";
+  p.start_ns = 0;
+  trace::Op sleep;
+  sleep.kind = trace::OpKind::kSleep;
+  sleep.ns = trace::Value::fixed(20 * kSec / 1000);
+  trace::Op loop;
+  loop.kind = trace::OpKind::kRepeat;
+  loop.count = 1000;
+  loop.body = {sleep, run_op(kSec / 1000)};
+  p.ops = {loop};
+  t.processes.push_back(std::move(p));
+  trace::validate(t);
+  const auto r = run_with(t, R"({"name": "a-up", "selector": {"cgroup": "/a"}, "action": {"weight_pct": 300}})");
+  const auto& c_lat = r["cgroups"]["/c"]["wakeup_latency_ns"];
+  EXPECT_LT(c_lat["p99"].get<double>(), 50e6) << r["cgroups"]["/c"].dump();
+  // /c got the CPU it asked for (1 ms every 21 ms: ~4.7 %), not starved
+  EXPECT_GT(share(r, "/c"), 0.04);
+  EXPECT_GT(share(r, "/a"), 2.5 * share(r, "/b"));  // the strategy still acts
+}
+
 TEST(SimStrategies, PidRuleByCommSetsThatTasksSlice) {
   // The seed's PID rule {execution_time}: "hot" (pid 1, in /a) gets 1 ms
   // slices instead of the 4 ms base slice, so its runs are shorter and the

@@ -180,9 +180,12 @@ class ScxClass final : public SchedClass {
     const std::uint64_t ran = (ctx_->now() - p.started_at).ns();
     Group& gr = groups_[tc.cg];
     if (agentcg_fork_tick(&gr.cg, now, &t_)) sync_weight(tc.cg);
-    // Strategy hook: weight_pct scales the share (as bpf/agentcg.bpf.c)
-    agentcg_cgrp_charge(&gr.cg, agentcg_strategy_qshare(ctx_->strategy_of_cgroup(tc.cg), qshare_of(tc.cg)), ran);
-    agentcg_eevdf_advance(&g_, ran);
+    // Strategy hook: weight_pct scales the share, and V advances by the
+    // same scaled charge so that it keeps pace with the groups' cvtime
+    // (as bpf/agentcg.bpf.c, which says why)
+    const agentcg_strategy_action* sa = ctx_->strategy_of_cgroup(tc.cg);
+    agentcg_cgrp_charge(&gr.cg, agentcg_strategy_qshare(sa, qshare_of(tc.cg)), ran);
+    agentcg_eevdf_advance(&g_, agentcg_strategy_charge_ns(sa, ran));
     agentcg_task_charge(&tc.t, ran);
     tc.t.boosted = 0;
     for (CgroupId a = tc.cg;; a = groups_[a].parent) {
