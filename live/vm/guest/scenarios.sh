@@ -40,7 +40,8 @@ $2
 EOC
 }
 
-# start_daemon MODE [args]: starts agentcgroupd, waits until it is ready.
+# start_daemon MODE [args]: starts agentcgroupd, waits until it is ready
+# (and, unless MODE is none, until its scheduler is attached).
 # $DAEMON_YAML (if set) is appended to the config (e.g. a scheduler section).
 start_daemon() {
 	mode=$1; shift
@@ -50,7 +51,8 @@ start_daemon() {
 	DPID=$!
 	i=0
 	while [ $i -lt 300 ]; do
-		grep -q 'agentcgroupd: ready' $DLOG && [ "$(state)" = enabled ] && return 0
+		# mode none: the daemon (monitor, metrics) over the kernel's EEVDF
+		grep -q 'agentcgroupd: ready' $DLOG && { [ "$mode" = none ] || [ "$(state)" = enabled ]; } && return 0
 		kill -0 $DPID 2>/dev/null || break
 		sleep 0.1
 		i=$((i + 1))
