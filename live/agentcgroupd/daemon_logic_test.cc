@@ -85,7 +85,8 @@ TEST(MemMonitor, FirstReadingIsBaselineRiseRaisesDecayLowers) {
 TEST(MemReadPlan, ReadsOnlyWhatChangedOrMustDecay) {
   MemMonitor m;
   MemReadPlan plan;
-  const agentcg_tunables t = agentcg_tunables_default();
+  agentcg_tunables t = agentcg_tunables_default();
+  t.features |= AGENTCG_F_MEM_PENALTY;  // off by default; the decay reads need it on
   const std::uint64_t iv = 10000000ULL;  // poll_interval_ms 10
   for (int i = 0; i < 1000; i++) plan.track("/c" + std::to_string(i), true);
   plan.track("/nowatch", false);

@@ -29,7 +29,7 @@ _LAZY = {
     "AgentcgError": "_errors", "ConfigError": "_errors", "TraceError": "_errors",
     "Comparison": "api", "Result": "api", "compare": "api", "cpu_policies": "api",
     "default_config": "api", "gpu_policies": "api", "load_config": "api", "run": "api",
-    "Generator": "sweep", "sweep": "sweep",
+    "Generator": "sweeps", "sweep": "sweeps",
     "Ops": "traces", "ProcessBuilder": "traces", "Template": "traces", "Trace": "traces",
     "TraceBuilder": "traces", "as_trace": "traces", "exponential": "traces", "generate": "traces",
     "generator_help": "traces", "load_trace": "traces", "lognormal": "traces", "ms": "traces",
@@ -70,7 +70,7 @@ if TYPE_CHECKING:  # static checkers see the eager names
     from ._errors import AgentcgError, ConfigError, TraceError
     from .api import (Comparison, Result, compare, cpu_policies, default_config, gpu_policies,
                       load_config, run)
-    from .sweep import Generator, sweep
+    from .sweeps import Generator, sweep
     from .traces import (Ops, ProcessBuilder, Template, Trace, TraceBuilder, as_trace, exponential,
                          generate, generator_help, load_trace, lognormal, ms, parse_duration,
                          parse_trace, s, uniform, us)

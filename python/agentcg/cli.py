@@ -316,7 +316,7 @@ def _seeds(text: str, flag: str = "--seeds") -> List[int]:
 
 
 def cmd_sweep(a: argparse.Namespace) -> int:
-    from .sweep import Generator, sweep
+    from .sweeps import Generator, sweep
 
     if bool(a.trace) == bool(a.generate):
         raise UsageError("sweep needs either TRACE or --generate KIND")
@@ -362,7 +362,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
 
 def cmd_fleet(a: argparse.Namespace) -> int:
     from .fleet import run_fleet
-    from .sweep import Generator
+    from .sweeps import Generator
 
     if bool(a.traces) == bool(a.generate):
         raise UsageError("fleet needs either TRACE... (one host each) or --generate KIND --hosts N")

@@ -36,7 +36,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 from . import _core
 from ._errors import AgentcgError
 from .api import ConfigLike, config_yaml
-from .sweep import Generator, _run_dask, _run_local
+from .sweeps import Generator, _run_dask, _run_local
 
 __all__ = ["FleetResult", "fleet_tasks", "run_fleet"]
 

@@ -16,7 +16,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 
 import agentcg  # noqa: E402
-from agentcg.sweep import _run_local, sweep_tasks  # noqa: E402
+from agentcg.sweeps import _run_local, sweep_tasks  # noqa: E402
 
 
 def main() -> int:

@@ -14,7 +14,7 @@ import pytest
 
 import agentcg
 from agentcg import Generator
-from agentcg.sweep import sweep_tasks
+from agentcg.sweeps import sweep_tasks
 
 GEN = Generator("hogs", cpus=2, duration="60ms", weights="100,300")
 GRID = {"policy": ["cfs", "fifo"], "machine.context_switch_ns": [1000, 40000]}

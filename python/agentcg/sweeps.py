@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Parameter sweeps: many simulations in parallel, one DataFrame out.
 
+(The module is `sweeps`, not `sweep`: the package's lazy attribute
+`agentcg.sweep` is the function, and a submodule of the same name would
+replace it on the package as soon as anything imported the module.)
+
     df = sweep(Generator("fork-storm", cpus=4, duration="2s"),
                grid={"policy": ["flatcg", "agentcg"],
                      "scheduler.fork_storm_threshold": [8, 16, 32],
