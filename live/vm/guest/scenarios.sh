@@ -40,12 +40,18 @@ $2
 EOC
 }
 
-# start_daemon MODE [args]: starts agentcgroupd, waits until it is ready
-# (and, unless MODE is none, until its scheduler is attached).
-# $DAEMON_YAML (if set) is appended to the config (e.g. a scheduler section).
+# start_daemon MODE [args]: writes the config for MODE (plus $DAEMON_YAML,
+# e.g. a scheduler section) and runs the daemon (run_daemon).
 start_daemon() {
+	write_config "$1" "${DAEMON_YAML:-}"
+	run_daemon "$@"
+}
+
+# run_daemon MODE [args]: starts agentcgroupd on the config already in $CONF,
+# waits until it is ready (and, unless MODE is none, until its scheduler is
+# attached); on failure prints its log and returns 1.
+run_daemon() {
 	mode=$1; shift
-	write_config "$mode" "${DAEMON_YAML:-}"
 	: > $DLOG
 	agentcgroupd --config $CONF "$@" > $DLOG 2>&1 &
 	DPID=$!
@@ -60,6 +66,12 @@ start_daemon() {
 	echo "agentcgroupd did not become ready (state $(state)):"; cat $DLOG
 	return 1
 }
+
+# Sum of involuntary context switches of the given pids.
+nvcsw() { s=0; for p in "$@"; do
+	v=$(awk '$1 == "nonvoluntary_ctxt_switches:" { print $2 }' /proc/$p/status 2>/dev/null); s=$((s + ${v:-0})); done; echo $s; }
+# A scheduler section with the given base slice (ms).
+sched_yaml() { printf 'scheduler:\n  base_slice_ms: %s\n  boosted_slice_ms: 1\n' "$1"; }
 
 # stop_daemon [signal]: stops it, returns its exit code.
 stop_daemon() {

@@ -68,17 +68,9 @@ s_nested() {
 		result nested_cpumax FAIL "agentcg: /p used $ac CPUs, expected 0.50 +- 0.02 (eevdf $ec)"
 }
 
-# Sum of involuntary context switches of the given pids.
-nvcsw() { s=0; for p in "$@"; do
-	v=$(awk '$1 == "nonvoluntary_ctxt_switches:" { print $2 }' /proc/$p/status 2>/dev/null); s=$((s + ${v:-0})); done; echo $s; }
-sched_yaml() { printf 'scheduler:\n  base_slice_ms: %s\n  boosted_slice_ms: 1\n' "$1"; }
 s_tunables() {
 	write_config agentcg "$(sched_yaml 40)"
-	: > $DLOG
-	agentcgroupd --config $CONF > $DLOG 2>&1 &
-	DPID=$!
-	i=0; while [ $i -lt 300 ] && ! grep -q 'agentcgroupd: ready' $DLOG; do sleep 0.1; i=$((i + 1)); done
-	[ "$(state)" = enabled ] || { result tunables_live FAIL "daemon did not attach"; cat $DLOG; stop_daemon; return; }
+	run_daemon agentcg || { result tunables_live FAIL "daemon did not attach"; stop_daemon; return; }
 	mkcg tl 100
 	pids=""
 	for i in 1 2 3 4; do inc tl agentcg-work spin $((4 * DUR + 8)); pids="$pids $!"; done

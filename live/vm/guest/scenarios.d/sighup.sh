@@ -22,9 +22,7 @@
 DEFAULT_SCENARIOS="$DEFAULT_SCENARIOS,sighup_bad"
 
 # Own helpers (other plug-ins may change theirs).
-sighup_nvcsw() { s=0; for p in "$@"; do
-	v=$(awk '$1 == "nonvoluntary_ctxt_switches:" { print $2 }' /proc/$p/status 2>/dev/null); s=$((s + ${v:-0})); done; echo $s; }
-sighup_good() { write_config agentcg "$(printf 'scheduler:\n  base_slice_ms: 40\n  boosted_slice_ms: 1\n')"; }
+sighup_good() { write_config agentcg "$(sched_yaml 40)"; }
 # sighup_expect FILE -> "LINE KEY" from expected.json (one fixture per line there)
 sighup_expect() {
 	sed -n "s/.*\"$1\": {\"line\": \([0-9]*\), \"key\": \"\([^\"]*\)\".*/\1 \2/p" /bad-configs/expected.json
@@ -60,11 +58,7 @@ sighup_send() {
 s_sighup_bad() {
 	[ -f /bad-configs/expected.json ] || { result sighup_bad_configs FAIL "no /bad-configs in the initramfs (run-vm.sh carries tests/data/bad-configs)"; return; }
 	sighup_good
-	: > $DLOG
-	agentcgroupd --config $CONF > $DLOG 2>&1 &
-	DPID=$!
-	i=0; while [ $i -lt 300 ] && ! grep -q 'agentcgroupd: ready' $DLOG; do sleep 0.1; i=$((i + 1)); done
-	[ "$(state)" = enabled ] || { result sighup_bad_configs FAIL "daemon did not attach"; cat $DLOG; stop_daemon; return; }
+	run_daemon agentcg || { result sighup_bad_configs FAIL "daemon did not attach"; stop_daemon; return; }
 	mkcg sh 100
 	pids=""
 	# 600 s: longer than the scenario under any load; killed at its end
@@ -72,7 +66,7 @@ s_sighup_bad() {
 	touch /tmp/sh.watch
 	( while [ -f /tmp/sh.watch ]; do state; sleep 0.2; done ) > /tmp/sh.states &
 	sleep 1
-	a0=$(sighup_nvcsw $pids); t0=$(now_us); sleep $DUR; a1=$(sighup_nvcsw $pids); t1=$(now_us)
+	a0=$(nvcsw $pids); t0=$(now_us); sleep $DUR; a1=$(nvcsw $pids); t1=$(now_us)
 	SH_ERRS=0 SH_N=0 SH_FAILED=
 	for f in /bad-configs/*.yaml; do
 		b=$(basename $f)
@@ -86,7 +80,7 @@ s_sighup_bad() {
 	sighup_send directory "" ""
 	rmdir $CONF
 	sleep 1
-	b0=$(sighup_nvcsw $pids); u0=$(now_us); sleep $DUR; b1=$(sighup_nvcsw $pids); u1=$(now_us)
+	b0=$(nvcsw $pids); u0=$(now_us); sleep $DUR; b1=$(nvcsw $pids); u1=$(now_us)
 	live=$(grep -c 'scheduler config [0-9]* live' $DLOG)
 	rel=$(metric agentcg_config_reloads_total)
 	# A good reload afterwards: the first write of scheduler values.
