@@ -110,6 +110,22 @@ struct MachineConfig {
   // fork()). Large under emulation (~10 ms per fork+exit under qemu TCG),
   // where it throttles a fork storm's rate; 0 = forks are free.
   std::uint64_t fork_cost_ns = 0;
+  // sched_ext's own kernel cost on this machine, over the kernel's own
+  // scheduler: applied only when the modelled class runs under sched_ext
+  // (flatcg, agentcg, fifo: SchedClass::sched_ext()). ext_busy_pct is the
+  // part of a busy CPU's time that sched_ext's own work takes (the BPF
+  // callbacks, the ext core, what runs beside the BPF program), charged to
+  // the CPU and to no trace cgroup: a task's work goes that much slower and
+  // its cgroup is charged only the work (live, the hogs trace's cgroups get
+  // 85 % of a 2-vCPU TCG guest under either BPF policy against 93 % under
+  // EEVDF, at the same 99.8 % utilisation). It is a cost per busy time, not
+  // per switch: live, the io trace switches 4.5x as often as the hogs trace
+  // under the same policies and loses a sixth as much. ext_wakeup_ns is
+  // added to wakeup_overhead_ns (select_cpu, enqueue and dispatch on the
+  // ttwu path). Measured by `agentcg fidelity` from the live results
+  // (python/agentcg/fidelity.py ext_cost_from_live).
+  std::uint32_t ext_busy_pct = 0;
+  std::uint64_t ext_wakeup_ns = 0;
 };
 
 // The CFS/EEVDF baseline's knobs (kernel defaults for a machine with >= 8

@@ -224,6 +224,7 @@ class MinSliceProbe final : public SchedClass {
  public:
   explicit MinSliceProbe(std::unique_ptr<SchedClass> inner) : inner_(std::move(inner)) {}
   std::string_view name() const override { return inner_->name(); }
+  bool sched_ext() const override { return inner_->sched_ext(); }
   void init(SchedContext& ctx) override { ctx_ = &ctx; inner_->init(ctx); }
   int select_cpu(Task& p, int prev, std::uint64_t f) override { return inner_->select_cpu(p, prev, f); }
   void enqueue(Task& p, std::uint64_t f) override { inner_->enqueue(p, f); }

@@ -803,6 +803,7 @@ class CfsClass final : public SchedClass {
 class FifoClass final : public SchedClass {
  public:
   std::string_view name() const override { return "fifo"; }
+  bool sched_ext() const override { return true; }  // live: the BPF program's FIFO mode
   void init(SchedContext& ctx) override { ctx_ = &ctx; }
   int select_cpu(Task&, int prev_cpu, std::uint64_t) override {
     const int idle = ctx_->pick_idle_cpu(prev_cpu);

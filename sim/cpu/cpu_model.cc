@@ -34,6 +34,10 @@ CpuModel::CpuModel(Simulator& sim, const trace::Trace& trace, SchedClass& cls,
     machine_.context_switch_ns = *trace.machine.context_switch_ns;
   if (trace.machine.wakeup_overhead_ns && !machine.wakeup_overhead_ns_set)
     machine_.wakeup_overhead_ns = *trace.machine.wakeup_overhead_ns;
+  // sched_ext's own costs (MachineConfig::ext_*) on top of the machine's:
+  // the kernel's scheduler does not pay them.
+  if (cls_.sched_ext()) machine_.wakeup_overhead_ns += machine.ext_wakeup_ns;
+  else machine_.ext_busy_pct = 0;
   for (std::size_t i = 0; i < trace.processes.size(); ++i) {
     listed_by_pid_[trace.processes[i].pid] = i;
     next_pid_ = std::max(next_pid_, trace.processes[i].pid + 1);
@@ -469,7 +473,10 @@ void CpuModel::charge(Cpu& c, int cpu) {
       log_->slices.push_back({static_cast<std::uint32_t>(cpu), t.pid, t.cgroup, c.acct_from.ns(), c.acct_from.ns()});
     return;
   }
-  const std::uint64_t ran = (now - c.acct_from).ns();
+  const std::uint64_t wall = (now - c.acct_from).ns();
+  // sched_ext's own share of the busy CPU (machine.ext_busy_pct, 0 under
+  // the kernel's scheduler) is nobody's work: the task gets the rest.
+  const std::uint64_t ran = machine_.ext_busy_pct ? wall * (100 - machine_.ext_busy_pct) / 100 : wall;
   Proc& p = procs_[t.id];
   p.run_left_ns -= std::min(p.run_left_ns, ran);
   t.sum_exec += Time::from_ns(ran);
@@ -482,7 +489,7 @@ void CpuModel::charge(Cpu& c, int cpu) {
     const std::uint64_t b = from / bin;
     const std::uint64_t to = std::min(now.ns(), (b + 1) * bin);
     if (s.series.size() <= b) s.series.resize(b + 1, 0);
-    s.series[b] += to - from;
+    s.series[b] += machine_.ext_busy_pct ? (to - from) * (100 - machine_.ext_busy_pct) / 100 : to - from;
     from = to;
   }
   if (log_) {
@@ -510,7 +517,10 @@ void CpuModel::rearm_cpu(int cpu) {
   Cpu& c = cpus_[static_cast<std::size_t>(cpu)];
   sim_.cancel(c.ev);
   const Proc& p = procs_[c.curr->id];
-  const Time done = c.acct_from + Time::from_ns(p.run_left_ns);
+  // the wall time that gives the task run_left_ns of work (ceil, so the
+  // run ends at that event and not one tick later)
+  const std::uint64_t k = 100 - machine_.ext_busy_pct;
+  const Time done = c.acct_from + Time::from_ns(machine_.ext_busy_pct ? (p.run_left_ns * 100 + k - 1) / k : p.run_left_ns);
   c.ev = sim_.schedule(std::min(done, c.slice_end), this, kCpuEvent, static_cast<std::uint64_t>(cpu));
 }
 

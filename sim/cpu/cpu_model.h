@@ -29,7 +29,11 @@
 //    its cgroup); background_cpu_pct adds tasks in the root cgroup that use
 //    that much of a CPU (daemons), without latency samples; a fork costs
 //    the forking task fork_cost_ns of CPU before the child starts (so a
-//    fork storm's parent, competing with its own children, forks slower). Per-CPU queues
+//    fork storm's parent, competing with its own children, forks slower);
+//    under a sched_ext class (SchedClass::sched_ext()) ext_busy_pct of a
+//    busy CPU's time is sched_ext's own (the task's work goes slower, its
+//    cgroup is charged only the work) and a wakeup costs ext_wakeup_ns
+//    more. Per-CPU queues
 //    (runqueues: per_cpu) are the classes' (sim/cpu/cfs.h); the model offers
 //    the kernel's placement as select_cpu_fair().
 // Not modelled: SMT, caches, interrupts and softirqs, multi-threaded

@@ -534,6 +534,59 @@ TEST(ForkCost, ChargedToTheForkerAndThrottlesAStorm) {
   }
 }
 
+// machine.ext_busy_pct / ext_wakeup_ns: sched_ext's own kernel cost, paid
+// only under a class that runs under sched_ext live (flatcg, agentcg,
+// fifo), not under the kernel's own scheduler. (1) Hogs on 2 CPUs: 20 % of
+// the busy time taken by sched_ext leaves the trace's cgroups 80 % of the
+// machine under flatcg, agentcg and fifo, and a fixed amount of work takes
+// 1.25x as long; eevdf's schedule does not change.
+// (2) A task that sleeps 5 ms and runs 1 ms on an otherwise idle machine:
+// every wakeup under agentcg waits the machine's wakeup cost plus
+// ext_wakeup_ns; under eevdf the machine's cost alone.
+TEST(ExtCost, ChargedOnlyUnderSchedExt) {
+  Builder b(2, 2 * kSec);
+  b.cgroup("/a", 100);
+  b.cgroup("/b", 200);
+  b.hogs("/a", 2);
+  b.hogs("/b", 2);
+  config::MachineConfig m;
+  m.ext_busy_pct = 20;
+  const auto total = [](const nlohmann::json& r) { return share(r, "/a") + share(r, "/b"); };
+  for (const char* policy : {"flatcg", "agentcg", "fifo"}) {
+    SCOPED_TRACE(policy);
+    const double free = total(run_machine(b.t, policy, config::MachineConfig{}));
+    const double cost = total(run_machine(b.t, policy, m));
+    EXPECT_NEAR(free, 1.0, 0.02);
+    EXPECT_NEAR(cost, 0.80, 0.005);
+  }
+  Builder f(1, 10 * kSec);
+  f.cgroup("/w", 100);
+  f.process("/w", {run_op(100 * kMs)});
+  f.t.duration_ns.reset();  // the run ends when the task exits
+  for (const char* policy : {"flatcg", "agentcg"}) {
+    const auto r = run_machine(f.t, policy, m);
+    EXPECT_EQ(r["cgroups"]["/w"]["cpu_time_ns"].get<std::uint64_t>(), 100 * kMs);
+    EXPECT_NEAR(static_cast<double>(r["duration_ns"].get<std::uint64_t>()), 125.0 * kMs, 1.0 * kMs);
+  }
+  // eevdf: the same schedule (results.json's machine echo aside)
+  EXPECT_EQ(run_machine(b.t, "eevdf", m)["cgroups"], run_machine(b.t, "eevdf", config::MachineConfig{})["cgroups"]);
+
+  Builder w(2, 1 * kSec);
+  w.cgroup("/s", 100);
+  w.process("/s", {repeat_op(50, {io_op(5 * kMs), run_op(1 * kMs)})});
+  config::MachineConfig c;
+  c.wakeup_overhead_ns = 100000;
+  c.wakeup_overhead_ns_set = true;
+  c.context_switch_ns = 0;
+  c.context_switch_ns_set = true;
+  c.ext_wakeup_ns = 400000;
+  const auto p50 = [](const nlohmann::json& r) {
+    return r["cgroups"]["/s"]["wakeup_latency_ns"]["p50"].get<std::uint64_t>();
+  };
+  EXPECT_NEAR(static_cast<double>(p50(run_machine(w.t, "agentcg", c))), 500000.0, 20000.0);
+  EXPECT_NEAR(static_cast<double>(p50(run_machine(w.t, "eevdf", c))), 100000.0, 20000.0);
+}
+
 // Same trace, config and seed: byte-identical results with per-CPU queues.
 TEST(PerCpuQueues, Deterministic) {
   Builder b(4, 1 * kSec);

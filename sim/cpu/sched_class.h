@@ -153,6 +153,9 @@ class SchedClass {
  public:
   virtual ~SchedClass() = default;
   virtual std::string_view name() const = 0;
+  // Whether the live counterpart runs under sched_ext (a BPF program), so
+  // the machine's sched_ext costs apply (config MachineConfig::ext_*).
+  virtual bool sched_ext() const { return false; }
   // Called once, after the cgroup tree exists and before any task.
   virtual void init(SchedContext& ctx) = 0;
 

@@ -76,6 +76,7 @@ class ScxClass final : public SchedClass {
   }
 
   std::string_view name() const override { return agentcg_ ? "agentcg" : "flatcg"; }
+  bool sched_ext() const override { return true; }
   bool has_step_detector() const override { return true; }
 
   void init(SchedContext& ctx) override {
