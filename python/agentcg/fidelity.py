@@ -21,7 +21,10 @@ The machine profile (YAML `machine:` section with the VM's cpus) is written
 and the simulations rerun with it: the report shows the error before and
 after. fork_cost_ns is not fitted but measured: live compare's stress-ng
 fork benchmark (benchmarks.json in the live results) gives the CPU of one
-fork+exit on the live machine (fork_cost_from_benchmarks).
+fork+exit on the live machine (fork_cost_from_benchmarks). Nor is
+sched_ext's own cost (ext_busy_pct, ext_wakeup_ns: what the BPF schedulers'
+runs pay over EEVDF's), measured from the fitted scenarios' live shares and
+live compare's cyclictest (ext_cost_from_live).
 
 Limits: the player measures wakeups from user space (timer expiry or child
 exit -> the process runs again; see live/player), the simulator from
@@ -331,6 +334,70 @@ def fork_cost_from_benchmarks(path: Path, cpus: int, background_pct: int) -> Opt
     return (ns, how) if ns > 0 else None
 
 
+EXT_SCHEDULERS = ("flatcg", "agentcg")  # live: BPF programs under sched_ext (SchedClass::sched_ext() in the model)
+SATURATED_UTILISATION = 0.95  # a trace whose live eevdf run keeps the CPUs this busy shows its shares as the CPU gives them
+CYCLICTEST_KEY = "cyclictest_load_p50_us"  # live compare's cyclictest next to CPU hogs (benchmarks.json)
+
+
+def ext_cost_from_live(real: Mapping[str, Mapping[str, Any]], keys: Sequence[str], bench: Path
+                       ) -> Tuple[Dict[str, int], str]:
+    """({ext_busy_pct, ext_wakeup_ns}, how): sched_ext's own kernel cost on
+    the live machine, measured from live results the fit may use (KEYS: the
+    fitted scenarios' trace/scheduler pairs; REAL: their live medians) and
+    live compare's benchmarks, never from held-out scenarios.
+
+    ext_busy_pct: on a fitted trace that saturates the machine (live eevdf
+    utilisation >= SATURATED_UTILISATION) the leaf cgroups' summed share is
+    what the CPUs give the workload; under a BPF scheduler it is lower by
+    the part of the busy time sched_ext's own work took, so that part is
+    1 - sum_ext / sum_eevdf; the median over (trace, BPF scheduler) pairs,
+    whole percent, 0 when none is measurable. ext_wakeup_ns: cyclictest's
+    p50 next to CPU load (one timer wakeup each 1 ms) under each BPF
+    scheduler less under eevdf, medians of the repetitions; the median over
+    the BPF schedulers, clamped at 0 (a faster wakeup is the policy's,
+    not a cost)."""
+    import statistics
+
+    def leaf_sum(r: Mapping[str, Any]) -> float:
+        return sum(r["cgroups"][c].get("cpu_share") or 0.0 for c in leaf_cgroups(r))
+
+    parts: List[float] = []
+    used: List[str] = []
+    for k in keys:
+        n, s = k.split("/")
+        base = real.get(f"{n}/eevdf")
+        if s not in EXT_SCHEDULERS or base is None or (base.get("cpu_utilization") or 0.0) < SATURATED_UTILISATION:
+            continue
+        tot_b, tot_x = leaf_sum(base), leaf_sum(real[k])
+        if tot_b > 0:
+            parts.append(max(0.0, 1.0 - tot_x / tot_b))
+            used.append(f"{scenario_of(n)} {s} {100.0 * parts[-1]:.1f} %")
+    out: Dict[str, int] = {"ext_busy_pct": int(round(100.0 * statistics.median(parts))) if parts else 0}
+    how = ("ext_busy_pct " + str(out["ext_busy_pct"]) + " from the fitted scenarios' live shares (1 - sum of the leaf "
+           "shares under the BPF scheduler / under eevdf, median of " + (", ".join(used) or "none: no saturated "
+                                                                           "fitted scenario") + ")")
+    doc: Any = None
+    if bench.is_file():
+        try:
+            doc = json.loads(bench.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as e:
+            raise AgentcgError(f"{bench}: cannot read the live benchmarks: {e}") from None
+
+    def p50(sched: str) -> Optional[float]:
+        reps = doc.get(sched) if isinstance(doc, dict) else None
+        vals = [r[CYCLICTEST_KEY] for r in reps or [] if isinstance(r, dict)
+                and isinstance(r.get(CYCLICTEST_KEY), (int, float)) and not isinstance(r.get(CYCLICTEST_KEY), bool)]
+        return statistics.median(vals) if vals else None
+
+    base_us = p50("eevdf")
+    deltas = [p - base_us for p in (p50(s) for s in EXT_SCHEDULERS) if p is not None and base_us is not None]
+    if deltas:
+        out["ext_wakeup_ns"] = int(round(max(0.0, statistics.median(deltas)) * 1000.0))
+        how += (f"; ext_wakeup_ns {out['ext_wakeup_ns']} from {bench.name}: cyclictest p50 under load, BPF "
+                "schedulers less eevdf (" + ", ".join(f"{d:+.0f} us" for d in deltas) + ")")
+    return out, how
+
+
 def _gauss_newton(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[str, Any]], cpus: int,
                   rounds: int, start_wakeup_ns: float, base: Optional[Mapping[str, Any]] = None
                   ) -> Tuple[Dict[str, int], List[Dict[str, Any]]]:
@@ -585,6 +652,7 @@ ABLATIONS: Tuple[Tuple[str, Dict[str, Any]], ...] = (
     ("no migration cost (migration_cost_ns 0)", {"migration_cost_ns": 0}),
     ("no background CPU (background_cpu_pct 0)", {"background_cpu_pct": 0}),
     ("no fork cost (fork_cost_ns 0)", {"fork_cost_ns": 0}),
+    ("no sched_ext cost (ext_busy_pct 0, ext_wakeup_ns 0)", {"ext_busy_pct": 0, "ext_wakeup_ns": 0}),
 )
 
 
@@ -710,6 +778,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
         raise AgentcgError("--model " + ", ".join(f"{k}={v}" for k, v in model.items()) + ": not machine keys of this "
                            "build's model (see config/config.h: machine)")
     fork_cost_how: Optional[str] = None
+    ext_how: Optional[str] = None
     given = mprof.load_profile(machine) if machine else None  # a bad profile fails before the VM boots
     dest = Path(out)
     dest.mkdir(parents=True, exist_ok=True)
@@ -789,6 +858,9 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                                "live and simulated, and no tool calls (fitted scenarios: " + ", ".join(fitted) +
                                "); put the tasks in cgroups of their own")
         m, rounds = calibrate(simulate, fit_keys, real, cpus, base=model or None)
+        if model_knows({"ext_busy_pct": 0, "ext_wakeup_ns": 0}) and not {"ext_busy_pct", "ext_wakeup_ns"} & set(model):
+            ext, ext_how = ext_cost_from_live(real, fit_keys, live_root / "benchmarks.json")
+            m.update({k: v for k, v in ext.items() if v})
         m = fit_background(simulate, fit_keys, real, m)
         if "fork_cost_ns" not in model and model_knows({"fork_cost_ns": 0}):
             fc = fork_cost_from_benchmarks(live_root / "benchmarks.json", cpus, int(m.get("background_cpu_pct", 0)))
@@ -818,7 +890,8 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                                      "p50/p99 per cgroup and tool-call latency p50 of the fitted scenarios); "
                                      "load with --machine.",
                                      "context_switch_ns is not fitted (latencies only show its sum with "
-                                     "wakeup_overhead_ns)."] + ([fork_cost_how + "."] if fork_cost_how else []))
+                                     "wakeup_overhead_ns)."] + ([fork_cost_how + "."] if fork_cost_how else [])
+                            + ([ext_how + "."] if ext_how else []))
 
     # ranking agreement: the simulator over seeds with the profile, the VM over repetitions
     sim_reps = {scenario_of(n): {s: [simulate(f"{n}/{s}", m, sd) for sd in seed_list] for s in schedulers}
@@ -856,6 +929,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
             f"held out: {', '.join(held) or '-'}. Live: {nrep} repetition(s) per scheduler (medians); "
             f"simulated verdicts over seeds {seed_list[0]}-{seed_list[-1]}."
             + (f" {fork_cost_how} (a benchmark, not a fit)." if fork_cost_how else "")
+            + (f" sched_ext's own cost: {ext_how} (measured, not fitted)." if ext_how else "")
             + "\n\n")
     summary_md = (head + format_summary(before, after, real, fitted, held) + "\n"
                   + "Worst errors per group (% or share points), with the simulator's defaults and the fitted "

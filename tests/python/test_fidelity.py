@@ -232,3 +232,42 @@ def test_fork_cost_from_the_fork_benchmark(tmp_path: Path) -> None:
     b.write_text("{not json")
     with pytest.raises(AgentcgError, match="benchmarks.json"):
         fidelity.fork_cost_from_benchmarks(b, 2, 60)
+
+
+# --- sched_ext's own cost, measured from the fitted scenarios' live results ------
+
+def _live(util: float, shares: Dict[str, float]) -> Dict[str, Any]:
+    return {"cpu_utilization": util, "cgroups": {"/": {"cpu_share": 1.0}, **{c: {"cpu_share": v} for c, v in shares.items()}}}
+
+
+def test_ext_cost_from_live(tmp_path: Path) -> None:
+    """ext_busy_pct: 1 - the BPF scheduler's summed leaf shares / eevdf's, on
+    saturated fitted traces only (an unsaturated trace's shares are its
+    demand), median over (trace, BPF scheduler); a held-out trace's live
+    results are never read. ext_wakeup_ns: cyclictest p50 under load, BPF
+    less eevdf, clamped at 0; without benchmarks it is not set."""
+    real = {"fid-hogs/eevdf": _live(0.998, {"/a": 0.30, "/b": 0.60}),
+            "fid-hogs/flatcg": _live(0.998, {"/a": 0.27, "/b": 0.54}),      # 10 % lower
+            "fid-hogs/agentcg": _live(0.998, {"/a": 0.28, "/b": 0.53}),     # 10 % lower
+            "fid-io/eevdf": _live(0.97, {"/io": 0.2, "/batch": 0.8}),
+            "fid-io/flatcg": _live(0.97, {"/io": 0.2, "/batch": 0.78}),     # 2 % lower
+            "fid-idle/eevdf": _live(0.30, {"/s": 0.3}),
+            "fid-idle/flatcg": _live(0.30, {"/s": 0.1}),                    # not saturated: ignored
+            "fid-held/eevdf": _live(0.99, {"/x": 0.9}),
+            "fid-held/flatcg": _live(0.99, {"/x": 0.1})}                    # held out: not a key
+    keys = [k for k in real if not k.startswith("fid-held")]
+    b = tmp_path / "benchmarks.json"
+    got, how = fidelity.ext_cost_from_live(real, keys, b)
+    assert got == {"ext_busy_pct": 10}  # median of 10, 10, 2
+    assert "hogs flatcg 10.0 %" in how and "idle" not in how and "held" not in how
+    b.write_text(json.dumps({"eevdf": [{"cyclictest_load_p50_us": 700}, {"cyclictest_load_p50_us": 720}],
+                             "flatcg": [{"cyclictest_load_p50_us": 1300}],
+                             "agentcg": [{"cyclictest_load_p50_us": 1100}, {"cyclictest_load_p50_us": 1110}]}))
+    got, how = fidelity.ext_cost_from_live(real, keys, b)
+    assert got == {"ext_busy_pct": 10, "ext_wakeup_ns": 492500}  # eevdf 710: median of +590, +395 us
+    b.write_text(json.dumps({"eevdf": [{"cyclictest_load_p50_us": 700}], "flatcg": [{"cyclictest_load_p50_us": 650}]}))
+    assert fidelity.ext_cost_from_live(real, keys, b)[0]["ext_wakeup_ns"] == 0
+    assert fidelity.ext_cost_from_live({}, [], b)[0]["ext_busy_pct"] == 0
+    b.write_text("{not json")
+    with pytest.raises(AgentcgError, match="benchmarks.json"):
+        fidelity.ext_cost_from_live(real, keys, b)
