@@ -126,6 +126,12 @@ struct MachineConfig {
   // (python/agentcg/fidelity.py ext_cost_from_live).
   std::uint32_t ext_busy_pct = 0;
   std::uint64_t ext_wakeup_ns = 0;
+  // CPU work of a timer wakeup (try_to_wake_up in the timer interrupt),
+  // done on the CPU the sleeper last ran on and charged to the cgroup of
+  // the task running there (the kernel accounts interrupt work to the
+  // interrupted task); nobody's on an idle CPU. Apart from
+  // wakeup_overhead_ns, which is latency only.
+  std::uint64_t wakeup_work_ns = 0;
 };
 
 // The CFS/EEVDF baseline's knobs (kernel defaults for a machine with >= 8

@@ -587,6 +587,45 @@ def agreement(sim: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]],
     return rows
 
 
+def pairwise_agreement(sim: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]],
+                       live_: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]]) -> List[Dict[str, Any]]:
+    """agreement() rows for every pair of schedulers, not only against
+    eevdf: each scheduler against each one listed before it (eevdf, flatcg,
+    agentcg: flatcg and agentcg against eevdf, agentcg against flatcg), a
+    'baseline' key naming the other side. The three pairs are the whole
+    ranking of the three policies on a metric."""
+    rows: List[Dict[str, Any]] = []
+    order = list(dict.fromkeys(s for sc in sim.values() for s in sc))
+    for i, b in enumerate(order):
+        later = set(order[i + 1:])
+        rows += [{**r, "baseline": b} for r in agreement(sim, live_, b) if r["scheduler"] in later]
+    return rows
+
+
+def ranking_rate(rows: Sequence[Mapping[str, Any]]) -> Tuple[int, int]:
+    """(agreeing, compared) over (scenario, metric): the simulator ranks the
+    policies as live does when every pair's verdicts agree (a pair without a
+    verdict on a side leaves the metric out)."""
+    by: Dict[Tuple[str, str], List[Optional[bool]]] = {}
+    for r in rows:
+        by.setdefault((r["scenario"], r["metric"]), []).append(r["agree"])
+    cmp = [v for v in by.values() if None not in v]
+    return sum(1 for v in cmp if all(v)), len(cmp)
+
+
+def format_pairwise(rows: Sequence[Mapping[str, Any]], held_out: Sequence[str]) -> str:
+    """One line: pairwise and whole-ranking agreement, overall and held out."""
+    held = [r for r in rows if r["scenario"] in held_out]
+    pairs = sorted({f"{r['scheduler']} vs {r['baseline']}" for r in rows})
+    flat = [r for r in rows if r["baseline"] != "eevdf"]
+    return (f"Pairwise ranking ({', '.join(pairs)}): every pair's verdicts agree {_rate_text(*agreement_rate(rows))}, "
+            f"held out {_rate_text(*agreement_rate(held))}"
+            + (f"; of them {', '.join(sorted({r['scheduler'] + ' vs ' + r['baseline'] for r in flat}))} "
+               f"{_rate_text(*agreement_rate(flat))}" if flat else "")
+            + f". The whole ranking of the policies (every pair agrees) on a scenario's metric: "
+            f"{_rate_text(*ranking_rate(rows))}, held out {_rate_text(*ranking_rate(held))}.\n")
+
+
 def agreement_rate(rows: Sequence[Mapping[str, Any]]) -> Tuple[int, int]:
     """(agreeing, compared): rows whose two verdicts both exist."""
     cmp = [r for r in rows if r["agree"] is not None]
@@ -653,6 +692,9 @@ ABLATIONS: Tuple[Tuple[str, Dict[str, Any]], ...] = (
     ("no background CPU (background_cpu_pct 0)", {"background_cpu_pct": 0}),
     ("no fork cost (fork_cost_ns 0)", {"fork_cost_ns": 0}),
     ("no sched_ext cost (ext_busy_pct 0, ext_wakeup_ns 0)", {"ext_busy_pct": 0, "ext_wakeup_ns": 0}),
+    # not measured, so not in the profile: what charging each timer wakeup's
+    # work to the task it interrupts would do, at a TCG-sized cost
+    ("timer wakeup work charged on the CPU (wakeup_work_ns 50000)", {"wakeup_work_ns": 50000}),
 )
 
 
@@ -713,6 +755,20 @@ def format_summary(before: Mapping[str, List[Dict[str, Any]]], after: Mapping[st
             row.append(_fmt(cell(a, "tool-call latency p50", "error_pct"), sign=True))
             row.append(_fmt(cell(a, "context switches", "error_pct"), sign=True))
             lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _fmt_ablation_agreement(abl: Mapping[str, Mapping[str, Any]]) -> str:
+    """The verdict agreement with each ablation's machine (every scenario /
+    held out; against eevdf and every pair of schedulers)."""
+    rows = [(lbl, v["agreement"]) for lbl, v in abl.items() if "agreement" in v]
+    if not rows:
+        return ""
+    lines = ["", "Verdict agreement with each machine (against eevdf, and every pair of schedulers):", "",
+             "| machine | vs eevdf | vs eevdf, held out | pairwise | pairwise, held out |", "|---|---:|---:|---:|---:|"]
+    for lbl, a in rows:
+        lines.append(f"| {lbl} | " + " | ".join(_rate_text(*a[k]) for k in ("vs_eevdf", "vs_eevdf_held_out", "pairwise",
+                                                                             "pairwise_held_out")) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -898,6 +954,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                 for n in names}
     live_by_sc = {scenario_of(n): live_reps[n] for n in names}
     agree = agreement(sim_reps, live_by_sc) if "eevdf" in schedulers else []
+    pairs = pairwise_agreement(sim_reps, live_by_sc)
 
     # ablation: the fitted profile with one modelled effect switched off at a time
     abl: Dict[str, Dict[str, Dict[str, Optional[float]]]] = {}
@@ -912,6 +969,13 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
             elif tab == ref and lbl != "simulator defaults (no calibration)":
                 continue  # the effect was off already in the profile: nothing to ablate
             abl[lbl] = {"fitted": group_err(tab, fitted), "held_out": group_err(tab, held)}
+            if "eevdf" in schedulers:  # the verdicts with this machine, over the same seeds
+                reps = {scenario_of(n): {s: [simulate(f"{n}/{s}", mach, sd) for sd in seed_list] for s in schedulers}
+                        for n in names}
+                ag, pw = agreement(reps, live_by_sc), pairwise_agreement(reps, live_by_sc)
+                abl[lbl]["agreement"] = {
+                    "vs_eevdf": agreement_rate(ag), "vs_eevdf_held_out": agreement_rate([r for r in ag if r["scenario"] in held]),
+                    "pairwise": agreement_rate(pw), "pairwise_held_out": agreement_rate([r for r in pw if r["scenario"] in held])}
 
     report = {"traces": names, "schedulers": list(schedulers), "cpus": cpus, "duration_ns": dur,
               "mem_scale": mem_scale, "profile": str(machine or prof), "before": before, "after": after,
@@ -922,6 +986,10 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
               "agreement_rate": agreement_rate(agree),
               "agreement_rate_held_out": agreement_rate([r for r in agree if r["scenario"] in held]),
               "agreement_rate_live_decisive": decisive_rate(agree),
+              "pairwise_agreement": pairs, "pairwise_rate": agreement_rate(pairs),
+              "pairwise_rate_held_out": agreement_rate([r for r in pairs if r["scenario"] in held]),
+              "ranking_rate": ranking_rate(pairs),
+              "ranking_rate_held_out": ranking_rate([r for r in pairs if r["scenario"] in held]),
               "ablation": abl}
     nrep = max(len(d) for v in live_reps.values() for d in v.values())
     head = (f"Machine profile {'(given) ' + machine if machine else prof}: "
@@ -939,12 +1007,14 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                                  f"held out ({', '.join(held) or '-'}) | defaults": errors["held_out"]["before"],
                                  "held out | profile": errors["held_out"]["after"]}) + "\n"
                   + (format_agreement(agree, held) if agree else "No agreement table (eevdf not among the "
-                     "schedulers).\n"))
+                     "schedulers).\n")
+                  + ("\n" + format_pairwise(pairs, held) if pairs else ""))
     if abl:
         summary_md += ("\nAblation (worst errors over the held-out scenarios, and over the fitted ones), one modelled "
                        "effect off at a time:\n\n"
                        + _fmt_errors({f"{lbl} | held out": v["held_out"] for lbl, v in abl.items()}, "machine | scenarios") + "\n"
-                       + _fmt_errors({f"{lbl} | fitted": v["fitted"] for lbl, v in abl.items()}, "machine | scenarios"))
+                       + _fmt_errors({f"{lbl} | fitted": v["fitted"] for lbl, v in abl.items()}, "machine | scenarios")
+                       + _fmt_ablation_agreement(abl))
     text = summary_md + "\nEvery metric (live / simulated with the defaults / simulated with the profile):\n\n" + \
         format_table(before, after)
     if nrep > 1:

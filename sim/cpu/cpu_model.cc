@@ -324,6 +324,21 @@ void CpuModel::set_mem(Task& t, std::uint64_t bytes) {
   }
 }
 
+// machine.wakeup_work_ns: a timer wakeup's try_to_wake_up runs in the
+// timer interrupt on the CPU the sleeper armed it on (the CPU it last ran
+// on); the kernel accounts interrupt work to the task it interrupted, so
+// the task running there does that much more work, charged to its cgroup.
+// On an idle CPU nobody's cgroup pays. A child's exit waking its parent is
+// not charged here: the exit's teardown is in machine.fork_cost_ns.
+void CpuModel::wakeup_work(const Task& t) {
+  if (machine_.wakeup_work_ns == 0 || t.cpu < 0) return;
+  Cpu& c = cpus_[static_cast<std::size_t>(t.cpu)];
+  if (c.curr == nullptr || c.curr == &t) return;
+  charge(c, t.cpu);
+  procs_[c.curr->id].run_left_ns += machine_.wakeup_work_ns;
+  rearm_cpu(t.cpu);
+}
+
 void CpuModel::do_wake(Task& t) {
   t.runnable_since = sim_.now();
   procs_[t.id].woken = true;
@@ -647,6 +662,7 @@ void CpuModel::on_event(Simulator& sim, std::uint32_t kind, std::uint64_t arg) {
       on_cpu_event(static_cast<int>(arg));
       break;
     case kWake:
+      wakeup_work(tasks_[arg]);
       do_wake(tasks_[arg]);
       break;
     case kEnqueue:

@@ -33,7 +33,8 @@
 //    under a sched_ext class (SchedClass::sched_ext()) ext_busy_pct of a
 //    busy CPU's time is sched_ext's own (the task's work goes slower, its
 //    cgroup is charged only the work) and a wakeup costs ext_wakeup_ns
-//    more. Per-CPU queues
+//    more; a timer wakeup's wakeup_work_ns is CPU work of the task running
+//    on the sleeper's last CPU, charged to its cgroup. Per-CPU queues
 //    (runqueues: per_cpu) are the classes' (sim/cpu/cfs.h); the model offers
 //    the kernel's placement as select_cpu_fair().
 // Not modelled: SMT, caches, interrupts and softirqs, multi-threaded
@@ -215,6 +216,7 @@ class CpuModel final : public SchedContext, public EventHandler {
   // a cost: the start of the fork); nullopt = now.
   void start_task(std::uint32_t id, bool fork, int parent_cpu, std::optional<Time> runnable_since = std::nullopt);
   Next advance(Task& t);
+  void wakeup_work(const Task& t);
   void do_wake(Task& t);
   void do_enqueue(Task& t);
   void dispatch(int cpu, Task* prev);

@@ -587,6 +587,35 @@ TEST(ExtCost, ChargedOnlyUnderSchedExt) {
   EXPECT_NEAR(static_cast<double>(p50(run_machine(w.t, "eevdf", c))), 100000.0, 20000.0);
 }
 
+// machine.wakeup_work_ns: a timer wakeup's work is done on the CPU the
+// sleeper last ran on, by whatever runs there, charged to its cgroup. One
+// CPU: /w has 200 ms of work, /io sleeps 1 ms and runs 0.1 ms 100 times,
+// so each of /io's timer wakeups interrupts /w: /w's cgroup is charged its
+// work plus 100 x 50 us, /io's its own work, and the wakeups are the same.
+TEST(WakeupWork, ChargedToTheTaskOnTheSleepersCpu) {
+  Builder b(1, 10 * kSec);
+  b.cgroup("/w", 100);
+  b.cgroup("/io", 100);
+  b.process("/w", {run_op(200 * kMs)});
+  b.process("/io", {repeat_op(100, {io_op(1 * kMs), run_op(100000)})});
+  b.t.duration_ns.reset();  // the run ends when both exit
+  config::MachineConfig m;
+  m.context_switch_ns = 0;
+  m.context_switch_ns_set = true;
+  const auto base = run_machine(b.t, "eevdf", m);
+  m.wakeup_work_ns = 50000;
+  const auto work = run_machine(b.t, "eevdf", m);
+  const auto cpu = [](const nlohmann::json& r, const char* cg) {
+    return r["cgroups"][cg]["cpu_time_ns"].get<std::uint64_t>();
+  };
+  EXPECT_EQ(cpu(base, "/w"), 200 * kMs);
+  EXPECT_EQ(cpu(work, "/w"), 200 * kMs + 100 * 50000u);
+  EXPECT_EQ(cpu(base, "/io"), 100 * 100000u);
+  EXPECT_EQ(cpu(work, "/io"), 100 * 100000u);
+  EXPECT_EQ(work["wakeup_latency_ns"]["count"], base["wakeup_latency_ns"]["count"]);
+  EXPECT_EQ(dump_results(run_machine(b.t, "eevdf", m)), dump_results(work));
+}
+
 // Same trace, config and seed: byte-identical results with per-CPU queues.
 TEST(PerCpuQueues, Deterministic) {
   Builder b(4, 1 * kSec);
