@@ -71,6 +71,28 @@ def test_agreement_counts_matching_verdicts() -> None:
     assert fidelity.decisive_rate(rows) == (1, 4)
 
 
+def test_pairwise_agreement_ranks_every_pair() -> None:
+    """Every scheduler against each one before it (flatcg and agentcg vs
+    eevdf, agentcg vs flatcg); the whole ranking agrees on a metric only
+    when all three pairs do. Here sim and live both rank p50 eevdf < flatcg
+    < agentcg; at p99 sim has agentcg < flatcg where live has the reverse."""
+    def docs(p50: float, p99: float) -> List[Dict[str, Any]]:
+        return [_doc(p50 + i, p99 + i, 0.5) for i in range(3)]
+    sim = {"x": {"eevdf": docs(10, 100), "flatcg": docs(20, 200), "agentcg": docs(30, 150)}}
+    live = {"x": {"eevdf": docs(11, 100), "flatcg": docs(22, 150), "agentcg": docs(33, 200)}}
+    rows = fidelity.pairwise_agreement(sim, live)
+    pairs = {(r["scheduler"], r["baseline"]) for r in rows}
+    assert pairs == {("flatcg", "eevdf"), ("agentcg", "eevdf"), ("agentcg", "flatcg")}
+    by = {(r["metric"], r["scheduler"], r["baseline"]): r for r in rows}
+    assert by[("wakeup p99", "agentcg", "flatcg")]["sim"] == "better"
+    assert by[("wakeup p99", "agentcg", "flatcg")]["live"] == "worse"
+    assert by[("wakeup p50", "agentcg", "flatcg")]["agree"] is True
+    # metrics: p50, p99, shares /a and /b (indistinguishable on both sides)
+    assert fidelity.ranking_rate(rows) == (3, 4)
+    text = fidelity.format_pairwise(rows, held_out=["x"])
+    assert "agentcg vs flatcg 3 of 4 (75 %)" in text and "3 of 4 (75 %), held out 3 of 4 (75 %)." in text
+
+
 def test_agreement_needs_three_repetitions_and_tool_rows() -> None:
     sim = {"x": {"eevdf": [_doc(10, 100, 0.5, tools=2)] * 3, "flatcg": [_doc(20, 100, 0.5, tools=3)] * 3}}
     live = {"x": {"eevdf": [_doc(10, 100, 0.5, tools=2)] * 2, "flatcg": [_doc(20, 100, 0.5, tools=3)] * 2}}
