@@ -132,6 +132,12 @@ struct MachineConfig {
   // interrupted task); nobody's on an idle CPU. Apart from
   // wakeup_overhead_ns, which is latency only.
   std::uint64_t wakeup_work_ns = 0;
+  // The scheduler tick (1 s / CONFIG_HZ): a slice that runs out is noticed
+  // at the next tick, so a slice ends on the tick grid (the kernel's
+  // HRTICK, which would end it on time, is off by default). 0 = slices end
+  // exactly (the model before this key). The VM's Debian kernel has
+  // CONFIG_HZ=250: 4 ms.
+  std::uint64_t tick_ns = 0;
 };
 
 // The CFS/EEVDF baseline's knobs (kernel defaults for a machine with >= 8

@@ -46,6 +46,7 @@ nlohmann::json config_json(const config::Config& c) {
   if (c.machine.ext_busy_pct) j["machine"]["ext_busy_pct"] = c.machine.ext_busy_pct;
   if (c.machine.ext_wakeup_ns) j["machine"]["ext_wakeup_ns"] = c.machine.ext_wakeup_ns;
   if (c.machine.wakeup_work_ns) j["machine"]["wakeup_work_ns"] = c.machine.wakeup_work_ns;
+  if (c.machine.tick_ns) j["machine"]["tick_ns"] = c.machine.tick_ns;
   if (c.machine.fork_cost_ns) j["machine"]["fork_cost_ns"] = c.machine.fork_cost_ns;
   j["cfs"] = {{"latency_ns", c.cfs.latency_ns},
               {"min_granularity_ns", c.cfs.min_granularity_ns},

@@ -692,6 +692,7 @@ ABLATIONS: Tuple[Tuple[str, Dict[str, Any]], ...] = (
     ("no background CPU (background_cpu_pct 0)", {"background_cpu_pct": 0}),
     ("no fork cost (fork_cost_ns 0)", {"fork_cost_ns": 0}),
     ("no sched_ext cost (ext_busy_pct 0, ext_wakeup_ns 0)", {"ext_busy_pct": 0, "ext_wakeup_ns": 0}),
+    ("slices end exactly, no tick (tick_ns 0)", {"tick_ns": 0}),
     # not measured, so not in the profile: what charging each timer wakeup's
     # work to the task it interrupts would do, at a TCG-sized cost
     ("timer wakeup work charged on the CPU (wakeup_work_ns 50000)", {"wakeup_work_ns": 50000}),

@@ -59,6 +59,7 @@ py::dict to_dict(const config::Config& c) {
   machine["ext_busy_pct"] = c.machine.ext_busy_pct;
   machine["ext_wakeup_ns"] = c.machine.ext_wakeup_ns;
   machine["wakeup_work_ns"] = c.machine.wakeup_work_ns;
+  machine["tick_ns"] = c.machine.tick_ns;
   py::dict cfs;
   cfs["latency_ns"] = c.cfs.latency_ns;
   cfs["min_granularity_ns"] = c.cfs.min_granularity_ns;

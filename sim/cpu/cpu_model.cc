@@ -584,6 +584,12 @@ void CpuModel::dispatch(int cpu, Task* prev) {
   c.last_task = t.id;
   c.acct_from = start;
   c.slice_end = start + Time::from_ns(std::max<std::uint64_t>(d.slice.ns(), kMinSliceNs));
+  // machine.tick_ns: the kernel notices a used-up slice at its next tick
+  // (sched_tick(); task_tick_scx for sched_ext), not when it runs out
+  if (machine_.tick_ns) {
+    const std::uint64_t k = machine_.tick_ns;
+    c.slice_end = Time::from_ns((c.slice_end.ns() + k - 1) / k * k);
+  }
   cls_.running(t, cpu);
   rearm_cpu(cpu);
 }

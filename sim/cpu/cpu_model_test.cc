@@ -616,6 +616,31 @@ TEST(WakeupWork, ChargedToTheTaskOnTheSleepersCpu) {
   EXPECT_EQ(dump_results(run_machine(b.t, "eevdf", m)), dump_results(work));
 }
 
+// machine.tick_ns: a used-up slice is noticed at the next tick. Two hogs
+// on one CPU: with a 4 ms tick every slice ends on the 4 ms grid, so the
+// CPU switches once per tick and a preempted hog waits one tick; without
+// it, slices end on time (EEVDF's sub-tick base slice) and switch more.
+TEST(Tick, SlicesEndOnTheTickGrid) {
+  Builder b(1, 1 * kSec);
+  b.cgroup("/a", 100);
+  b.hogs("/a", 2);
+  config::MachineConfig m;
+  m.context_switch_ns = 0;
+  m.context_switch_ns_set = true;
+  for (const char* policy : {"eevdf", "flatcg", "agentcg"}) {
+    SCOPED_TRACE(policy);
+    const auto exact = run_machine(b.t, policy, m);
+    config::MachineConfig t = m;
+    t.tick_ns = 4 * kMs;
+    const auto tick = run_machine(b.t, policy, t);
+    EXPECT_NEAR(static_cast<double>(tick["context_switches"].get<std::uint64_t>()), 250.0, 2.0);
+    EXPECT_EQ(tick["wakeup_latency_ns"]["p50"].get<std::uint64_t>() % (4 * kMs), 0u);
+    if (std::string(policy) == "eevdf") {
+      EXPECT_GT(exact["context_switches"].get<std::uint64_t>(), 2 * tick["context_switches"].get<std::uint64_t>());
+    }
+  }
+}
+
 // Same trace, config and seed: byte-identical results with per-CPU queues.
 TEST(PerCpuQueues, Deterministic) {
   Builder b(4, 1 * kSec);
