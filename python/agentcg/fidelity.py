@@ -25,6 +25,8 @@ fork+exit on the live machine (fork_cost_from_benchmarks). Nor is
 sched_ext's own cost (ext_busy_pct, ext_wakeup_ns: what the BPF schedulers'
 runs pay over EEVDF's), measured from the fitted scenarios' live shares and
 live compare's cyclictest (ext_cost_from_live).
+Kernel facts the live results do not carry (the guest's tick, machine
+tick_ns) come in with --model, which holds them fixed through the fit.
 
 Limits: the player measures wakeups from user space (timer expiry or child
 exit -> the process runs again; see live/player), the simulator from
