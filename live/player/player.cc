@@ -89,17 +89,17 @@
 
 #include "agentcg/counters.h"
 #include "config/cli.h"
-#include "sim/cpu/cgroup_tree.h"
 #include "sim/metrics.h"
-#include "sim/results.h"
 #include "sim/random.h"
+#include "sim/results.h"
+#include "sim/trace/cgroup_tree.h"
 #include "sim/trace/trace.h"
 
 namespace {
 
-using agentcg::sim::CgroupId;
-using agentcg::sim::CgroupTree;
-using agentcg::sim::kRootCgroup;
+using agentcg::trace::CgroupId;
+using agentcg::trace::CgroupTree;
+using agentcg::trace::kRootCgroup;
 namespace trace = agentcg::trace;
 using json = nlohmann::json;
 

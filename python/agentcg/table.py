@@ -27,9 +27,13 @@ Rules that keep the table honest:
   one, they would repeat the overall rows).
 
 print_summary / print_compare put a table on stdout (cli.py's run and
-compare, demo.py).
+compare, demo.py). `python3 -m agentcg.table` renders results already on
+disk or on stdin (`agentcg-sim run|compare --json`): the C++ CLI prints no
+table of its own, so this module is the only definition of one, with or
+without the Python extension (it needs none).
 
-Who calls it: cli.py (run, compare), demo.py, report.py, live.py, fidelity.py.
+Who calls it: cli.py (run, compare), demo.py, report.py, live.py, fidelity.py,
+the `./agentcg` launcher when the extension is not built.
 """
 from __future__ import annotations
 
@@ -403,7 +407,7 @@ def dumps(doc: Any) -> str:
 
 def print_summary(r: Doc, per_cgroup: bool = False) -> None:
     """One run's header line and table on stdout (`agentcg run`)."""
-    label = str(r.get("policy")) + ("" if r.get("gpu_policy") in (None, "none") else f"/{r.get('gpu_policy')}")
+    label = _label(r)
     print(f"trace {r.get('trace')}  policy {label}  cpus {r.get('cpus')}  seed {r.get('seed')}  "
           f"simulated {float(r.get('duration_ns') or 0) / 1e9:g} s")
     print(render_text(build_rows({label: [r]}, per_cgroup=per_cgroup), [label]), end="")
@@ -418,9 +422,88 @@ def print_compare(name: str, cpus: Any, seeds: Sequence[int], runs: Mapping[str,
                       title=f"trace {name} ({cpus} CPUs, {seed_text}; baseline {baseline_of(labels)})"), end="")
 
 
+def _label(r: Doc) -> str:
+    return str(r.get("policy")) + ("" if r.get("gpu_policy") in (None, "none") else f"/{r.get('gpu_policy')}")
+
+
+def load_runs(doc: Any, where: str) -> Dict[str, List[Doc]]:
+    """{label: [doc]} from one results.json document or from the
+    "agentcg-compare-results" document of `agentcg-sim compare --json`."""
+    if isinstance(doc, dict) and doc.get("format") == "agentcg-compare-results":
+        res = doc.get("results")
+        if not isinstance(res, dict) or not res:
+            raise ValueError(f"{where}: field 'results': expected an object of policy -> results.json")
+        order = [p for p in doc.get("policies") or [] if p in res] or list(res)  # the command line's order
+        return {str(k): [res[k]] for k in order}
+    if isinstance(doc, dict) and "policy" in doc and "wakeup_latency_ns" in doc:
+        return {_label(doc): [doc]}
+    raise ValueError(f"{where}: expected a results.json document (with 'policy' and 'wakeup_latency_ns') "
+                     "or agentcg-sim compare --json output")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """python3 -m agentcg.table [--per-cgroup] SOURCE...: the table of
+    results on disk (a results.json, a run's folder, a comparison's folder
+    of POLICY/results.json) or on stdin ("-")."""
+    import argparse
+    import os
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python3 -m agentcg.table",
+                                 description="print the comparison table of results.json files (or of "
+                                             "agentcg-sim run|compare --json on stdin: '-')")
+    ap.add_argument("sources", nargs="+", metavar="SOURCE",
+                    help="results.json, a folder holding one, a compare folder (POLICY/results.json), or -")
+    ap.add_argument("--per-cgroup", action="store_true", help="per-cgroup rows also past 100 cgroups")
+    a = ap.parse_args(argv)
+    runs: Dict[str, List[Doc]] = {}
+    try:
+        for src in a.sources:
+            if src == "-":
+                found = [("<stdin>", sys.stdin.read())]
+            elif os.path.isdir(src):
+                direct = os.path.join(src, "results.json")
+                files = [direct] if os.path.isfile(direct) else sorted(
+                    os.path.join(src, d, "results.json") for d in os.listdir(src)
+                    if os.path.isfile(os.path.join(src, d, "results.json")))
+                if not files:
+                    raise ValueError(f"{src}: no results.json in it or in its subfolders")
+                found = [(f, open(f, encoding="utf-8").read()) for f in files]
+            else:
+                found = [(src, open(src, encoding="utf-8").read())]
+            for where, text in found:
+                try:
+                    doc = json.loads(text)
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"{where}:{e.lineno}: not JSON ({e.msg})") from None
+                for lbl, docs in load_runs(doc, where).items():
+                    runs.setdefault(lbl, []).extend(docs)
+    except (OSError, ValueError) as e:
+        print(f"agentcg table: {e}", file=sys.stderr)
+        return 1
+    traces = sorted({str(d.get("trace")) for docs in runs.values() for d in docs})
+    if len(traces) > 1:
+        print(f"agentcg table: the sources hold results of {len(traces)} traces ({', '.join(traces)}): "
+              "a table compares one trace", file=sys.stderr)
+        return 1
+    base = baseline_of(list(runs))  # the baseline's column first, as `agentcg compare` prints it
+    runs = {k: runs[k] for k in sorted(runs, key=lambda k: k != base)}  # stable: the sources' order otherwise
+    first = next(iter(runs.values()))[0]
+    if len(runs) == 1 and len(next(iter(runs.values()))) == 1:
+        print_summary(first, per_cgroup=a.per_cgroup)
+    else:
+        seeds = sorted({int(d.get("seed") or 0) for docs in runs.values() for d in docs})
+        print_compare(str(first.get("trace")), first.get("cpus"), seeds, runs, per_cgroup=a.per_cgroup)
+    return 0
+
+
 def seed_range(seeds: Sequence[int]) -> str:
     """1,2,3,4 -> "1-4"; anything else comma-separated."""
     s = list(seeds)
     if s == list(range(s[0], s[0] + len(s))) and len(s) > 2:
         return f"{s[0]}-{s[-1]}"
     return ",".join(str(x) for x in s)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

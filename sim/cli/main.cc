@@ -16,19 +16,16 @@
 // sim/calibrate), which the Python CLI calls too; CLI11 here lists them and
 // hands them everything after their name.
 // eevdf (the kernel's default since 6.6) is the default and the baseline;
-// cfs is the pre-6.6 reference. The table follows the Python CLI's rules
-// (python/agentcg/table.py, the full version with repetitions and
-// verdicts): the longest runnable wait always, flagged "!" from 1 s; rows
-// that do not apply left out; "-" for a missing value, never 0.
+// cfs is the pre-6.6 reference. This binary is the engine: it prints no
+// table of its own. The one definition of the results table is
+// python/agentcg/table.py (pure Python, no extension needed): the ./agentcg
+// launcher pipes `run|compare --json` into `python3 -m agentcg.table -`
+// when the extension is not built, and the Python CLI prints it otherwise.
 // Exit codes: 0 ok, 1 invalid input (trace, config), 2 usage error.
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iomanip>
 #include <iostream>
-#include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -49,18 +46,8 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::uint64_t kStarvationNs = 1000000000;  // as table.STARVATION_NS
-
-std::string ms(std::uint64_t ns) {
-  std::ostringstream o;
-  o << std::fixed << std::setprecision(ns < 10000000 ? 3 : 1) << static_cast<double>(ns) / 1e6;
-  return o.str();
-}
-std::string pct(double v) {
-  std::ostringstream o;
-  o << std::fixed << std::setprecision(1) << v * 100 << "%";
-  return o.str();
-}
+// The results table is python/agentcg/table.py's (see the top comment).
+constexpr const char* kTableHint = "the table: PYTHONPATH=python python3 -m agentcg.table ";
 
 // What run and compare share on their command lines.
 struct RunArgs {
@@ -121,41 +108,6 @@ void write_file(const fs::path& p, const std::string& text) {
   fs::rename(tmp, p);  // never leave a half-written results file
 }
 
-void print_summary(const json& r) {
-  std::cout << "trace " << r["trace"].get<std::string>() << "  policy " << r["policy"].get<std::string>()
-            << "  cpus " << r["cpus"] << "  simulated " << ms(r["duration_ns"]) << " ms\n";
-  const std::uint64_t wait = r.value("max_runnable_wait_ns", std::uint64_t{0});
-  std::cout << "  wakeup latency p50 " << ms(r["wakeup_latency_ns"]["p50"]) << " ms  p99 "
-            << ms(r["wakeup_latency_ns"]["p99"]) << " ms  max " << ms(r["wakeup_latency_ns"]["max"])
-            << " ms;  longest runnable wait " << ms(wait) << " ms" << (wait >= kStarvationNs ? " (starved)" : "");
-  if (r["tool_call_latency_ns"].value("count", std::uint64_t{0}) > 0)
-    std::cout << ";  tool-call p50 " << ms(r["tool_call_latency_ns"]["p50"]) << " ms  p99 "
-              << ms(r["tool_call_latency_ns"]["p99"]) << " ms";
-  std::cout << "\n";
-  std::cout << "  context switches " << r["context_switches"] << "  utilisation "
-            << pct(r["cpu_utilization"]) << "  Jain (vs full entitlement) " << r["jain_fairness"] << "\n";
-  std::cout << "  " << std::left << std::setw(28) << "cgroup" << std::right << std::setw(8) << "share"
-            << std::setw(10) << "entitled" << std::setw(11) << "wake p50" << std::setw(11) << "wake p99"
-            << std::setw(11) << "tool p99" << std::setw(12) << "throttled" << "\n";
-  for (const auto& [path, c] : r["cgroups"].items()) {
-    if (path != "/" && c["tasks"] == 0 && c["cpu_time_ns"] == 0) continue;
-    std::cout << "  " << std::left << std::setw(28) << path << std::right << std::setw(8)
-              << pct(c["cpu_share"]) << std::setw(10) << pct(c["entitled_share"]) << std::setw(11)
-              << ms(c["wakeup_latency_ns"]["p50"]) << std::setw(11) << ms(c["wakeup_latency_ns"]["p99"])
-              << std::setw(11)
-              << (c["tool_call_latency_ns"].value("count", std::uint64_t{0}) > 0 ? ms(c["tool_call_latency_ns"]["p99"])
-                                                                                  : std::string("-"))
-              << std::setw(12)
-              << ms(c["throttled_ns"]) << "\n";
-  }
-  if (r.contains("gpu")) {
-    const auto& g = r["gpu"];
-    std::cout << "  gpu (" << r["gpu_policy"].get<std::string>() << "): makespan "
-              << ms(g.value("makespan_ns", std::uint64_t{0})) << " ms  switches " << g.value("switches", std::uint64_t{0})
-              << "  migrated " << g.value("bytes_migrated", std::uint64_t{0}) << " B\n";
-  }
-}
-
 // results.json (exact bytes of the Python CLI's) and histograms.json beside it.
 json run_and_write(const agentcg::trace::Trace& trace, const agentcg::sim::RunOptions& o, const fs::path& dir) {
   json r = agentcg::sim::run(trace, o);
@@ -176,13 +128,13 @@ int cmd_run(const RunArgs& a, const std::string& policy, const std::string& perf
   if (a.json) {
     std::cout << agentcg::sim::dump_results(r);
   } else if (!a.quiet) {
-    print_summary(r);
-    std::cout << "wrote " << (out / "results.json").string() << " and histograms.json\n";
+    std::cout << "wrote " << (out / "results.json").string() << " and histograms.json\n"
+              << kTableHint << out.string() << "\n";
   }
   return 0;
 }
 
-int cmd_compare(const RunArgs& a, const std::vector<std::string>& policies, bool per_cgroup) {
+int cmd_compare(const RunArgs& a, const std::vector<std::string>& policies) {
   const auto trace = agentcg::trace::load_trace_file(a.trace);
   const auto base = options_from(a, trace);
   const fs::path out = a.out;
@@ -200,100 +152,8 @@ int cmd_compare(const RunArgs& a, const std::vector<std::string>& policies, bool
     return 0;
   }
   if (a.quiet) return 0;
-  // Side-by-side table: one row per metric, one column per policy.
-  std::cout << "trace " << trace.name << " (" << trace.machine.cpus << " CPUs, seed " << base.seed << ")\n";
-  std::cout << std::left << std::setw(44) << "metric" << std::right;
-  for (const auto& p : policies) std::cout << std::setw(12) << p;
-  std::cout << "\n";
-  auto row = [&](const std::string& name, auto&& cell) {
-    std::cout << std::left << std::setw(44) << name << std::right;
-    for (const auto& r : results) std::cout << std::setw(12) << cell(r);
-    std::cout << "\n";
-  };
-  bool cpu = false, tools = false;
-  for (const auto& r : results) {
-    cpu = cpu || r.value("tasks", std::uint64_t{0}) > 0;
-    tools = tools || r["tool_call_latency_ns"].value("count", std::uint64_t{0}) > 0;
-  }
-  if (!cpu) {  // a GPU-only trace: no CPU rows of zeros
-    std::cout << "no CPU tasks in this trace: see DIR/<policy>/results.json \"gpu\" or the Python CLI's table\n";
-    return 0;
-  }
-  row("wakeup p50 (ms)", [](const json& r) { return ms(r["wakeup_latency_ns"]["p50"]); });
-  row("wakeup p99 (ms)", [](const json& r) { return ms(r["wakeup_latency_ns"]["p99"]); });
-  bool starved = false;
-  row("longest runnable wait (ms)", [&](const json& r) {
-    const std::uint64_t w = r.value("max_runnable_wait_ns", std::uint64_t{0});
-    starved = starved || w >= kStarvationNs;
-    return ms(w) + (w >= kStarvationNs ? " !" : "");
-  });
-  if (tools) {
-    row("tool-call p50 (ms)", [](const json& r) { return ms(r["tool_call_latency_ns"]["p50"]); });
-    row("tool-call p99 (ms)", [](const json& r) { return ms(r["tool_call_latency_ns"]["p99"]); });
-    row("tool calls completed", [](const json& r) { return std::to_string(r.value("tool_calls_completed", std::uint64_t{0})); });
-  }
-  if (results.front().contains("interactive_wakeup_latency_ns")) {
-    row("interactive wakeup p50 (ms)", [](const json& r) { return ms(r["interactive_wakeup_latency_ns"]["p50"]); });
-    row("interactive wakeup p99 (ms)", [](const json& r) { return ms(r["interactive_wakeup_latency_ns"]["p99"]); });
-  }
-  // The policy's new-step detector against the annotated steps ("-": the
-  // policy has no detector, or the trace no annotated steps).
-  auto frac = [](const json& r, const char* key) -> std::string {
-    if (!r.contains("new_step_detection") || r["new_step_detection"][key].is_null()) return "-";
-    std::ostringstream o;
-    o << std::fixed << std::setprecision(3) << r["new_step_detection"][key].get<double>();
-    return o.str();
-  };
-  row("new-step precision", [&](const json& r) { return frac(r, "precision"); });
-  row("new-step recall", [&](const json& r) { return frac(r, "recall"); });
-  row("context switches", [](const json& r) { return std::to_string(r["context_switches"].get<std::uint64_t>()); });
-  row("Jain (vs full entitlement)", [](const json& r) {
-    std::ostringstream o;
-    o << std::fixed << std::setprecision(3) << r["jain_fairness"].get<double>();
-    return o.str();
-  });
-  // Aggregate rows over the cgroups that made tool calls (the sessions):
-  // the median and the worst of their own tool-call p99 (readable at 100
-  // sessions, where per-cgroup rows need --per-cgroup).
-  auto session_p99 = [](const json& r) {
-    std::vector<std::uint64_t> v;
-    for (const auto& [path, c] : r["cgroups"].items())
-      if (c["tasks"] != 0 && c["tool_call_latency_ns"]["count"] != 0)
-        v.push_back(c["tool_call_latency_ns"]["p99"].get<std::uint64_t>());
-    std::sort(v.begin(), v.end());
-    return v;
-  };
-  if (tools && session_p99(results.front()).size() > 1) {
-    row("sessions with tool calls", [&](const json& r) { return std::to_string(session_p99(r).size()); });
-    row("per-session tool-call p99: median (ms)", [&](const json& r) {
-      const auto v = session_p99(r);
-      return v.empty() ? std::string("-") : ms(v[v.size() / 2]);
-    });
-    row("per-session tool-call p99: worst (ms)", [&](const json& r) {
-      const auto v = session_p99(r);
-      return v.empty() ? std::string("-") : ms(v.back());
-    });
-  }
-  for (const auto& [path, c] : results.front()["cgroups"].items()) {
-    if (path == "/" || c["tasks"] == 0) continue;
-    // many sessions: per-cgroup rows only on request
-    if (results.front()["cgroups"].size() > 12 && !per_cgroup) break;
-    row(path + " share / entitled", [&, p = path](const json& r) {
-      const auto& x = r["cgroups"][p];
-      std::string entitled = pct(x["entitled_share"]);
-      entitled.pop_back();  // one "%" per cell is enough
-      return pct(x["cpu_share"]) + "/" + entitled;
-    });
-    row(path + " wakeup p99 (ms)", [&, p = path](const json& r) { return ms(r["cgroups"][p]["wakeup_latency_ns"]["p99"]); });
-    if (c["tool_call_latency_ns"]["count"] != 0) {
-      row(path + " tool-call p50 (ms)", [&, p = path](const json& r) { return ms(r["cgroups"][p]["tool_call_latency_ns"]["p50"]); });
-      row(path + " tool-call p99 (ms)", [&, p = path](const json& r) { return ms(r["cgroups"][p]["tool_call_latency_ns"]["p99"]); });
-    }
-    if (c["nr_periods"] != 0)
-      row(path + " throttled (ms)", [&, p = path](const json& r) { return ms(r["cgroups"][p]["throttled_ns"]); });
-  }
-  if (starved) std::cout << "! = a task waited runnable 1 s or more (starvation)\n";
-  std::cout << "wrote " << out.string() << "/<policy>/results.json and histograms.json\n";
+  for (const auto& p : policies) std::cout << "wrote " << (out / p / "results.json").string() << " and histograms.json\n";
+  std::cout << kTableHint << out.string() << "\n";
   return 0;
 }
 
@@ -339,16 +199,14 @@ int main(int argc, char** argv) {
 
   RunArgs cmp_args;
   std::vector<std::string> policies{"eevdf", "flatcg", "agentcg"};
-  bool per_cgroup = false;
   CLI::App* compare = app.add_subcommand(
-      "compare", "simulate TRACE under several policies, print them side by side; writes DIR/POLICY/results.json");
+      "compare", "simulate TRACE under several policies; writes DIR/POLICY/results.json (./agentcg compare prints the table)");
   add_run_options(*compare, cmp_args);
   compare->add_option("--policies", policies, "comma-separated CPU policies (eevdf is the baseline)")
       ->delimiter(',')
       ->type_name("LIST")
       ->check(agentcg::cli::one_of("CPU policy", cpu_policies))
       ->capture_default_str();
-  compare->add_flag("--per-cgroup", per_cgroup, "per-cgroup rows also past 12 cgroups");
 
   CLI::App* trace = app.add_subcommand("trace", "make, import, check and describe traces");
   trace->require_subcommand(1);
@@ -372,7 +230,7 @@ int main(int argc, char** argv) {
   if (auto rc = agentcg::cli::parse(app, argc, argv)) return *rc;
   try {
     if (*run) return cmd_run(run_args, policy, perfetto);
-    if (*compare) return cmd_compare(cmp_args, policies, per_cgroup);
+    if (*compare) return cmd_compare(cmp_args, policies);
     if (*generate) return trace_generate_main(rest);
     if (*validate) return trace_validate_main(rest);
     if (*import) return trace_import_main(rest);

@@ -64,7 +64,7 @@
 #include "agentcg/counters.h"
 #include "config/config.h"
 #include "sim/strategy_table.h"
-#include "sim/cpu/cgroup_tree.h"
+#include "sim/trace/cgroup_tree.h"
 #include "sim/cpu/sched_class.h"
 #include "sim/event_queue.h"
 #include "sim/metrics.h"
@@ -74,6 +74,8 @@
 #include "sim/trace/trace.h"
 
 namespace agentcg::sim {
+
+using trace::CgroupTree;  // the trace library's (the player builds one too)
 
 class CpuModel final : public SchedContext, public EventHandler {
  public:

@@ -25,11 +25,14 @@
 
 #include "agentcg/strategy.h"
 #include "sim/time.h"
+#include "sim/trace/cgroup_info.h"
 
 namespace agentcg::sim {
 
-using CgroupId = std::uint32_t;  // dense index; 0 is the root cgroup
-inline constexpr CgroupId kRootCgroup = 0;
+// The cgroup ids and knobs are the trace library's (sim/trace/cgroup_info.h).
+using trace::CgroupId;
+using trace::CgroupInfo;
+using trace::kRootCgroup;
 
 enum class TaskState { kNew, kRunnable, kRunning, kBlocked, kExited };
 
@@ -62,15 +65,6 @@ struct Task {
 struct Dispatch {
   Task* task = nullptr;  // nullptr: nothing to run, the CPU goes idle
   Time slice;            // how long it may run before stopping(runnable=true)
-};
-
-struct CgroupInfo {
-  CgroupId id = kRootCgroup;
-  CgroupId parent = kRootCgroup;  // root's parent is itself
-  std::uint32_t depth = 0;        // root = 0
-  std::uint32_t weight = 100;     // cpu.weight
-  std::optional<std::uint64_t> quota_us;  // cpu.max quota; nullopt = max
-  std::uint64_t period_us = 100000;
 };
 
 // What a class may call on the CPU model (sched_ext kfuncs and helpers).

@@ -46,6 +46,11 @@
 #include "sim/schedule_log.h"
 
 namespace agentcg::sim::gpu {
+// The trace's GPU section types are the trace library's (sim/trace/gpu_trace.h).
+using trace::gpu::GpuJob;
+using trace::gpu::GpuSpec;
+using trace::gpu::GpuWorkload;
+using trace::gpu::parse_gpu_section;
 
 bool trace_has_gpu(const trace::Trace& trace) { return trace.extra.contains("gpu"); }
 

@@ -16,6 +16,14 @@
 #include "sim/trace/gpu_trace.h"
 
 namespace agentcg::sim::gpu {
+// The trace's GPU section types are the trace library's (sim/trace/gpu_trace.h).
+using trace::gpu::GpuJob;
+using trace::gpu::GpuSpec;
+using trace::gpu::GpuWorkload;
+using trace::gpu::parse_gpu_section;
+using trace::gpu::gpu_section_to_json;
+using trace::gpu::generate_gpu_trace;
+using trace::gpu::gpu_generator_help;
 namespace {
 
 using nlohmann::json;

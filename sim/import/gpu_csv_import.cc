@@ -28,6 +28,13 @@
 #include "sim/trace/gpu_trace.h"
 
 namespace agentcg::sim::gpu {
+// The trace's GPU section types are the trace library's (sim/trace/gpu_trace.h).
+using trace::gpu::GpuJob;
+using trace::gpu::GpuSpec;
+using trace::gpu::GpuWorkload;
+using trace::gpu::gpu_section_to_json;
+using trace::gpu::parse_gpu_section;
+using trace::gpu::pcie_preset;
 namespace {
 
 // Training footprints: weights + gradients + two Adam moments in fp32 =

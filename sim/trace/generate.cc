@@ -841,7 +841,7 @@ Trace generate(const std::string& kind, std::uint64_t seed, const std::map<std::
   for (const Kind& k : kKinds)
     if (kind == k.name) return k.fn(seed, options);
   if (kind.rfind("gpu-", 0) == 0) {
-    return agentcg::sim::gpu::generate_gpu_trace(kind, seed, options);
+    return gpu::generate_gpu_trace(kind, seed, options);
   }
   std::string list;
   std::vector<std::string> names;
@@ -875,7 +875,7 @@ std::string generator_help() {
       "Durations: a number with a unit ns, us, ms, s, m or h (10s, 500ms, 2.5s). Distributions: a duration, or "
       "uniform:MIN:MAX, exp:MEAN[:CAP], lognormal:MEDIAN:SIGMA[:CAP]. Sizes: bytes, K/M/G/T or KiB/MiB/GiB/TiB "
       "(binary), kB/MB/GB/TB (SI), or max.\n";
-  out += agentcg::sim::gpu::gpu_generator_help();
+  out += gpu::gpu_generator_help();
   return out;
 }
 

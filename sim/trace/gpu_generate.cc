@@ -13,7 +13,7 @@
 #include "sim/trace/gpu_trace.h"
 #include "sim/random.h"
 
-namespace agentcg::sim::gpu {
+namespace agentcg::trace::gpu {
 namespace {
 
 constexpr std::uint64_t kGiB = 1ull << 30;
@@ -113,7 +113,7 @@ trace::Trace generate_gpu_trace(const std::string& kind, std::uint64_t seed,
   const auto host_ns = static_cast<std::uint64_t>(std::llround(num(o, "host-ms", 0, 1e9) * kMs));
   const auto spread_ns = static_cast<std::uint64_t>(std::llround(num(o, "arrival-spread-ms", 0, 1e12) * kMs));
   const auto touched = static_cast<std::uint32_t>(std::llround(num(o, "touched-fraction", 0, 1) * 1e6));
-  RandomStream rng(seed, "gpu-generate");
+  sim::RandomStream rng(seed, "gpu-generate");
 
   std::vector<std::optional<std::uint32_t>> limits;
   if (kind == "gpu-quota") {
@@ -162,4 +162,4 @@ std::string gpu_generator_help() {
   return out;
 }
 
-}  // namespace agentcg::sim::gpu
+}  // namespace agentcg::trace::gpu

@@ -18,7 +18,7 @@
 
 #include "sim/trace/trace.h"
 
-namespace agentcg::sim::gpu {
+namespace agentcg::trace::gpu {
 
 // Throws std::invalid_argument naming an unknown kind or option, or a bad value.
 trace::Trace generate_gpu_trace(const std::string& kind, std::uint64_t seed,
@@ -26,4 +26,4 @@ trace::Trace generate_gpu_trace(const std::string& kind, std::uint64_t seed,
 // One block per kind with its options and defaults, for --help.
 std::string gpu_generator_help();
 
-}  // namespace agentcg::sim::gpu
+}  // namespace agentcg::trace::gpu

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <set>
 
-namespace agentcg::sim::gpu {
+namespace agentcg::trace::gpu {
 namespace {
 
 using nlohmann::json;
@@ -220,4 +220,4 @@ nlohmann::json gpu_section_to_json(const GpuWorkload& w) {
   return json{{"gpus", gpus}, {"jobs", jobs}};
 }
 
-}  // namespace agentcg::sim::gpu
+}  // namespace agentcg::trace::gpu

@@ -17,7 +17,7 @@
 
 #include "sim/trace/trace.h"
 
-namespace agentcg::sim::gpu {
+namespace agentcg::trace::gpu {
 
 // PCIe link presets. Sources: docs/sources.md ("PCIe and Unified Memory figures").
 struct PcieSpec {
@@ -100,4 +100,4 @@ GpuWorkload parse_gpu_section(const trace::Trace& trace);
 // The inverse (for generators and importers), deterministic key order.
 nlohmann::json gpu_section_to_json(const GpuWorkload& w);
 
-}  // namespace agentcg::sim::gpu
+}  // namespace agentcg::trace::gpu

@@ -107,7 +107,7 @@ class Validator {
     check_processes();
     // The gpu section, parsed by the GPU model's parser exactly as run()
     // parses it (it throws TraceError with file, line and pointer).
-    if (t_.extra.is_object() && t_.extra.contains("gpu")) (void)sim::gpu::parse_gpu_section(t_);
+    if (t_.extra.is_object() && t_.extra.contains("gpu")) (void)gpu::parse_gpu_section(t_);
   }
 
  private:

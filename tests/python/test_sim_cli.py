@@ -99,6 +99,46 @@ def test_compare_writes_histograms_per_policy(small_trace_path: str, tmp_path: P
         assert set(leaves) == set(hist["cgroups"]), pol
 
 
+def table_of(stdin: str, *args: str) -> subprocess.CompletedProcess:
+    """python3 -m agentcg.table ARGS - < stdin, as the ./agentcg launcher runs it without the extension."""
+    env = dict(os.environ)
+    pydir = str(Path(__file__).resolve().parents[2] / "python")
+    env["PYTHONPATH"] = pydir + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return subprocess.run(["/usr/bin/python3", "-m", "agentcg.table", *args], input=stdin, capture_output=True,
+                          text=True, timeout=120, env=env)
+
+
+def test_the_engine_prints_no_table_of_its_own_and_feeds_the_one_table(small_trace_path: str,
+                                                                       tmp_path: Path) -> None:
+    plain = sim(["compare", small_trace_path, "--policies", "agentcg,eevdf", "--out", str(tmp_path)])
+    assert plain.returncode == 0, plain.stderr
+    assert "wakeup" not in plain.stdout and "python3 -m agentcg.table " + str(tmp_path) in plain.stdout
+    doc = sim(["compare", small_trace_path, "--policies", "agentcg,eevdf", "--out", str(tmp_path), "--json"])
+    assert doc.returncode == 0, doc.stderr
+    piped = table_of(doc.stdout, "-")
+    assert piped.returncode == 0, piped.stderr
+    lines = piped.stdout.splitlines()
+    assert "baseline eevdf" in lines[0]
+    assert lines[1].split()[-2:] == ["eevdf", "agentcg"]  # the baseline's column first
+    assert any(l.startswith("wakeup latency p99") for l in lines)
+    # the same table from the folder the engine wrote
+    on_disk = table_of("", str(tmp_path))
+    assert on_disk.returncode == 0 and on_disk.stdout == piped.stdout
+    one = sim(["run", small_trace_path, "--policy", "eevdf", "--out", str(tmp_path / "one"), "--json"])
+    summary = table_of(one.stdout, "-")
+    assert summary.returncode == 0 and summary.stdout.startswith("trace ") and "policy eevdf" in summary.stdout
+
+
+def test_the_table_names_what_it_cannot_read(tmp_path: Path) -> None:
+    bad = table_of('{"format": "x"}', "-")
+    assert bad.returncode == 1 and "<stdin>: expected a results.json document" in bad.stderr
+    broken = tmp_path / "results.json"
+    broken.write_text("{\n  oops")
+    res = table_of("", str(broken))
+    assert res.returncode == 1 and f"{broken}:2: not JSON" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
 @pytest.mark.parametrize("args, hint", [
     (["trace", "generate", "hogs", "--wieghts", "1,2", "-o", "-"], "unknown option --wieghts (did you mean --weights?)"),
     (["trace", "generate", "hogz", "-o", "-"], "unknown generator kind \"hogz\" (did you mean hogs?)"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -269,8 +270,9 @@ def test_help_never_builds(tmp_path: Path) -> None:
 
 
 def test_cpp_cli_follows_the_same_rules(tmp_path: Path, small_trace_path: str) -> None:
-    """agentcg-sim (the launcher's fallback front end): --version, eevdf by
-    default, the longest runnable wait, --json."""
+    """agentcg-sim (the launcher's fallback engine): --version, eevdf by
+    default, --json; and the launcher without the Python extension prints
+    the one table (this module's) from agentcg-sim's --json."""
     sim = os.environ.get("AGENTCG_SIM")
     if not sim or not os.path.exists(sim):
         pytest.skip("AGENTCG_SIM (the agentcg-sim binary) is not set: run through CTest")
@@ -279,10 +281,29 @@ def test_cpp_cli_follows_the_same_rules(tmp_path: Path, small_trace_path: str) -
     res = subprocess.run([sim, "compare", small_trace_path, "--out", str(tmp_path / "c")], capture_output=True,
                          text=True)
     assert res.returncode == 0, res.stderr
-    head = res.stdout.splitlines()[1].split()
-    assert head == ["metric", "eevdf", "flatcg", "agentcg"]
-    assert "longest runnable wait (ms)" in res.stdout
+    wrote = [ln.split("/")[-2] for ln in res.stdout.splitlines() if ln.startswith("wrote ")]
+    assert wrote == ["eevdf", "flatcg", "agentcg"]
+    assert "wakeup" not in res.stdout  # no table of its own
     res = subprocess.run([sim, "run", small_trace_path, "--out", str(tmp_path / "r"), "--json"], capture_output=True,
                          text=True)
     assert res.returncode == 0 and res.stdout == (tmp_path / "r" / "results.json").read_text()
     assert json.loads(res.stdout)["policy"] == "eevdf"
+    # a checkout whose extension is not built: the launcher, the package's
+    # pure-Python modules, and this build's agentcg-sim as build/default
+    root = tmp_path / "checkout"
+    (root / "python" / "agentcg").mkdir(parents=True)
+    (root / "build").mkdir()
+    shutil.copy2(os.path.join(REPO, "agentcg"), root / "agentcg")
+    for py in Path(REPO, "python", "agentcg").glob("*.py"):
+        shutil.copy2(py, root / "python" / "agentcg" / py.name)
+    (root / "build" / "default").symlink_to(Path(sim).resolve().parents[1])
+    env = {k: v for k, v in os.environ.items() if k not in ("AGENTCG_BUILD_DIR", "PYTHONPATH")}
+    res = subprocess.run([str(root / "agentcg"), "compare", small_trace_path, "--out", str(tmp_path / "l")],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    head = res.stdout.splitlines()[1].split()
+    assert head == ["metric", "unit", "eevdf", "flatcg", "agentcg"]
+    assert any(ln.startswith("longest runnable wait") for ln in res.stdout.splitlines())
+    bad = subprocess.run([str(root / "agentcg"), "run", small_trace_path + ".missing", "--out", str(tmp_path / "m")],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert bad.returncode == 1 and ".missing" in bad.stderr and "Traceback" not in bad.stderr

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "sim/cpu/cgroup_tree.h"
+#include "sim/trace/cgroup_tree.h"
 
 #include <algorithm>
 #include <stdexcept>
 
-namespace agentcg::sim {
+namespace agentcg::trace {
 
 namespace {
 
@@ -15,11 +15,11 @@ std::string parent_path(const std::string& p) {
 
 }  // namespace
 
-CgroupTree::CgroupTree(const trace::Trace& trace) {
+CgroupTree::CgroupTree(const Trace& trace) {
   // Root first, then the listed cgroups ordered so that parents precede
   // children (shorter paths first; equal depths by path for determinism).
-  std::vector<const trace::CgroupSpec*> order;
-  trace::CgroupSpec root;
+  std::vector<const CgroupSpec*> order;
+  CgroupSpec root;
   root.path = "/";
   for (const auto& c : trace.cgroups) {
     if (c.path == "/") root = c;
@@ -30,7 +30,7 @@ CgroupTree::CgroupTree(const trace::Trace& trace) {
     const auto da = depth(a->path), db = depth(b->path);
     return da != db ? da < db : a->path < b->path;
   });
-  auto add = [&](const trace::CgroupSpec& s, CgroupId parent) {
+  auto add = [&](const CgroupSpec& s, CgroupId parent) {
     const auto id = static_cast<CgroupId>(info_.size());
     const auto v = boost::add_vertex(Vertex{id}, graph_);
     (void)v;
@@ -57,7 +57,7 @@ CgroupTree::CgroupTree(const trace::Trace& trace) {
   for (const auto* s : order) {
     const auto it = by_path_.find(parent_path(s->path));
     if (it == by_path_.end()) {
-      throw trace::TraceError(trace.source, s->loc.line, s->loc.pointer,
+      throw TraceError(trace.source, s->loc.line, s->loc.pointer,
                               "cgroup '" + s->path + "' has no parent cgroup '" +
                                   parent_path(s->path) + "' in the trace");
     }
@@ -136,4 +136,4 @@ std::vector<double> CgroupTree::entitled_shares(std::uint32_t nr_cpus,
   return share;
 }
 
-}  // namespace agentcg::sim
+}  // namespace agentcg::trace
