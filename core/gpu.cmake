@@ -6,7 +6,5 @@ add_library(agentcg_core_gpu STATIC ${CMAKE_CURRENT_SOURCE_DIR}/gpu/policy.cc)
 target_include_directories(agentcg_core_gpu PUBLIC
   ${CMAKE_CURRENT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR})
 
-if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/gpu/policy_test.cc)
-  agentcg_add_test(core_gpu_tests SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/gpu/policy_test.cc
-    LIBS agentcg_core_gpu LABELS gpu)
-endif()
+agentcg_add_test(core_gpu_tests SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/gpu/policy_test.cc
+  LIBS agentcg_core_gpu LABELS gpu)
