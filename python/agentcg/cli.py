@@ -381,6 +381,7 @@ def cmd_fleet(a: argparse.Namespace) -> int:
 
 def cmd_plot(a: argparse.Namespace) -> int:
     from . import plots
+    from ._errors import AgentcgError
 
     formats = tuple(_split(a.formats))
     bad = [f for f in formats if f not in ("png", "svg", "pdf")]
@@ -403,7 +404,13 @@ def cmd_plot(a: argparse.Namespace) -> int:
         if not any(Result.load(p).has_schedule for g in groups.values() for p in g.values()):
             raise UsageError(f"--window {a.window}: no recorded schedule under {a.dir} (record one with "
                              "`run ... --perfetto DIR/schedule.perfetto.json`)")
-    files = plots.plot_directory(a.dir, out, formats=formats, window=window)
+    cgroups = _split(a.cgroups) if a.cgroups else None
+    try:
+        files = plots.plot_directory(a.dir, out, formats=formats, window=window, cgroups=cgroups)
+    except AgentcgError as e:
+        if a.cgroups and str(e).startswith("--cgroups"):
+            raise UsageError(str(e)) from None
+        raise
     if not a.quiet:
         for f in files:
             print(f"wrote {f}")
@@ -620,6 +627,9 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--formats", default="png,svg", help="comma-separated: png, svg, pdf")
     pl.add_argument("--window", default=None,
                     help="schedule timeline window START:END (e.g. 1s:1.05s; needs --perfetto runs)")
+    pl.add_argument("--cgroups", default=None, metavar="LIST",
+                    help="cgroups of the per-cgroup CDF: comma-separated paths or patterns (/s/*); "
+                         "default: those of the share plot, at most 8")
     pl.add_argument("--quiet", action="store_true", help="do not list the files written")
     pl.set_defaults(func=cmd_plot)
 

@@ -216,14 +216,33 @@ def plot_cgroup_cdf(results: Any, key: str = "wakeup_latency_ns", cgroups: Optio
     cgroup, one panel per policy (shared axes), each cgroup in its colour of
     the CPU-share plot (cgroup_color) and its maximum marked with a triangle.
     From histograms.json's per-cgroup histograms (runs from agentcg.run(),
-    the CLI and agentcg-sim); raises AgentcgError when a run kept none."""
+    the CLI and agentcg-sim); raises AgentcgError when a run kept none.
+    `cgroups`: paths or fnmatch patterns ("/sessions/s1*"); by default the
+    cgroups of the share plot (at most 8, the busiest), and the title says
+    how many cgroups with samples were left out."""
     rs = _results(results)
     missing = [label for label, r in rs.items() if not r.cgroup_histograms()]
     if missing:
         raise AgentcgError(f"no per-cgroup histograms for {', '.join(missing)} (results.json alone holds "
                            "percentiles; runs from agentcg.run() and the CLIs keep them in histograms.json)")
     first = next(iter(rs.values()))
-    chosen = list(cgroups) if cgroups is not None else _cdf_cgroups(first, key)
+    with_samples = sorted({p for r in rs.values() for p, h in r.cgroup_histograms().items()
+                           if p != "/" and int((h.get(key) or {}).get("count", 0) or 0)})
+    if cgroups is not None:  # paths or fnmatch patterns ("/sessions/*"), in the order given
+        import fnmatch
+
+        chosen = []
+        for pat in cgroups:
+            hits = [p for p in with_samples if fnmatch.fnmatchcase(p, pat)] if any(
+                ch in pat for ch in "*?[") else [pat]
+            if not hits:
+                raise AgentcgError(f"--cgroups {pat}: no cgroup with samples matches it (cgroups with samples: "
+                                   f"{', '.join(with_samples[:12])}{' ...' if len(with_samples) > 12 else ''})")
+            chosen += [p for p in hits if p not in chosen]
+    else:
+        chosen = _cdf_cgroups(first, key)
+    left_out = len([p for p in with_samples if p not in chosen and not any(
+        c.startswith(p.rstrip("/") + "/") for c in chosen)])
     fig = _fig(8.0, 2.6 * len(rs) + 0.8)
     axes = fig.subplots(len(rs), 1, sharex=True, sharey=True, squeeze=False)[:, 0]
     what = "Tool-call" if key.startswith("tool") else "Wakeup"
@@ -259,7 +278,9 @@ def plot_cgroup_cdf(results: Any, key: str = "wakeup_latency_ns", cgroups: Optio
         else:
             ax.text(0.5, 0.5, "no samples in these cgroups", transform=ax.transAxes, ha="center")
     axes[-1].set_xlabel(f"{what.lower()} latency (ms, log scale)")
-    fig.suptitle(title or f"{what} latency CDF per cgroup (every sample): {_trace_name(rs)}")
+    note = f" ({len(chosen)} shown, {left_out} more with samples: plot --cgroups to choose)" if left_out else ""
+    fig.suptitle(title or f"{what} latency CDF per cgroup (every sample): {_trace_name(rs)}{note}",
+                 fontsize="medium" if note else None)
     return fig
 
 
@@ -745,8 +766,8 @@ def plot_sweep(df: "pandas.DataFrame", out_stem: str, grid: Optional[Mapping[str
 
 # --- standard sets -------------------------------------------------------------------
 
-def comparison_figures(cmp: Any, window: Optional[Tuple[int, int]] = None
-                       ) -> List[Tuple[str, Figure]]:
+def comparison_figures(cmp: Any, window: Optional[Tuple[int, int]] = None,
+                       cgroups: Optional[Sequence[str]] = None) -> List[Tuple[str, Figure]]:
     """(name, figure) for every plot that applies to a comparison."""
     rs = _results(cmp)
     figs: List[Tuple[str, Figure]] = []
@@ -759,9 +780,9 @@ def comparison_figures(cmp: Any, window: Optional[Tuple[int, int]] = None
     if any((r.data.get("series") or {}).get("cgroups") for r in rs.values()):
         figs.append(("cpu-share", plot_cpu_share_comparison(rs)))
     # per-cgroup CDFs when every run kept them and more than one cgroup has samples
-    if all(r.cgroup_histograms() for r in rs.values()) and len(_cdf_cgroups(next(iter(rs.values())),
-                                                                          "wakeup_latency_ns")) > 1:
-        figs.append(("wakeup-cdf-cgroups", plot_cgroup_cdf(rs)))
+    if all(r.cgroup_histograms() for r in rs.values()) and (cgroups or len(_cdf_cgroups(
+            next(iter(rs.values())), "wakeup_latency_ns")) > 1):
+        figs.append(("wakeup-cdf-cgroups", plot_cgroup_cdf(rs, cgroups=cgroups)))
     sched = [r for r in rs.values() if r.has_schedule and len(r.schedule())]
     if sched and window is None:
         window = action_window(sched)  # one window for every policy
@@ -778,10 +799,10 @@ def comparison_figures(cmp: Any, window: Optional[Tuple[int, int]] = None
 
 
 def plot_comparison(cmp: Any, out_dir: str, formats: Sequence[str] = ("png", "svg"),
-                    window: Optional[Tuple[int, int]] = None) -> List[str]:
+                    window: Optional[Tuple[int, int]] = None, cgroups: Optional[Sequence[str]] = None) -> List[str]:
     """Writes every applicable plot of a comparison into out_dir."""
     files: List[str] = []
-    for name, fig in comparison_figures(cmp, window):
+    for name, fig in comparison_figures(cmp, window, cgroups):
         files += save(fig, os.path.join(out_dir, name), formats)
     return files
 
@@ -809,7 +830,7 @@ def find_results(root: str) -> Dict[str, Dict[str, str]]:
 
 
 def plot_directory(root: str, out_dir: str, formats: Sequence[str] = ("png", "svg"),
-                   window: Optional[Tuple[int, int]] = None) -> List[str]:
+                   window: Optional[Tuple[int, int]] = None, cgroups: Optional[Sequence[str]] = None) -> List[str]:
     """Plots every comparison and sweep found under root into out_dir."""
     files: List[str] = []
     groups = find_results(root)
@@ -817,7 +838,7 @@ def plot_directory(root: str, out_dir: str, formats: Sequence[str] = ("png", "sv
         cmp = Comparison({label: Result.load(p) for label, p in members.items()})
         rel = os.path.relpath(gdir, root)
         sub = out_dir if rel == "." else os.path.join(out_dir, rel.replace(os.sep, "-"))
-        files += plot_comparison(cmp, sub, formats, window)
+        files += plot_comparison(cmp, sub, formats, window, cgroups)
     for d, dirs, names in os.walk(root):
         dirs.sort()
         if "sweep.csv" in names:

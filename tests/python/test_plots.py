@@ -127,6 +127,24 @@ def test_cgroup_cdf_from_every_sample(cmp, tmp_path) -> None:
         r.latency_cdf(cgroup="/nope")
 
 
+def test_cgroup_cdf_chooses_and_says_what_it_left_out() -> None:
+    """Twelve cgroups: the default shows at most 8 and says how many more
+    have samples; `cgroups=` takes paths and patterns; a pattern that
+    matches nothing is an error naming it."""
+    t = agentcg.traces.generate("hogs", seed=1, duration="200ms", cpus=2, weights=",".join(["100"] * 12),
+                                **{"tasks-per-group": "1"})
+    many = {"eevdf": agentcg.run(t, "eevdf")}
+    fig = plots.plot_cgroup_cdf(many)
+    shown = [c.get_label().split()[0] for c in fig.axes[0].get_lines()[0::2]]
+    assert len(shown) == 8 and "4 more with samples" in fig._suptitle.get_text()
+    fig = plots.plot_cgroup_cdf(many, cgroups=["/hog-1*", "/hog-2"])
+    shown = [c.get_label().split()[0] for c in fig.axes[0].get_lines()[0::2]]
+    assert shown == ["/hog-1", "/hog-10", "/hog-11", "/hog-2"]
+    assert "8 more with samples" in fig._suptitle.get_text()
+    with pytest.raises(agentcg.AgentcgError, match="--cgroups /nope\\*: no cgroup with samples matches it"):
+        plots.plot_cgroup_cdf(many, cgroups=["/nope*"])
+
+
 def test_tool_call_latency(cmp) -> None:
     fig = plots.plot_tool_call_latency(cmp)
     _check_axes(fig, "policy", "tool-call latency (ms)")

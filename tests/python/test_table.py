@@ -307,3 +307,9 @@ def test_cpp_cli_follows_the_same_rules(tmp_path: Path, small_trace_path: str) -
     bad = subprocess.run([str(root / "agentcg"), "run", small_trace_path + ".missing", "--out", str(tmp_path / "m")],
                          capture_output=True, text=True, env=env, timeout=300)
     assert bad.returncode == 1 and ".missing" in bad.stderr and "Traceback" not in bad.stderr
+    # --help needs no extension: the Python CLI's help, with a note on stderr
+    for cmd in ("demo", "compare", "fidelity"):
+        h = subprocess.run([str(root / "agentcg"), cmd, "--help"], capture_output=True, text=True, env=env,
+                           timeout=60)
+        assert h.returncode == 0 and h.stdout.startswith(f"usage: agentcg {cmd}"), (cmd, h.stderr)
+        assert "extension is not built yet" in h.stderr
