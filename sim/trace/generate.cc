@@ -854,6 +854,17 @@ Trace generate(const std::string& kind, std::uint64_t seed, const std::map<std::
                               "; expected one of: " + list);
 }
 
+std::vector<GeneratorKind> generator_kinds() {
+  std::vector<GeneratorKind> out;
+  for (const Kind& k : kKinds) {
+    GeneratorKind g{k.name, k.summary, {}};
+    for (const OptSpec& s : *k.spec) g.options.push_back({s.key, s.def, s.help});
+    out.push_back(std::move(g));
+  }
+  for (GeneratorKind& g : gpu::gpu_generator_kinds()) out.push_back(std::move(g));
+  return out;
+}
+
 std::string generator_help() {
   std::string out;
   for (const Kind& k : kKinds) {

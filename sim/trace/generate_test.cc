@@ -268,6 +268,32 @@ TEST(Commands, GenerateThenValidate) {
   std::filesystem::remove(file);
 }
 
+// One CLI11 subcommand per kind, declared from generator_kinds(): each
+// kind's --help lists its own options, every kind of generator_kinds() is
+// accepted, an option twice is an error, and the kind may follow options.
+TEST(Commands, EveryKindIsACommandWithItsOwnOptions) {
+  std::ostringstream out, err;
+  std::ostringstream hogs_help;
+  EXPECT_EQ(generate_command({"hogs", "--help"}, hogs_help, err), 0);
+  EXPECT_NE(hogs_help.str().find("--weights"), std::string::npos);
+  EXPECT_EQ(hogs_help.str().find("--io-tasks"), std::string::npos) << "another kind's option";
+  for (const GeneratorKind& k : generator_kinds()) {
+    std::ostringstream h;
+    EXPECT_EQ(generate_command({k.name, "--help"}, h, err), 0) << k.name;
+    for (const GeneratorOption& o : k.options) EXPECT_NE(h.str().find("--" + o.key), std::string::npos) << o.key;
+  }
+  std::ostringstream twice;
+  EXPECT_EQ(generate_command({"hogs", "-o", "-", "--cpus", "1", "--cpus", "2"}, out, twice), 2);
+  EXPECT_NE(twice.str().find("--cpus: given more than once"), std::string::npos) << twice.str();
+  std::ostringstream before, after;
+  EXPECT_EQ(generate_command({"--seed", "3", "--cpus=1", "hogs", "-o", "-"}, before, err), 0) << err.str();
+  EXPECT_EQ(generate_command({"hogs", "--seed", "3", "-o", "-", "--cpus", "1"}, after, err), 0) << err.str();
+  EXPECT_EQ(before.str(), after.str());
+  std::ostringstream typo;
+  EXPECT_EQ(generate_command({"--seed", "3", "hogz", "-o", "-"}, out, typo), 2);
+  EXPECT_NE(typo.str().find("unknown generator kind \"hogz\" (did you mean hogs?)"), std::string::npos) << typo.str();
+}
+
 TEST(Commands, ExitCodes) {
   std::ostringstream out, err;
   EXPECT_EQ(generate_command({}, out, err), 2);

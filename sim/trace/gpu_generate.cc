@@ -152,6 +152,16 @@ trace::Trace generate_gpu_trace(const std::string& kind, std::uint64_t seed,
   return t;
 }
 
+std::vector<GeneratorKind> gpu_generator_kinds() {
+  std::vector<GeneratorKind> out;
+  for (const char* kind : {"gpu-oversub", "gpu-fit", "gpu-quota"}) {
+    GeneratorKind g{kind, std::string("synthetic GPU workload (see trace generate --help)"), {}};
+    for (const auto& [k, v] : defaults_for(kind)) g.options.push_back({k, v, "GPU workload option"});
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
 std::string gpu_generator_help() {
   std::string out;
   for (const char* kind : {"gpu-oversub", "gpu-fit", "gpu-quota"}) {

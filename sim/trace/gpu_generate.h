@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "sim/trace/trace.h"
 
@@ -25,5 +26,7 @@ trace::Trace generate_gpu_trace(const std::string& kind, std::uint64_t seed,
                                 const std::map<std::string, std::string>& options);
 // One block per kind with its options and defaults, for --help.
 std::string gpu_generator_help();
+// The GPU kinds and their options (for trace::generator_kinds()).
+std::vector<GeneratorKind> gpu_generator_kinds();
 
 }  // namespace agentcg::trace::gpu

@@ -230,4 +230,18 @@ Trace generate(const std::string& kind, std::uint64_t seed,
 // One line per kind with its options and defaults, for --help.
 std::string generator_help();
 
+// Every generator kind with its options (CPU kinds, then the GPU ones), the
+// table `trace generate` declares its per-kind command lines from.
+struct GeneratorOption {
+  std::string key;  // without dashes
+  std::string def;  // "" = derived from other options
+  std::string help;
+};
+struct GeneratorKind {
+  std::string name;
+  std::string summary;
+  std::vector<GeneratorOption> options;
+};
+std::vector<GeneratorKind> generator_kinds();
+
 }  // namespace agentcg::trace

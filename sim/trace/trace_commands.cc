@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// `trace generate` / `trace validate`: argument handling around generate(),
+// `trace generate` / `trace validate`: argument handling (CLI11, as every
+// agentcg command line) around generate(),
 // write_trace_file() and load_trace_file(). Errors become messages and exit
 // codes here (the CLI's edge), never exceptions. Called through
 // sim/cli/trace_cmd.h by agentcg-sim and directly by trace_commands_test.cc.
 #include "sim/trace/trace_commands.h"
 
+#include <algorithm>
+#include <functional>
 #include <map>
+#include <optional>
 
+#include <CLI/CLI.hpp>
+
+#include "config/cli.h"
 #include "config/did_you_mean.h"
 #include "sim/trace/trace.h"
 
@@ -21,80 +28,120 @@ constexpr const char* kValidateUsage =
     "  every check `run` makes before simulating (the gpu section included);\n"
     "  --policy adds that policy's own limits (flatcg/agentcg: cgroups <= 15 deep)\n";
 
-}  // namespace
-
-int generate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::string kind, path;
-  std::uint64_t seed = 1;
-  bool have_out = false;
-  std::map<std::string, std::string> options;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-h" || a == "--help") {
-      out << kGenerateUsage << "\n" << generator_help();
-      return 0;
-    }
-    if (a == "-o" || a == "--out" || a.rfind("--out=", 0) == 0) {
-      if (a.rfind("--out=", 0) == 0) {
-        path = a.substr(6);
-      } else {
-        if (i + 1 >= args.size()) {
-          err << "agentcg trace generate: " << a << " needs a file name\n" << kGenerateUsage;
-          return 2;
-        }
-        path = args[++i];
-      }
-      have_out = true;
-      continue;
-    }
-    if (a.size() > 2 && a.rfind("--", 0) == 0) {
-      std::string key = a.substr(2), value;
-      const auto eq = key.find('=');
-      if (eq != std::string::npos) {
-        value = key.substr(eq + 1);
-        key = key.substr(0, eq);
-      } else {
-        if (i + 1 >= args.size()) {
-          err << "agentcg trace generate: option --" << key << " needs a value\n" << kGenerateUsage;
-          return 2;
-        }
-        value = args[++i];
-      }
-      if (key == "seed") {
-        std::size_t used = 0;
-        try {
-          if (value.empty() || value[0] == '-') throw std::invalid_argument("negative");
-          seed = std::stoull(value, &used, 10);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used == 0 || used != value.size()) {
-          err << "agentcg trace generate: --seed \"" << value << "\": expected a non-negative integer\n";
-          return 2;
-        }
-        continue;
-      }
-      if (!options.emplace(key, value).second) {
-        err << "agentcg trace generate: option --" << key << " given twice\n";
-        return 2;
-      }
-      continue;
-    }
-    if (!kind.empty()) {
-      err << "agentcg trace generate: unexpected argument \"" << a << "\" (the kind is already " << kind << ")\n"
-          << kGenerateUsage;
-      return 2;
-    }
-    kind = a;
-  }
-  if (kind.empty() || !have_out) {
-    err << "agentcg trace generate: " << (kind.empty() ? "missing KIND" : "missing -o FILE") << "\n"
-        << kGenerateUsage;
+// Parses `args` (without "trace generate"/"trace validate") with `app`;
+// nullopt when the command should run, else the exit code after printing
+// help (0) or the error (2: what, with the closest name, and the usage).
+std::optional<int> parse(CLI::App& app, const std::vector<std::string>& args, const char* command,
+                         const char* usage, std::ostream& err, const std::function<std::string()>& extras) {
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last-first
+  try {
+    app.parse(reversed);
+    return std::nullopt;
+  } catch (const CLI::CallForHelp&) {
+    return 0;
+  } catch (const CLI::ArgumentMismatch& e) {
+    // CLI11 says "--k: At Most 1 required but received 2" / "... received 0"
+    const std::string m = e.what(), name = m.substr(0, m.find(':'));
+    const std::string what = m.find("received 0") != std::string::npos || m.find(" missing") != std::string::npos
+                                 ? (name == "--out" ? std::string("-o needs a file name") : name + " needs a value")
+                             : m.find("At Most") != std::string::npos ? name + ": given more than once"
+                                                                      : m;
+    err << "agentcg trace " << command << ": " << what << "\n" << usage;
+    return 2;
+  } catch (const CLI::ParseError& e) {
+    const bool leftovers = !app.remaining(true).empty();
+    const std::string what = leftovers ? extras() : std::string(e.what());
+    err << "agentcg trace " << command << ": " << what << "\n" << usage;
     return 2;
   }
+}
+
+}  // namespace
+
+// CLI11 (config/cli.h), as every agentcg command line: one subcommand per
+// generator kind, declared from generator_kinds(), so `trace generate hogs
+// --help` lists that kind's options and a typo gets the closest of them.
+// Values are checked by the generator itself (durations, sizes, ranges).
+int generate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  const std::vector<GeneratorKind> kinds = generator_kinds();
+  CLI::App app{"make a synthetic trace", "agentcg trace generate"};
+  app.set_help_flag("-h,--help", "every kind and its options");
+  app.require_subcommand(1);
+  std::string seed = "1", path;
+  std::vector<std::string> names;
+  std::map<std::string, std::vector<std::pair<std::string, CLI::Option*>>> declared;
+  std::map<std::string, std::map<std::string, std::string>> values;
+  for (const GeneratorKind& k : kinds) {
+    CLI::App* sub = app.add_subcommand(k.name, k.summary);
+    sub->set_help_flag("-h,--help", "this kind's options");
+    sub->add_option("--seed", seed, "random seed (same seed, same trace)")
+        ->check(cli::non_negative_integer())
+        ->capture_default_str()
+        ->type_name("N");
+    sub->add_option("-o,--out", path, "the trace file to write, or - for stdout")->required()->type_name("FILE");
+    for (const GeneratorOption& o : k.options)
+      declared[k.name].emplace_back(
+          o.key, sub->add_option("--" + o.key, values[k.name][o.key],
+                                 o.help.find("default") != std::string::npos
+                                     ? o.help
+                                     : o.help + " (default " + (o.def.empty() ? "derived" : o.def) + ")")
+                     ->multi_option_policy(CLI::MultiOptionPolicy::Throw)
+                     ->type_name("VALUE"));
+    names.push_back(k.name);
+  }
+  auto extras = [&]() -> std::string {
+    if (app.get_subcommands().empty()) {  // the first word that is no option nor its value is not a kind
+      for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a.size() > 1 && a[0] == '-') {
+          if (a.find('=') == std::string::npos) ++i;
+          continue;
+        }
+        std::string list;
+        for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+        return "unknown generator kind \"" + a + "\"" + cli::did_you_mean(a, names) + "; expected one of: " + list;
+      }
+      return "missing KIND";
+    }
+    return cli::extras_message(&app);
+  };
+  if (args.empty()) {
+    err << "agentcg trace generate: missing KIND\n" << kGenerateUsage;
+    return 2;
+  }
+  // The kind may come after options (`--seed 3 hogs -o -`, as before the
+  // subcommands): put it first, skipping option values.
+  std::vector<std::string> ordered = args;
+  for (std::size_t i = 0; i < ordered.size(); ++i) {
+    const std::string& a = ordered[i];
+    if (a.size() > 1 && a[0] == '-') {
+      if (a.find('=') == std::string::npos && a != "-h" && a != "--help") ++i;  // its value
+      continue;
+    }
+    if (std::find(names.begin(), names.end(), a) != names.end() && i > 0) {
+      std::rotate(ordered.begin(), ordered.begin() + static_cast<std::ptrdiff_t>(i),
+                  ordered.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    }
+    break;
+  }
+  if (const auto rc = parse(app, ordered, "generate", kGenerateUsage, err, extras)) {
+    if (*rc == 0) {
+      const auto subs = app.get_subcommands();
+      if (subs.empty()) out << kGenerateUsage << "\n" << generator_help();
+      else out << subs.front()->help();
+    }
+    return *rc;
+  }
+  const std::string kind = app.get_subcommands().front()->get_name();
+  std::map<std::string, std::string> options;
+  for (const auto& [key, opt] : declared[kind])
+    if (opt->count() > 0) options[key] = values[kind][key];
   Trace t;
   try {
-    t = generate(kind, seed, options);
+    t = generate(kind, std::stoull(seed), options);
+  } catch (const std::out_of_range&) {
+    err << "agentcg trace generate: --seed " << seed << ": out of range\n";
+    return 2;
   } catch (const std::invalid_argument& e) {
     err << "agentcg trace generate: " << e.what() << "\n";
     return 2;
@@ -114,36 +161,20 @@ int generate_command(const std::vector<std::string>& args, std::ostream& out, st
 }
 
 int validate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"check traces as run does", "agentcg trace validate"};
+  app.set_help_flag("-h,--help", "this help");
+  std::vector<std::string> files;
+  std::string policy;
+  app.add_option("--policy", policy, "also that policy's own limits (flatcg/agentcg: cgroups <= 15 deep)")
+      ->type_name("NAME");
+  app.add_option("FILE", files, "trace files")->required();
   if (args.empty()) {
     err << "agentcg trace validate: no files given\n" << kValidateUsage;
     return 2;
   }
-  std::vector<std::string> files;
-  std::string policy;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-h" || a == "--help") {
-      out << kValidateUsage;
-      return 0;
-    }
-    if (a == "--policy" || a.rfind("--policy=", 0) == 0) {
-      if (a == "--policy" && i + 1 >= args.size()) {
-        err << "agentcg trace validate: --policy needs a policy name\n" << kValidateUsage;
-        return 2;
-      }
-      policy = a == "--policy" ? args[++i] : a.substr(9);
-      continue;
-    }
-    if (a.size() > 1 && a[0] == '-') {
-      err << "agentcg trace validate: unknown option " << a << cli::did_you_mean(a, {"--policy", "--help"}) << "\n"
-          << kValidateUsage;
-      return 2;
-    }
-    files.push_back(a);
-  }
-  if (files.empty()) {
-    err << "agentcg trace validate: no files given\n" << kValidateUsage;
-    return 2;
+  if (const auto rc = parse(app, args, "validate", kValidateUsage, err, [&] { return cli::extras_message(&app); })) {
+    if (*rc == 0) out << kValidateUsage;
+    return *rc;
   }
   int rc = 0;
   for (const std::string& path : files) {
