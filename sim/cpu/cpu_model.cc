@@ -491,7 +491,7 @@ void CpuModel::charge(Cpu& c, int cpu) {
   const std::uint64_t wall = (now - c.acct_from).ns();
   // sched_ext's own share of the busy CPU (machine.ext_busy_pct, 0 under
   // the kernel's scheduler) is nobody's work: the task gets the rest.
-  const std::uint64_t ran = machine_.ext_busy_pct ? wall * (100 - machine_.ext_busy_pct) / 100 : wall;
+  const std::uint64_t ran = work_in(wall);
   Proc& p = procs_[t.id];
   p.run_left_ns -= std::min(p.run_left_ns, ran);
   t.sum_exec += Time::from_ns(ran);
@@ -504,7 +504,7 @@ void CpuModel::charge(Cpu& c, int cpu) {
     const std::uint64_t b = from / bin;
     const std::uint64_t to = std::min(now.ns(), (b + 1) * bin);
     if (s.series.size() <= b) s.series.resize(b + 1, 0);
-    s.series[b] += machine_.ext_busy_pct ? (to - from) * (100 - machine_.ext_busy_pct) / 100 : to - from;
+    s.series[b] += work_in(to - from);
     from = to;
   }
   if (log_) {
@@ -534,8 +534,7 @@ void CpuModel::rearm_cpu(int cpu) {
   const Proc& p = procs_[c.curr->id];
   // the wall time that gives the task run_left_ns of work (ceil, so the
   // run ends at that event and not one tick later)
-  const std::uint64_t k = 100 - machine_.ext_busy_pct;
-  const Time done = c.acct_from + Time::from_ns(machine_.ext_busy_pct ? (p.run_left_ns * 100 + k - 1) / k : p.run_left_ns);
+  const Time done = c.acct_from + Time::from_ns(wall_for(p.run_left_ns));
   c.ev = sim_.schedule(std::min(done, c.slice_end), this, kCpuEvent, static_cast<std::uint64_t>(cpu));
 }
 

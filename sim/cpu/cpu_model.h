@@ -223,6 +223,15 @@ class CpuModel final : public SchedContext, public EventHandler {
   void do_enqueue(Task& t);
   void dispatch(int cpu, Task* prev);
   void charge(Cpu& c, int cpu);
+  // The work done in `wall_ns` of a busy CPU, and the wall time that does
+  // `work_ns` (rounded up): machine.ext_busy_pct of the CPU is sched_ext's.
+  std::uint64_t work_in(std::uint64_t wall_ns) const {
+    return machine_.ext_busy_pct ? wall_ns * (100 - machine_.ext_busy_pct) / 100 : wall_ns;
+  }
+  std::uint64_t wall_for(std::uint64_t work_ns) const {
+    const std::uint64_t k = 100 - machine_.ext_busy_pct;
+    return machine_.ext_busy_pct ? (work_ns * 100 + k - 1) / k : work_ns;
+  }
   void stop_curr(int cpu, bool runnable);
   void rearm_cpu(int cpu);
   void on_cpu_event(int cpu);

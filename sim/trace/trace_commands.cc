@@ -28,6 +28,20 @@ constexpr const char* kValidateUsage =
     "  every check `run` makes before simulating (the gpu section included);\n"
     "  --policy adds that policy's own limits (flatcg/agentcg: cgroups <= 15 deep)\n";
 
+// The index of the first word of `args` that is neither an option nor an
+// option's value (`--seed 3 hogs`: 2), or args.size().
+std::size_t first_word(const std::vector<std::string>& args) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.size() > 1 && a[0] == '-') {
+      if (a.find('=') == std::string::npos && a != "-h" && a != "--help") ++i;  // its value
+      continue;
+    }
+    return i;
+  }
+  return args.size();
+}
+
 // Parses `args` (without "trace generate"/"trace validate") with `app`;
 // nullopt when the command should run, else the exit code after printing
 // help (0) or the error (2: what, with the closest name, and the usage).
@@ -91,15 +105,12 @@ int generate_command(const std::vector<std::string>& args, std::ostream& out, st
   }
   auto extras = [&]() -> std::string {
     if (app.get_subcommands().empty()) {  // the first word that is no option nor its value is not a kind
-      for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a.size() > 1 && a[0] == '-') {
-          if (a.find('=') == std::string::npos) ++i;
-          continue;
-        }
+      const std::size_t w = first_word(args);
+      if (w < args.size()) {
         std::string list;
         for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-        return "unknown generator kind \"" + a + "\"" + cli::did_you_mean(a, names) + "; expected one of: " + list;
+        return "unknown generator kind \"" + args[w] + "\"" + cli::did_you_mean(args[w], names) +
+               "; expected one of: " + list;
       }
       return "missing KIND";
     }
@@ -112,18 +123,10 @@ int generate_command(const std::vector<std::string>& args, std::ostream& out, st
   // The kind may come after options (`--seed 3 hogs -o -`, as before the
   // subcommands): put it first, skipping option values.
   std::vector<std::string> ordered = args;
-  for (std::size_t i = 0; i < ordered.size(); ++i) {
-    const std::string& a = ordered[i];
-    if (a.size() > 1 && a[0] == '-') {
-      if (a.find('=') == std::string::npos && a != "-h" && a != "--help") ++i;  // its value
-      continue;
-    }
-    if (std::find(names.begin(), names.end(), a) != names.end() && i > 0) {
-      std::rotate(ordered.begin(), ordered.begin() + static_cast<std::ptrdiff_t>(i),
-                  ordered.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-    }
-    break;
-  }
+  const std::size_t w = first_word(args);
+  if (w > 0 && w < args.size() && std::find(names.begin(), names.end(), args[w]) != names.end())
+    std::rotate(ordered.begin(), ordered.begin() + static_cast<std::ptrdiff_t>(w),
+                ordered.begin() + static_cast<std::ptrdiff_t>(w) + 1);
   if (const auto rc = parse(app, ordered, "generate", kGenerateUsage, err, extras)) {
     if (*rc == 0) {
       const auto subs = app.get_subcommands();
