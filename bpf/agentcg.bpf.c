@@ -42,7 +42,9 @@
  *   function the simulator calls): ops.enqueue makes the request (tag
  *   chain, cpu.max) and then inserts it straight into the local DSQ of
  *   the CPU select_cpu chose when that CPU was idle (select_cpu records
- *   it in the task ctx), or into that CPU's local DSQ with SCX_ENQ_PREEMPT
+ *   it in the task ctx; with no idle CPU it chooses the CPU running the
+ *   latest deadline, victim_cpu(), as the simulator does), or into that
+ *   CPU's local DSQ with SCX_ENQ_PREEMPT
  *   when the base rule says NOW (earlier deadline, the running request
  *   past its protected time or the waking one's slice shorter); only a
  *   request that must wait goes into the shared DSQ, with an idle CPU
@@ -480,6 +482,40 @@ static __always_inline void sync_weight(struct cgrp_state *cs, const struct agen
 	agentcg_sync_weight(&cs->cg, ps ? &ps->cg : NULL, &glob, tn);
 }
 
+/*
+ * The CPU a wakeup is checked against when no CPU is idle: the one running
+ * the latest deadline of ours (the first the base rule would preempt),
+ * `prev` on ties and when none runs ours; only CPUs the task may run on.
+ * sim/cpu/scx_class.cc's victim_cpu() is the same scan. O(CPUs) array
+ * lookups per contended wakeup (scx_lavd samples two CPUs instead; on the
+ * machines this targets, tens of CPUs, the full scan is what the model
+ * checks). The snapshot of cpu_currs is racy, which only makes the choice
+ * advisory: place() still asks the base rule on the CPU chosen.
+ */
+static __always_inline s32 victim_cpu(const struct task_struct *p, s32 prev)
+{
+	struct cpu_curr *bc = NULL;
+	s32 best = prev;
+	u32 i, pc = prev;
+
+	if (pc < AGENTCG_MAX_CPUS)
+		bc = bpf_map_lookup_elem(&cpu_currs, &pc);
+	bpf_for(i, 0, AGENTCG_MAX_CPUS) {
+		struct cpu_curr *cc;
+
+		if (i >= nr_cpus)
+			break;
+		cc = bpf_map_lookup_elem(&cpu_currs, &i);
+		if (!cc || !cc->ours || !bpf_cpumask_test_cpu(i, p->cpus_ptr))
+			continue;
+		if (!bc || !bc->ours || agentcg_before(bc->deadline, cc->deadline)) {
+			best = i;
+			bc = cc;
+		}
+	}
+	return best;
+}
+
 s32 BPF_STRUCT_OPS(agentcg_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	bool is_idle = false;
@@ -505,6 +541,9 @@ s32 BPF_STRUCT_OPS(agentcg_select_cpu, struct task_struct *p, s32 prev_cpu, u64 
 		t->at.boosted = 0;
 		t->idle_cpu = is_idle;
 	}
+	/* no idle CPU: go where the rule is likeliest to let it run now */
+	if (!is_idle)
+		cpu = victim_cpu(p, cpu);
 	return cpu;
 }
 
@@ -1002,7 +1041,7 @@ s32 BPF_STRUCT_OPS(agentcg_init_task, struct task_struct *p, struct scx_init_tas
 	st = bpf_map_lookup_elem(&cgrp_stat, &cgid);
 	if (st)
 		__sync_fetch_and_add(&st->nr_forks, 1);
-	ev = agentcg_on_fork(&cs->cg, now, tn);
+	ev = agentcg_on_fork(&cs->cg, &glob, now, tn);
 	if (ev & AGENTCG_EV(fork_storms))
 		sync_weight(cs, tn);
 	count_events(ev);
@@ -1287,6 +1326,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(agentcg_init)
 	ret = create_dsq(AGENTCG_SHARED_DSQ, -1);
 	if (ret)
 		return ret;
+	glob.nr_cpus = nr_cpus; /* the epochs' cap (agentcg.h agentcg_epoch_start) */
 	bpf_for(i, 0, AGENTCG_MAX_CPUS) {
 		struct cpu_curr *cc;
 

@@ -114,18 +114,18 @@ TEST(ForkStorm, ThresholdWithinWindowDetectsAndRecoversAfterAQuietWindow) {
   u64 now = 0;
   for (u32 i = 1; i <= 32; i++) {
     now = i * 5 * kMs;
-    storms += (agentcg_on_fork(&cg, now, &t) & AGENTCG_EV(fork_storms)) != 0;
+    storms += (agentcg_on_fork(&cg, &g, now, &t) & AGENTCG_EV(fork_storms)) != 0;
   }
   EXPECT_EQ(cg.storm, 0u) << "32 forks in a window is not a storm (threshold is 32)";
   now += kMs;
-  storms += (agentcg_on_fork(&cg, now, &t) & AGENTCG_EV(fork_storms)) != 0;
+  storms += (agentcg_on_fork(&cg, &g, now, &t) & AGENTCG_EV(fork_storms)) != 0;
   EXPECT_EQ(cg.storm, 1u);
   EXPECT_EQ(storms, 1u);
   EXPECT_EQ(agentcg_eff_weight(&cg, &t), 25u);
   // Forks keep coming fast: counted once.
   for (int i = 0; i < 10; i++) {
     now += kMs;
-    EXPECT_EQ(agentcg_on_fork(&cg, now, &t) & AGENTCG_EV(fork_storms), 0u);
+    EXPECT_EQ(agentcg_on_fork(&cg, &g, now, &t) & AGENTCG_EV(fork_storms), 0u);
   }
   const u64 last = now;
   EXPECT_FALSE(agentcg_fork_tick(&cg, last + kSec - 1, &t));
@@ -149,7 +149,7 @@ TEST(ForkStorm, ThirtyThreeForksAcrossABucketEdgeAreAStormWhereverTheyFall) {
       const u64 first = kSec - lead * 3 * kMs;  // `lead` forks fall before the edge
       u32 storms = 0;
       for (u32 i = 0; i < n; i++)
-        storms += (agentcg_on_fork(&cg, first + i * 3 * kMs, &t) & AGENTCG_EV(fork_storms)) != 0;
+        storms += (agentcg_on_fork(&cg, &g, first + i * 3 * kMs, &t) & AGENTCG_EV(fork_storms)) != 0;
       EXPECT_EQ(cg.storm, n == 33 ? 1u : 0u) << n << " forks, " << lead << " before the edge";
       EXPECT_EQ(storms, n == 33 ? 1u : 0u);
     }
@@ -162,10 +162,10 @@ TEST(ForkStorm, SteadyRateBelowThresholdNeverStorms) {
   agentcg_global g{};
   agentcg_on_runnable(&cg, &g, 0, &t);
   // 32 forks/s for 10 s, evenly spread: at most 32 in any 1 s window.
-  for (u64 i = 0; i < 320; i++) agentcg_on_fork(&cg, i * (kSec / 32), &t);
+  for (u64 i = 0; i < 320; i++) agentcg_on_fork(&cg, &g, i * (kSec / 32), &t);
   EXPECT_EQ(cg.storm, 0u);
   // one more fork squeezed in: 33 within a second
-  agentcg_on_fork(&cg, 319 * (kSec / 32) + kMs, &t);
+  agentcg_on_fork(&cg, &g, 319 * (kSec / 32) + kMs, &t);
   EXPECT_EQ(cg.storm, 1u);
 }
 
@@ -175,9 +175,9 @@ TEST(ForkStorm, ThresholdAboveTheRingComparesTheRate) {
   agentcg_cgrp cg = group(100);
   agentcg_global g{};
   agentcg_on_runnable(&cg, &g, 0, &t);
-  for (u64 i = 0; i < 400; i++) agentcg_on_fork(&cg, i * (kSec / 150), &t);  // 150/s
+  for (u64 i = 0; i < 400; i++) agentcg_on_fork(&cg, &g, i * (kSec / 150), &t);  // 150/s
   EXPECT_EQ(cg.storm, 0u);
-  for (u64 i = 0; i < 100; i++) agentcg_on_fork(&cg, 3 * kSec + i * (kSec / 300), &t);  // 300/s
+  for (u64 i = 0; i < 100; i++) agentcg_on_fork(&cg, &g, 3 * kSec + i * (kSec / 300), &t);  // 300/s
   EXPECT_EQ(cg.storm, 1u);
 }
 
@@ -187,7 +187,7 @@ TEST(ForkStorm, StormingGroupGetsNoCredit) {
   agentcg_global g{};
   EXPECT_TRUE(agentcg_on_runnable(&cg, &g, 0, &t) & AGENTCG_EV(boosts_granted));
   EXPECT_TRUE(agentcg_boosted(&cg, kMs, &t));
-  for (int i = 0; i < 40; i++) agentcg_on_fork(&cg, kMs + i * 100000, &t);
+  for (int i = 0; i < 40; i++) agentcg_on_fork(&cg, &g, kMs + i * 100000, &t);
   EXPECT_EQ(cg.storm, 1u);
   EXPECT_FALSE(agentcg_boosted(&cg, 6 * kMs, &t)) << "a storm cancels the epoch's credit";
   agentcg_on_quiescent(&cg, 10 * kMs);
@@ -204,26 +204,26 @@ TEST(StepDetector, AForkSoonAfterAQuietSpellIsAStepWakingWithoutForkingIsNot) {
   agentcg_global g{};
   agentcg_cgrp cg = group(100);
   // the agent arrives: its own start (a fork into an unseen group) is no step
-  EXPECT_EQ(agentcg_on_fork(&cg, 0, &t) & AGENTCG_EV(new_steps), 0u);
+  EXPECT_EQ(agentcg_on_fork(&cg, &g, 0, &t) & AGENTCG_EV(new_steps), 0u);
   agentcg_on_runnable(&cg, &g, 0, &t);
   agentcg_on_quiescent(&cg, kMs);
   // thinks 3 s, wakes, forks bash: a step (once)
   agentcg_on_runnable(&cg, &g, 3 * kSec, &t);
-  EXPECT_TRUE(agentcg_on_fork(&cg, 3 * kSec, &t) & AGENTCG_EV(new_steps));
-  EXPECT_EQ(agentcg_on_fork(&cg, 3 * kSec + 5 * kMs, &t) & AGENTCG_EV(new_steps), 0u) << "bash's children";
+  EXPECT_TRUE(agentcg_on_fork(&cg, &g, 3 * kSec, &t) & AGENTCG_EV(new_steps));
+  EXPECT_EQ(agentcg_on_fork(&cg, &g, 3 * kSec + 5 * kMs, &t) & AGENTCG_EV(new_steps), 0u) << "bash's children";
   // a test child idles 400 ms on I/O and wakes: no fork, no step; its next
   // fork 2 s later is outside the window of that activation
   agentcg_on_quiescent(&cg, 4 * kSec);
   agentcg_on_runnable(&cg, &g, 4 * kSec + 400 * kMs, &t);
-  EXPECT_EQ(agentcg_on_fork(&cg, 6 * kSec + 400 * kMs, &t) & AGENTCG_EV(new_steps), 0u);
+  EXPECT_EQ(agentcg_on_fork(&cg, &g, 6 * kSec + 400 * kMs, &t) & AGENTCG_EV(new_steps), 0u);
   // a fork after a short idle (20 ms: a wait for I/O, not for an LLM) is no step
   agentcg_on_quiescent(&cg, 7 * kSec);
   agentcg_on_runnable(&cg, &g, 7 * kSec + 20 * kMs, &t);
-  EXPECT_EQ(agentcg_on_fork(&cg, 7 * kSec + 21 * kMs, &t) & AGENTCG_EV(new_steps), 0u);
+  EXPECT_EQ(agentcg_on_fork(&cg, &g, 7 * kSec + 21 * kMs, &t) & AGENTCG_EV(new_steps), 0u);
   // the agent's next step: quiet 2 s, then a fork 30 ms after waking
   agentcg_on_quiescent(&cg, 8 * kSec);
   agentcg_on_runnable(&cg, &g, 10 * kSec, &t);
-  EXPECT_TRUE(agentcg_on_fork(&cg, 10 * kSec + 30 * kMs, &t) & AGENTCG_EV(new_steps));
+  EXPECT_TRUE(agentcg_on_fork(&cg, &g, 10 * kSec + 30 * kMs, &t) & AGENTCG_EV(new_steps));
 }
 
 // ---- auto_boost: least attained service per epoch ----
@@ -280,6 +280,36 @@ TEST(Las, RetriggeringGroupIsBoundedByItsBudget) {
   EXPECT_GT(credit, bound / 2) << "the budget refills, the epoch is not a one-off";
   EXPECT_EQ(grants, 100u);
   EXPECT_LT(credit / grants, 20 * kMs) << "re-triggers get partial quanta";
+}
+
+TEST(Las, EpochServesNoMoreThanTheNextSecondsEntitlement) {
+  // One of 1,000 groups on 2 CPUs is entitled to 2 ms of service per
+  // second: its epoch's credit is capped at that (1 s x 2 CPUs of vtime),
+  // not the 20 ms quantum (20 s of vtime at this share). Without the
+  // machine's size (nr_cpus 0) the quantum is uncapped.
+  const agentcg_tunables t = defaults();
+  for (const u32 cpus : {2u, 0u}) {
+    agentcg_global g{};
+    g.nr_cpus = cpus;
+    g.cvtime_now = 500 * kMs;
+    agentcg_cgrp cg = group(100);
+    ASSERT_EQ(agentcg_on_runnable(&cg, &g, kSec, &t), AGENTCG_EV(boosts_granted));
+    cg.qshare = AGENTCG_ONE / 1000;
+    cg.cvtime = cg.las_cv0;
+    const u64 credit = cg.cvtime - agentcg_eff_vtime(&cg, kSec, &t);
+    EXPECT_EQ(credit, cpus ? 2 * kSec : 20 * kMs * AGENTCG_ONE / (AGENTCG_ONE / 1000)) << cpus << " CPUs";
+    // the cap is in virtual time: 2 s of it (~2 ms of service at this share) uses it up
+    cg.cvtime += 2 * kSec;
+    EXPECT_EQ(agentcg_eff_vtime(&cg, kSec, &t) == cg.cvtime, cpus != 0) << cpus << " CPUs";
+  }
+  // 100 sessions on 8 CPUs (~1/60 each): the cap (133 ms) is above the quantum
+  agentcg_global g{};
+  g.nr_cpus = 8;
+  agentcg_cgrp cg = group(100);
+  agentcg_on_runnable(&cg, &g, kSec, &t);
+  cg.qshare = AGENTCG_ONE / 60;
+  cg.cvtime = cg.las_cv0;
+  EXPECT_EQ(cg.cvtime - agentcg_eff_vtime(&cg, kSec, &t), 20 * kMs * AGENTCG_ONE / (AGENTCG_ONE / 60));
 }
 
 TEST(Las, OffMeansNoCredit) {

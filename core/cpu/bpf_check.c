@@ -82,7 +82,7 @@ u32 check_fork(struct agentcg_cgrp *root, struct agentcg_cgrp *cg, struct agentc
 	       u64 now)
 {
 	struct agentcg_tunables t = agentcg_tunables_default();
-	u32 ev = agentcg_on_fork(cg, now, &t);
+	u32 ev = agentcg_on_fork(cg, g, now, &t);
 
 	agentcg_task_joined(cg);
 	if (ev & AGENTCG_EV(new_steps))

@@ -17,8 +17,8 @@
 //  - every request is placed by agentcg_place_task() (place.h), as in BPF:
 //    a wakeup (and fork) is checked (the base rule of eevdf.h) against the
 //    task running on the CPU select_cpu chose or, with no idle CPU, on the
-//    CPU running the latest deadline (victim_cpu(); BPF still checks the
-//    wakee's CPU: the scan over cpu_currs is to be ported): NOW kicks it,
+//    CPU running the latest deadline (victim_cpu(); BPF's select_cpu does
+//    the same scan over cpu_currs and moves the wakee there): NOW kicks it,
 //    AT arms that CPU's re-check timer (the BPF per-CPU timer). BPF inserts LOCAL
 //    verdicts into that CPU's local DSQ; this model has one queue, where
 //    such a request is the head (see place()).
@@ -82,6 +82,7 @@ class ScxClass final : public SchedClass {
   void init(SchedContext& ctx) override {
     ctx_ = &ctx;
     g_ = agentcg_global{};
+    g_.nr_cpus = static_cast<std::uint32_t>(ctx.nr_cpus());
     curr_.assign(static_cast<std::size_t>(ctx.nr_cpus()), CpuCurr{});
     if (t_.features & AGENTCG_F_MEM_PENALTY)
       ctx_->arm_timer(ctx_->now() + kScxPollInterval, cookie(kTimerPoll, 0));
@@ -210,7 +211,7 @@ class ScxClass final : public SchedClass {
     // has no fork callback.
     if (fork) {
       Group& gr = groups_.at(p.cgroup);
-      const std::uint32_t ev = agentcg_on_fork(&gr.cg, ctx_->now().ns(), &t_);
+      const std::uint32_t ev = agentcg_on_fork(&gr.cg, &g_, ctx_->now().ns(), &t_);
       if (ev & AGENTCG_EV(fork_storms)) sync_weight(p.cgroup);
       if (ev & AGENTCG_EV(new_steps)) ctx_->note_new_step(p.cgroup);
       bump(ev);

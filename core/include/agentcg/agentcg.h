@@ -48,7 +48,11 @@
  *     a build or a test run falls back to plain EEVDF order after its first
  *     20 ms. Epochs are paid from a per-cgroup token bucket (one quantum,
  *     refilled over AGENTCG_BOOST_REFILL_WINDOWS windows = 1 s), so a group
- *     that re-triggers them gets at most 20 ms/s of early service; an epoch
+ *     that re-triggers them gets at most 20 ms/s of early service, and no
+ *     epoch serves more than the group's entitlement over the next second
+ *     (its cap, agentcg_epoch_start: what is served early is paid back by
+ *     waiting, and a stream of new groups on a crowded machine would
+ *     otherwise make that wait several rounds long); an epoch
  *     ends after AGENTCG_LAS_EPOCH_WINDOWS windows (5 s) at most, and a
  *     fork storm cancels it.
  * Both credits only move deadlines; a request picked ahead of its turn by
@@ -396,11 +400,12 @@ static inline void agentcg_boost_refill(struct agentcg_cgrp *cg, u64 now_ns,
 
 /*
  * Starts a service epoch (LAS, see the top comment) paid from the budget;
- * `cv0` is the cvtime its attained service counts from. Returns
- * boosts_granted or boosts_denied (budget spent, or a storm).
+ * `cv0` is the cvtime its attained service counts from; `g` gives the
+ * machine's size for the epoch's cap. Returns boosts_granted or
+ * boosts_denied (budget spent, or a storm).
  */
-static inline u32 agentcg_epoch_start(struct agentcg_cgrp *cg, u64 cv0, u64 now_ns,
-				      const struct agentcg_tunables *t)
+static inline u32 agentcg_epoch_start(struct agentcg_cgrp *cg, struct agentcg_global *g, u64 cv0,
+				      u64 now_ns, const struct agentcg_tunables *t)
 {
 	if (!agentcg_feat(t, AGENTCG_F_AUTO_BOOST))
 		return 0;
@@ -411,6 +416,19 @@ static inline u32 agentcg_epoch_start(struct agentcg_cgrp *cg, u64 cv0, u64 now_
 	if (!cg->boost_credit_ns)
 		return AGENTCG_EV(boosts_denied);
 	cg->boost_budget_ns = 0;
+	/*
+	 * No more served early than the group is entitled to over the next
+	 * refill period (1 s): at queue share q that is period x nr_cpus x q
+	 * of real service, i.e. period x nr_cpus of virtual time whatever q
+	 * is. Served early is paid back by waiting (the start tags still
+	 * advance by every ns served): 20 ms served first by one of 1,000
+	 * groups on 2 CPUs was ten of its 1 s turns paid in advance, then a
+	 * wait of several rounds (3.9 s in the model, past the watchdog live).
+	 * At 100 sessions on 8 CPUs the cap (~130 ms) is above the quantum.
+	 */
+	cg->las_vcap = g && g->nr_cpus ? agentcg_boost_window_ns(t) * AGENTCG_BOOST_REFILL_WINDOWS *
+						 g->nr_cpus
+				       : 0;
 	cg->las_cv0 = cv0;
 	cg->boost_until_ns = now_ns + AGENTCG_LAS_EPOCH_WINDOWS * agentcg_boost_window_ns(t);
 	return AGENTCG_EV(boosts_granted);
@@ -440,7 +458,7 @@ static inline void agentcg_task_left(struct agentcg_cgrp *cg)
  * new_steps, boosts_*); the caller re-syncs the weight when fork_storms is
  * set and reports new_steps as a detection.
  */
-static inline u32 agentcg_on_fork(struct agentcg_cgrp *cg, u64 now_ns,
+static inline u32 agentcg_on_fork(struct agentcg_cgrp *cg, struct agentcg_global *g, u64 now_ns,
 				  const struct agentcg_tunables *t)
 {
 	u32 ev = AGENTCG_EV(forks);
@@ -457,7 +475,7 @@ static inline u32 agentcg_on_fork(struct agentcg_cgrp *cg, u64 now_ns,
 			 * epoch per step measured worse (README, "Crowded
 			 * machine": the storm victim's wakeup p99 19x eevdf) */
 			if (!agentcg_before(now_ns, cg->boost_until_ns) || !cg->boost_credit_ns)
-				ev |= agentcg_epoch_start(cg, cg->cvtime, now_ns, t);
+				ev |= agentcg_epoch_start(cg, g, cg->cvtime, now_ns, t);
 		}
 	}
 	if (!agentcg_feat(t, AGENTCG_F_FORK_AWARE))
@@ -512,6 +530,8 @@ static inline u64 agentcg_las_credit(const struct agentcg_cgrp *cg, u64 now_ns,
 	if (cg->storm && agentcg_feat(t, AGENTCG_F_FORK_AWARE))
 		return 0;
 	quantum = cg->boost_credit_ns * AGENTCG_ONE / q;
+	if (cg->las_vcap && quantum > cg->las_vcap)
+		quantum = cg->las_vcap;
 	attained = agentcg_las_attained(cg);
 	return attained >= quantum ? 0 : quantum - attained;
 }
@@ -548,7 +568,7 @@ static inline u64 agentcg_epoch_cv0(const struct agentcg_global *g, const struct
  * new-step detector, one after more than 2 x startup_boost_window_ms
  * starts a service epoch. Returns an event mask.
  */
-static inline u32 agentcg_on_runnable(struct agentcg_cgrp *cg, const struct agentcg_global *g,
+static inline u32 agentcg_on_runnable(struct agentcg_cgrp *cg, struct agentcg_global *g,
 				      u64 now_ns, const struct agentcg_tunables *t)
 {
 	u64 window = agentcg_boost_window_ns(t);
@@ -563,7 +583,7 @@ static inline u32 agentcg_on_runnable(struct agentcg_cgrp *cg, const struct agen
 		cg->cvtime = g->cvtime_now;
 		cg->wk_win_start_ns = now_ns;
 		cg->step_floor = cg->nr_tasks; /* the resident tasks (the agent) */
-		return agentcg_epoch_start(cg, agentcg_epoch_cv0(g, t), now_ns, t);
+		return agentcg_epoch_start(cg, g, agentcg_epoch_cv0(g, t), now_ns, t);
 	}
 	/* latency: the placement that follows (eevdf.h agentcg_eevdf_place:
 	 * cvtime = V - vlag) is not service; keep it out of the window's count */
@@ -582,7 +602,7 @@ static inline u32 agentcg_on_runnable(struct agentcg_cgrp *cg, const struct agen
 	}
 	if (now_ns - cg->last_idle_ns <= 2 * window)
 		return 0;
-	return agentcg_epoch_start(cg, agentcg_epoch_cv0(g, t), now_ns, t);
+	return agentcg_epoch_start(cg, g, agentcg_epoch_cv0(g, t), now_ns, t);
 }
 
 /* cg's own tasks went from one runnable to none. */

@@ -86,6 +86,8 @@
 struct agentcg_global {
 	u64 hweight_gen; /* bumped when shares must be recomputed */
 	u64 cvtime_now;  /* cvtime of the most recently picked group (monotonic) */
+	u32 nr_cpus; /* set by the caller at start (agentcg.h's epoch cap; 0: no cap) */
+	u32 pad;
 };
 
 /* One per cgroup (flatcg part + the agentcg feature state, see agentcg.h). */
@@ -120,6 +122,7 @@ struct agentcg_cgrp {
 	u64 boost_until_ns;   /* the service epoch (LAS credit) lasts while now < this */
 	u64 boost_credit_ns;  /* the epoch's credit: ns of service served first */
 	u64 las_cv0;          /* cvtime when the epoch started (attained = cvtime - las_cv0) */
+	u64 las_vcap;         /* the epoch's quantum cap, virtual (0: none; agentcg_epoch_start) */
 	u64 armed_at_ns;      /* activation after a quiet spell: a fork soon after is a new step */
 	u32 armed;            /* the new-step detector is armed (agentcg.h) */
 	u32 nr_tasks;         /* live tasks in the cgroup (agentcg_task_joined/left) */
