@@ -69,6 +69,9 @@ for attempt in 1 2; do
       mkdir -p "$outdir"
       tar -xf "$wd/out.tar" -C "$outdir" ||
         { echo "run-vm: the guest's /out did not come back intact ($wd/out.tar)" >&2; exit 1; }
+      # the booted kernel's facts the results do not carry (fidelity's tick_ns)
+      hz=$(sed -n 's/^CONFIG_HZ=\([0-9]*\)$/\1/p' "$kdir/config" 2>/dev/null)
+      printf '{"release": "%s", "config_hz": %s}\n' "$(cat "$kdir/version")" "${hz:-null}" > "$outdir/kernel.json"
     fi
     exit 0
   fi

@@ -25,8 +25,10 @@ fork+exit on the live machine (fork_cost_from_benchmarks). Nor is
 sched_ext's own cost (ext_busy_pct, ext_wakeup_ns: what the BPF schedulers'
 runs pay over EEVDF's), measured from the fitted scenarios' live shares and
 live compare's cyclictest (ext_cost_from_live).
-Kernel facts the live results do not carry (the guest's tick, machine
-tick_ns) come in with --model, which holds them fixed through the fit.
+The guest's tick (machine tick_ns) comes from the booted kernel's
+CONFIG_HZ, which run-vm.sh records beside the live results (kernel.json);
+--model gives it (or any machine key) by hand and holds it fixed through
+the fit.
 
 Limits: the player measures wakeups from user space (timer expiry or child
 exit -> the process runs again; see live/player), the simulator from
@@ -334,6 +336,24 @@ def fork_cost_from_benchmarks(path: Path, cpus: int, background_pct: int) -> Opt
     how = (f"fork_cost_ns from {path.name}: stress-ng --fork, eevdf median {rate:.0f} forks/s of "
            f"{len(rates)} on {avail:g} CPUs")
     return (ns, how) if ns > 0 else None
+
+
+def tick_from_kernel(path: Path) -> Optional[Tuple[int, str]]:
+    """(tick_ns, how) from the live kernel's CONFIG_HZ in PATH (kernel.json,
+    written by live/vm/run-vm.sh beside the results of the boot it ran), or
+    None without one (results of a run before it existed)."""
+    if not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise AgentcgError(f"{path}: cannot read the live kernel's facts: {e}") from None
+    hz = doc.get("config_hz") if isinstance(doc, dict) else None
+    if hz is None:
+        return None
+    if not isinstance(hz, int) or isinstance(hz, bool) or not 0 < hz <= 10000:
+        raise AgentcgError(f"{path}: field 'config_hz': expected an integer in 1..10000, got {hz!r}")
+    return 1_000_000_000 // hz, f"tick_ns from {path.name}: CONFIG_HZ={hz} of {doc.get('release', 'the live kernel')}"
 
 
 EXT_SCHEDULERS = ("flatcg", "agentcg")  # live: BPF programs under sched_ext (SchedClass::sched_ext() in the model)
@@ -838,6 +858,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                            "build's model (see config/config.h: machine)")
     fork_cost_how: Optional[str] = None
     ext_how: Optional[str] = None
+    tick_how: Optional[str] = None
     given = mprof.load_profile(machine) if machine else None  # a bad profile fails before the VM boots
     dest = Path(out)
     dest.mkdir(parents=True, exist_ok=True)
@@ -916,6 +937,10 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
             raise AgentcgError("fidelity: nothing to fit the machine profile on: no leaf cgroup has wakeups both "
                                "live and simulated, and no tool calls (fitted scenarios: " + ", ".join(fitted) +
                                "); put the tasks in cgroups of their own")
+        if "tick_ns" not in model and model_knows({"tick_ns": 0}):
+            tk = tick_from_kernel(live_root / "kernel.json")
+            if tk:
+                model["tick_ns"], tick_how = tk
         m, rounds = calibrate(simulate, fit_keys, real, cpus, base=model or None)
         if model_knows({"ext_busy_pct": 0, "ext_wakeup_ns": 0}) and not {"ext_busy_pct", "ext_wakeup_ns"} & set(model):
             ext, ext_how = ext_cost_from_live(real, fit_keys, live_root / "benchmarks.json")
@@ -949,7 +974,8 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                                      "p50/p99 per cgroup and tool-call latency p50 of the fitted scenarios); "
                                      "load with --machine.",
                                      "context_switch_ns is not fitted (latencies only show its sum with "
-                                     "wakeup_overhead_ns)."] + ([fork_cost_how + "."] if fork_cost_how else [])
+                                     "wakeup_overhead_ns)."] + ([tick_how + "."] if tick_how else [])
+                            + ([fork_cost_how + "."] if fork_cost_how else [])
                             + ([ext_how + "."] if ext_how else []))
 
     # ranking agreement: the simulator over seeds with the profile, the VM over repetitions
@@ -999,6 +1025,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
             + ", ".join(f"{k} {v}" for k, v in m.items()) + f". Fitted on: {', '.join(fitted) or '-'}; "
             f"held out: {', '.join(held) or '-'}. Live: {nrep} repetition(s) per scheduler (medians); "
             f"simulated verdicts over seeds {seed_list[0]}-{seed_list[-1]}."
+            + (f" {tick_how} (the kernel's configuration, not a fit)." if tick_how else "")
             + (f" {fork_cost_how} (a benchmark, not a fit)." if fork_cost_how else "")
             + (f" sched_ext's own cost: {ext_how} (measured, not fitted)." if ext_how else "")
             + "\n\n")

@@ -314,6 +314,8 @@ def collect_compare(vm_out: Path, dest: Path, traces: Sequence[str],
                 shutil.copyfile(src / "agentcgroupd.log",
                                 dest / "logs" / (f"agentcgroupd-{s}" + (f"-rep-{rep}" if rep else "") + ".log"))
     summary["overhead"] = read_progstats(vm_out / "overhead" / "progstats.txt")
+    if (vm_out / "kernel.json").exists():  # run-vm.sh: the booted kernel's release and CONFIG_HZ
+        shutil.copyfile(vm_out / "kernel.json", dest / "kernel.json")
     (dest / "benchmarks.json").write_text(json.dumps(summary["benchmarks"], indent=1, sort_keys=True) + "\n")
     (dest / "overhead.json").write_text(json.dumps(summary["overhead"], indent=1, sort_keys=True) + "\n")
     return summary

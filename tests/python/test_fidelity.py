@@ -256,6 +256,43 @@ def test_fork_cost_from_the_fork_benchmark(tmp_path: Path) -> None:
         fidelity.fork_cost_from_benchmarks(b, 2, 60)
 
 
+def test_tick_from_the_live_kernels_config(tmp_path: Path) -> None:
+    """run-vm.sh's kernel.json gives tick_ns = 1 s / CONFIG_HZ; none (an
+    older run) or no HZ: None; bad JSON or a bad HZ: a located error."""
+    k = tmp_path / "kernel.json"
+    assert fidelity.tick_from_kernel(k) is None
+    k.write_text('{"release": "7.2.13+deb14-cloud-amd64", "config_hz": 250}\n')
+    ns, how = fidelity.tick_from_kernel(k)
+    assert ns == 4000000 and "CONFIG_HZ=250" in how and "7.2.13" in how
+    k.write_text('{"release": "x", "config_hz": 1000}')
+    assert fidelity.tick_from_kernel(k)[0] == 1000000
+    k.write_text('{"release": "x", "config_hz": null}')
+    assert fidelity.tick_from_kernel(k) is None
+    for bad in ('{"config_hz": "250"}', '{"config_hz": 0}', '{"config_hz": true}'):
+        k.write_text(bad)
+        with pytest.raises(AgentcgError, match="kernel.json: field 'config_hz'"):
+            fidelity.tick_from_kernel(k)
+    k.write_text("{not json")
+    with pytest.raises(AgentcgError, match="kernel.json"):
+        fidelity.tick_from_kernel(k)
+
+
+def test_the_live_kernels_tick_is_held_fixed_in_the_fit(tmp_path: Path) -> None:
+    """With kernel.json beside the live results, the profile's tick_ns is
+    the kernel's (not fitted) and the report says where it came from; a
+    --model value wins."""
+    live_dir = _fake_live(tmp_path, ["io"], 40000)
+    (live_dir / "kernel.json").write_text('{"release": "7.2.13", "config_hz": 250}')
+    traces = [str(Path(REPO) / "traces" / "io.json")]
+    rep = fidelity.fidelity(traces, str(tmp_path / "out"), duration="2s", mem_scale=1.0, live_dir=str(live_dir),
+                            quiet=True, seeds="1", ablate=False)
+    assert rep["machine"]["tick_ns"] == 4000000
+    assert "CONFIG_HZ=250" in (tmp_path / "out" / "fidelity.md").read_text()
+    given = fidelity.fidelity(traces, str(tmp_path / "given"), duration="2s", mem_scale=1.0, live_dir=str(live_dir),
+                              quiet=True, seeds="1", ablate=False, model={"tick_ns": 1000000})
+    assert given["machine"]["tick_ns"] == 1000000
+
+
 # --- sched_ext's own cost, measured from the fitted scenarios' live results ------
 
 def _live(util: float, shares: Dict[str, float]) -> Dict[str, Any]:

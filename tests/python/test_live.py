@@ -43,8 +43,10 @@ def _fake_guest_out(root: Path, reps: int = 0) -> None:
 def test_collect_compare_layout_and_table(tmp_path: Path) -> None:
     _fake_guest_out(tmp_path / "vm")
     dest = tmp_path / "out"
+    (tmp_path / "vm" / "kernel.json").write_text('{"release": "7.2.13", "config_hz": 250}\n')
     summary = live.collect_compare(tmp_path / "vm", dest, ["fork-storm", "agent"], ["eevdf", "agentcg"])
     assert (dest / "fork-storm" / "agentcg" / "results.json").exists()
+    assert json.loads((dest / "kernel.json").read_text())["config_hz"] == 250  # for fidelity's tick_ns
     assert (dest / "fork-storm" / "eevdf" / "player.log").read_text() == "ok\n"
     assert summary["missing"] == ["agent/eevdf", "agent/agentcg"]
     assert summary["benchmarks"]["agentcg"][0]["cyclictest_load_p99_us"] == 60
