@@ -300,6 +300,17 @@ def fit_background(simulate: Any, keys: Sequence[str], real: Mapping[str, Mappin
     return out
 
 
+def _live_json(path: Path, what: str) -> Any:
+    """The JSON document of an optional file of the live results (None when
+    absent); an unreadable one is an error naming the file and WHAT it holds."""
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise AgentcgError(f"{path}: cannot read {what}: {e}") from None
+
+
 FORK_BENCH_KEY = "storm_forks_per_s"  # live compare's stress-ng --fork 4 throughput (benchmarks.json)
 
 
@@ -315,12 +326,7 @@ def fork_cost_from_benchmarks(path: Path, cpus: int, background_pct: int) -> Opt
     from the traces' scenarios, so a held-out fork storm stays held out."""
     import statistics
 
-    if not path.is_file():
-        return None
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise AgentcgError(f"{path}: cannot read the live benchmarks: {e}") from None
+    doc = _live_json(path, "the live benchmarks")
     reps = doc.get("eevdf") if isinstance(doc, dict) else None
     if not isinstance(reps, list):
         return None
@@ -342,12 +348,7 @@ def tick_from_kernel(path: Path) -> Optional[Tuple[int, str]]:
     """(tick_ns, how) from the live kernel's CONFIG_HZ in PATH (kernel.json,
     written by live/vm/run-vm.sh beside the results of the boot it ran), or
     None without one (results of a run before it existed)."""
-    if not path.is_file():
-        return None
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise AgentcgError(f"{path}: cannot read the live kernel's facts: {e}") from None
+    doc = _live_json(path, "the live kernel's facts")
     hz = doc.get("config_hz") if isinstance(doc, dict) else None
     if hz is None:
         return None
@@ -398,12 +399,7 @@ def ext_cost_from_live(real: Mapping[str, Mapping[str, Any]], keys: Sequence[str
     how = ("ext_busy_pct " + str(out["ext_busy_pct"]) + " from the fitted scenarios' live shares (1 - sum of the leaf "
            "shares under the BPF scheduler / under eevdf, median of " + (", ".join(used) or "none: no saturated "
                                                                            "fitted scenario") + ")")
-    doc: Any = None
-    if bench.is_file():
-        try:
-            doc = json.loads(bench.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as e:
-            raise AgentcgError(f"{bench}: cannot read the live benchmarks: {e}") from None
+    doc = _live_json(bench, "the live benchmarks")
 
     def p50(sched: str) -> Optional[float]:
         reps = doc.get(sched) if isinstance(doc, dict) else None
