@@ -8,7 +8,11 @@
 //    each job has a resident byte count (at most its working set =
 //    memory_bytes x touched_fraction). Eviction is LRU across jobs: the
 //    job whose pages were touched longest ago loses pages first (NVIDIA's
-//    UVM evicts LRU across all contexts; prefetch evicts too).
+//    UVM evicts LRU across all contexts; prefetch evicts too). Each GPU
+//    keeps the running total of its jobs' resident bytes (integers: every
+//    change is a whole number of bytes) and its jobs in LRU order (an
+//    intrusive list by last touch, then job index), so a fault costs the
+//    evictions it makes, not a scan and sort of every job.
 //  - Demand paging: a kernel touches working_set / kernels_per_iteration
 //    bytes; the part not resident (random access: hit ratio = resident /
 //    working set) faults in at the link's fault bandwidth plus a latency per
@@ -61,6 +65,7 @@ using agentcg::gpu::DecisionKind;
 using agentcg::gpu::Decisions;
 
 constexpr std::uint64_t kChunk = 2ull << 20;  // 2 MB VA blocks (open UVM driver)
+constexpr std::size_t kNoJob = ~std::size_t{0};  // the end of a GPU's LRU list
 
 enum EventKind : std::uint32_t {
   kArrival = 1,
@@ -92,8 +97,12 @@ struct Job {
   std::uint64_t max_queued_ns = 0;
   bool in_service = false;         // its head kernel is executing
   double remaining = 0;            // ns of solo work left in the head kernel
-  double resident = 0;             // bytes on its GPU
+  std::uint64_t resident = 0;      // bytes on its GPU (set_resident keeps the GPU's total)
   std::uint64_t last_touch = 0;
+  // the GPU's LRU list (linked from place() until finish(), or until its
+  // last resident byte is evicted; a touch links it again)
+  std::size_t lru_prev = kNoJob, lru_next = kNoJob;
+  bool in_lru = false;
   std::uint64_t host_started = 0;
   // stats
   std::uint64_t start_ns = 0;
@@ -113,6 +122,8 @@ struct Job {
 struct Gpu {
   GpuSpec spec;
   std::uint64_t contexts = 0;
+  std::uint64_t resident = 0;  // sum of its jobs' resident bytes
+  std::size_t lru_head = kNoJob, lru_tail = kNoJob;  // least recently touched first
   std::vector<std::size_t> active;  // jobs with a kernel in service, ascending
   std::uint64_t last_ns = 0;
   EventId done_event;
@@ -329,7 +340,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     for (std::size_t i = 0; i < jobs_.size(); ++i) {
       Job& j = jobs_[i];
       if (!j.gpu) continue;
-      const auto bytes = static_cast<std::uint64_t>(std::max(0.0, j.resident));
+      const std::uint64_t bytes = j.resident;
       const std::uint64_t step = std::max<std::uint64_t>(1, gpus_[*j.gpu].spec.memory_bytes / 256);
       const std::uint64_t last = j.logged_resident.value_or(~0ull);
       const bool moved = !j.logged_resident || (bytes == 0) != (last == 0) ||
@@ -362,35 +373,81 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     if (j.gpu) return;
     j.gpu = g;
     gpus_[g].contexts++;
+    lru_link(i);
     make_room(g, 0, std::nullopt);
+  }
+
+  // Job i's resident bytes become `bytes` (it is placed): its GPU's total follows.
+  void set_resident(std::size_t i, std::uint64_t bytes) {
+    Job& j = jobs_[i];
+    Gpu& G = gpus_[*j.gpu];
+    G.resident = G.resident - j.resident + bytes;
+    j.resident = bytes;
+  }
+
+  // Whether job a comes after job b in LRU order: touched later, or at the
+  // same time with a higher index (the order a stable sort by last touch
+  // of the jobs in index order gives).
+  bool lru_after(std::size_t a, std::size_t b) const {
+    return jobs_[a].last_touch > jobs_[b].last_touch ||
+           (jobs_[a].last_touch == jobs_[b].last_touch && a > b);
+  }
+
+  // Links placed job i into its GPU's list at its place. Touches move a
+  // job to the tail (time only grows), so the walk back passes only the
+  // jobs touched at the same instant with a higher index; a job's first
+  // link (at place()) may walk the whole list, once.
+  void lru_link(std::size_t i) {
+    Job& j = jobs_[i];
+    Gpu& G = gpus_[*j.gpu];
+    if (j.in_lru) return;
+    std::size_t before = G.lru_tail;
+    while (before != kNoJob && lru_after(before, i)) before = jobs_[before].lru_prev;
+    j.lru_prev = before;
+    j.lru_next = before == kNoJob ? G.lru_head : jobs_[before].lru_next;
+    (before == kNoJob ? G.lru_head : jobs_[before].lru_next) = i;
+    (j.lru_next == kNoJob ? G.lru_tail : jobs_[j.lru_next].lru_prev) = i;
+    j.in_lru = true;
+  }
+
+  void lru_unlink(std::size_t i) {
+    Job& j = jobs_[i];
+    if (!j.in_lru) return;
+    Gpu& G = gpus_[*j.gpu];
+    (j.lru_prev == kNoJob ? G.lru_head : jobs_[j.lru_prev].lru_next) = j.lru_next;
+    (j.lru_next == kNoJob ? G.lru_tail : jobs_[j.lru_next].lru_prev) = j.lru_prev;
+    j.lru_prev = j.lru_next = kNoJob;
+    j.in_lru = false;
+  }
+
+  // Job i touched its pages at `now`: the most recently used of its GPU.
+  void touch(std::size_t i, std::uint64_t now) {
+    lru_unlink(i);
+    jobs_[i].last_touch = now;
+    lru_link(i);
   }
 
   // Evicts LRU pages (other jobs first by last touch; `self` last) until
   // `need` more bytes fit; returns how many bytes may be added.
   std::uint64_t make_room(std::uint32_t g, std::uint64_t need, std::optional<std::size_t> self) {
     Gpu& G = gpus_[g];
-    double used = 0;
-    for (const auto& j : jobs_)
-      if (j.gpu == g) used += j.resident;
-    const double cap = static_cast<double>(G.data_capacity());
-    double over = used + static_cast<double>(need) - cap;
-    if (over <= 0) return need;
-    std::vector<std::size_t> order;
-    for (std::size_t k = 0; k < jobs_.size(); ++k)
-      if (jobs_[k].gpu == g && jobs_[k].resident > 0 && k != self) order.push_back(k);
-    std::stable_sort(order.begin(), order.end(), [this](std::size_t a, std::size_t b) {
-      return jobs_[a].last_touch < jobs_[b].last_touch;
-    });
-    for (std::size_t k : order) {
-      const double take = std::min(over, jobs_[k].resident);
-      jobs_[k].resident -= take;
-      G.bytes_evicted += static_cast<std::uint64_t>(take);
-      over -= take;
-      if (over <= 0) return need;
+    const std::uint64_t cap = G.data_capacity();
+    if (G.resident + need <= cap) return need;
+    std::uint64_t over = G.resident + need - cap;
+    for (std::size_t k = G.lru_head; k != kNoJob;) {
+      const std::size_t next = jobs_[k].lru_next;
+      if (k != self && jobs_[k].resident > 0) {
+        const std::uint64_t take = std::min(over, jobs_[k].resident);
+        set_resident(k, jobs_[k].resident - take);
+        G.bytes_evicted += take;
+        over -= take;
+        if (jobs_[k].resident == 0) lru_unlink(k);  // nothing left to evict: out of the walk
+        if (over == 0) return need;
+      }
+      k = next;
     }
     // Only `self` is left: it cannot hold more than the capacity.
-    const double room = static_cast<double>(need) - over;
-    return room > 0 ? static_cast<std::uint64_t>(room) : 0;
+    return need > over ? need - over : 0;
   }
 
   void apply(const Decisions& d) {
@@ -453,15 +510,16 @@ class GpuSim final : public GpuSimulation, public EventHandler {
   void start_prefetch(std::size_t i, std::uint64_t now) {
     Job& j = jobs_[i];
     const std::uint32_t g = *j.gpu;
-    const double missing = std::max(0.0, static_cast<double>(std::min(j.pending_prefetch, j.ws)) - j.resident);
+    const std::uint64_t want = std::min(j.pending_prefetch, j.ws);
+    const std::uint64_t missing = want > j.resident ? want - j.resident : 0;
     j.pending_prefetch = 0;
-    if (missing <= 0) return;
-    std::uint64_t bytes = (static_cast<std::uint64_t>(std::ceil(missing)) + kChunk - 1) / kChunk * kChunk;
-    bytes = std::min<std::uint64_t>(bytes, j.ws - static_cast<std::uint64_t>(j.resident));
+    if (missing == 0) return;
+    std::uint64_t bytes = (missing + kChunk - 1) / kChunk * kChunk;
+    bytes = std::min<std::uint64_t>(bytes, j.ws - j.resident);
     bytes = make_room(g, bytes, i);
     if (bytes == 0) return;
-    j.resident += static_cast<double>(bytes);
-    j.last_touch = now;
+    set_resident(i, j.resident + bytes);
+    touch(i, now);
     j.prefetch_bytes += bytes;
     gpus_[g].bytes_migrated += bytes;
     const std::uint64_t ns =
@@ -550,17 +608,17 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     // it faults min(slice, missing). Co-running sets that exceed memory
     // make every kernel fault its whole slice (the LRU cliff: thrashing).
     const double slice = std::ceil(static_cast<double>(j.ws) / j.spec.kernels_per_iteration);
-    const double missing = std::max(0.0, static_cast<double>(j.ws) - j.resident);
-    const auto fault = static_cast<std::uint64_t>(std::min(slice, std::ceil(missing)));
+    const double missing = static_cast<double>(j.ws > j.resident ? j.ws - j.resident : 0);
+    const auto fault = static_cast<std::uint64_t>(std::min(slice, missing));
     double fault_ns = 0;
     if (fault > 0) {
       const std::uint64_t room = make_room(g, fault, i);
-      j.resident = std::min(static_cast<double>(j.ws), j.resident + static_cast<double>(room));
+      set_resident(i, std::min(j.ws, j.resident + room));
       j.fault_bytes += fault;
       G.bytes_migrated += fault;
       fault_ns = G.spec.pcie.demand_ns(fault);
     }
-    j.last_touch = now;
+    touch(i, now);
     j.remaining = static_cast<double>(j.spec.kernel_ns) + fault_ns;
     j.in_service = true;
     G.active.insert(std::upper_bound(G.active.begin(), G.active.end(), i), i);
@@ -610,7 +668,8 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     Gpu& G = gpus_[g];
     G.done_event = EventId{};
     update(g, now);
-    std::vector<std::size_t> finished;
+    std::vector<std::size_t>& finished = finished_;  // reused: no allocation per event
+    finished.clear();
     for (std::size_t i : G.active)
       if (jobs_[i].remaining <= 0.5) finished.push_back(i);
     for (std::size_t i : finished) {
@@ -635,7 +694,8 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     j.finish_ns = now;
     if (j.gpu) {
       gpus_[*j.gpu].contexts--;
-      j.resident = 0;
+      set_resident(i, 0);
+      lru_unlink(i);
     }
     apply(policy_->disconnect(now, client(i)));
   }
@@ -654,6 +714,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
   std::vector<Gpu> gpus_;
   std::vector<Job> jobs_;
   std::vector<std::size_t> work_;
+  std::vector<std::size_t> finished_;  // kernel_done()'s scratch list
   EventId tick_event_;
   std::optional<std::uint64_t> tick_at_;
 };
