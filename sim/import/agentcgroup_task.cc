@@ -105,6 +105,15 @@ constexpr double kMaxEpochS = 1e10;
 
 std::uint64_t distance(std::uint64_t a, std::uint64_t b) { return a > b ? a - b : b - a; }
 
+// The message of a syntax error; a run of blanks cut short by the line
+// iterator (trace::LineCounter::kMaxBlankRun) says so instead.
+std::string invalid_json(const trace::LineCounter& lines, const json::parse_error& e) {
+  if (lines.blank_run_too_long)
+    return "more than " + std::to_string(trace::LineCounter::kMaxBlankRun) +
+           " blanks in a row; expected JSON with shorter runs of whitespace";
+  return std::string("invalid JSON: ") + e.what();
+}
+
 class TaskImporter {
  public:
   TaskImporter(const std::string& source, const Options& opts) : source_(source), opts_(opts) {
@@ -164,7 +173,7 @@ class TaskImporter {
       if (!top.is_array() && !top.is_discarded())
         throw ImportError(name, 1, "expected a JSON array of tool calls");
     } catch (const json::parse_error& e) {
-      throw ImportError(name, line, std::string("invalid JSON: ") + e.what());
+      throw ImportError(name, line, invalid_json(lines, e));
     } catch (const json::exception& e) {
       // e.g. out_of_range 406 for a number like 1e400 (found by fuzz/import_task_fuzz.cc)
       throw ImportError(name, line, std::string("invalid JSON value: ") + e.what());
@@ -220,7 +229,7 @@ class TaskImporter {
       json top = json::parse(StreamIterator(&src, &lines), StreamIterator(), cb);
       if (!top.is_object()) throw ImportError(name, 1, "expected an object with 'samples'");
     } catch (const json::parse_error& e) {
-      throw ImportError(name, line, std::string("invalid JSON: ") + e.what());
+      throw ImportError(name, line, invalid_json(lines, e));
     } catch (const json::exception& e) {
       // e.g. out_of_range 406 for a number like 1e400 (found by fuzz/import_task_fuzz.cc)
       throw ImportError(name, line, std::string("invalid JSON value: ") + e.what());

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "sim/import/import.h"
+#include "sim/trace/line_iterator.h"
 #include "sim/trace/trace.h"
 
 namespace agentcg::import {
@@ -387,6 +388,21 @@ TEST(TaskImport, StrictAndBadJson) {
     EXPECT_EQ(e.line(), 3u);
   }
   EXPECT_THROW(import_agentcgroup_task_dir("tests/data/recordings/no-such-task", Options{}), ImportError);
+}
+
+// A run of blanks past trace::LineCounter::kMaxBlankRun ends the text (the
+// JSON lexer would keep it whole): an error naming the file and line.
+TEST(TaskImport, LongRunOfBlanksIsAnError) {
+  std::istringstream res("{\"samples\":\n" + std::string(2 * trace::LineCounter::kMaxBlankRun, ' ') + "[]}");
+  std::istringstream calls("[]");
+  try {
+    import_agentcgroup_task(res, "r.json", calls, "c.json", Options{});
+    FAIL() << "expected ImportError";
+  } catch (const ImportError& e) {
+    EXPECT_EQ(e.file(), "r.json");
+    EXPECT_EQ(e.line(), 2u);
+    EXPECT_NE(std::string(e.what()).find("blanks in a row"), std::string::npos) << e.what();
+  }
 }
 
 TEST(TaskImport, RealSamples) {

@@ -9,7 +9,8 @@
 // Source with get() / advance() / at_end(); it counts a newline when it steps
 // over it; a default-constructed iterator is the end, and two iterators are
 // equal when both are at the end or neither is (nlohmann only compares an
-// iterator with the end). Copies share the source and the counter.
+// iterator with the end); more than LineCounter::kMaxBlankRun blanks in a
+// row end the text. Copies share the source and the counter.
 // Who calls it: sim/trace/parse.cc, sim/import/agentcgroup_task.cc.
 #pragma once
 
@@ -26,9 +27,18 @@ namespace agentcg::trace {
 // recently consumed character: nlohmann's lexer reads one character past a
 // number before it reports it, so a number's line is the line before that
 // look-ahead.
+//
+// Blank runs: nlohmann's lexer keeps every character it skips before a
+// token in its error-message buffer, so a file of 2 GB of blanks would be
+// held whole. The iterator therefore ends the text after kMaxBlankRun
+// blanks in a row and sets `blank_run_too_long`; the reader turns the
+// resulting syntax error into "too many blanks in a row" at `line`.
 struct LineCounter {
+  static constexpr std::uint64_t kMaxBlankRun = std::uint64_t{1} << 20;  // 1 MiB
   std::uint32_t line = 1;
   std::uint32_t line_before_last = 1;
+  std::uint64_t blank_run = 0;
+  bool blank_run_too_long = false;
 };
 
 // Text already in memory, [begin, end).
@@ -95,7 +105,13 @@ class LineCountingIterator {
   char operator*() const { return src_->get(); }
   LineCountingIterator& operator++() {
     counter_->line_before_last = counter_->line;
-    if (src_->get() == '\n') ++counter_->line;
+    const char c = src_->get();
+    if (c == '\n') ++counter_->line;
+    if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+      if (++counter_->blank_run > LineCounter::kMaxBlankRun) counter_->blank_run_too_long = true;
+    } else {
+      counter_->blank_run = 0;
+    }
     src_->advance();
     return *this;
   }
@@ -103,7 +119,7 @@ class LineCountingIterator {
   bool operator!=(const LineCountingIterator& o) const { return !(*this == o); }
 
  private:
-  bool done() const { return src_ == nullptr || src_->at_end(); }
+  bool done() const { return src_ == nullptr || counter_->blank_run_too_long || src_->at_end(); }
   Source* src_ = nullptr;
   LineCounter* counter_ = nullptr;
 };

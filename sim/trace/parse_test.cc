@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "sim/trace/line_iterator.h"
 #include "sim/trace/trace.h"
 
 namespace agentcg::trace {
@@ -424,6 +425,41 @@ TEST(Validate, PolicyDepthLimitOnlyForScx) {
   EXPECT_THROW(validate_for_policy(t, "flatcg"), TraceError);
   t.cgroups.pop_back();  // 15 levels: the deepest flatcg/agentcg take
   EXPECT_NO_THROW(validate_for_policy(t, "agentcg"));
+}
+
+// nlohmann's lexer keeps every blank it skips before a token in its error
+// buffer: a long run of blanks would be held whole. More than 1 MiB in a row
+// is an error at the line where the run passed the limit; less is fine.
+TEST(Load, LongRunOfBlanksIsAnErrorNotBuffered) {
+  const std::string full = kFull;
+  const std::size_t brace = full.find('{');
+  ASSERT_NE(brace, std::string::npos);
+  const auto with_blanks = [&](std::size_t n) {
+    std::string text = full.substr(0, brace + 1);
+    text += "\n";
+    text.append(n, ' ');
+    text += full.substr(brace + 1);
+    return text;
+  };
+  const std::string path = ::testing::TempDir() + "/load_blanks.json";
+  const auto load = [&](const std::string& text) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    EXPECT_NE(f, nullptr);
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fclose(f);
+    return load_trace_file(path);
+  };
+  EXPECT_NO_THROW((void)load(with_blanks(LineCounter::kMaxBlankRun - 64)));  // kFull indents too
+  for (const bool from_file : {true, false}) {
+    try {
+      const std::string text = with_blanks(3 * LineCounter::kMaxBlankRun);
+      (void)(from_file ? load(text) : parse_trace(text, path));
+      ADD_FAILURE() << "3 MiB of blanks were accepted";
+    } catch (const TraceError& e) {
+      EXPECT_EQ(std::string(e.what()).find(path + ":2: "), 0u) << e.what();
+      EXPECT_NE(std::string(e.what()).find("blanks in a row"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Load, MissingFileIsATraceError) {
