@@ -76,8 +76,12 @@
  * is throttled or about to be refilled; impossible states call
  * agentcg_error1() (the kernel then ejects the scheduler and falls back).
  *
- * mode fifo is the trivial baseline of the overhead comparison (one global
- * FIFO, nothing else), fixed at load (rodata agentcg_mode).
+ * mode fifo is the trivial baseline of the overhead comparison, fixed at
+ * load (rodata agentcg_mode): scx_simple's FIFO mode (tools/sched_ext), one
+ * FIFO DSQ of our own that ops.dispatch moves to the CPU, nothing else.
+ * (Until v5 it used SCX_DSQ_GLOBAL, which the kernel consumes without
+ * calling ops.dispatch, so its dispatch figure was an empty callback and
+ * the queue move it does cost nowhere in the comparison.)
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -645,7 +649,7 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 	bstat_inc(AGENTCG_BS_enqueues);
 	if (agentcg_mode == AGENTCG_MODE_FIFO) {
 		/* ENQ_LAST: the CPU's last task goes back to it directly */
-		scx_bpf_dsq_insert(p, (enq_flags & SCX_ENQ_LAST) ? SCX_DSQ_LOCAL : SCX_DSQ_GLOBAL,
+		scx_bpf_dsq_insert(p, (enq_flags & SCX_ENQ_LAST) ? SCX_DSQ_LOCAL : AGENTCG_SHARED_DSQ,
 				   agentcg_base_slice_ns(tn), enq_flags);
 		return;
 	}
@@ -695,7 +699,8 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 		 * enqueue only (the request itself is unchanged, so charging and
 		 * the preemption verdict stay the base rule's). */
 		u32 tgid = p->tgid;
-		const struct agentcg_strategy_action *sa = bpf_map_lookup_elem(&strategy_pid, &tgid);
+		const struct agentcg_strategy_action *sa =
+			agentcg_strategies_set() ? bpf_map_lookup_elem(&strategy_pid, &tgid) : NULL;
 		u64 credit, key;
 
 		if (!sa)
@@ -756,9 +761,7 @@ static __always_inline bool dispatch_skipping_throttled(s32 cpu)
 
 void BPF_STRUCT_OPS(agentcg_dispatch, s32 cpu, struct task_struct *prev)
 {
-	if (agentcg_mode == AGENTCG_MODE_FIFO)
-		return; /* SCX_DSQ_GLOBAL is consumed by the kernel */
-	if (nr_throttled_now > 0) {
+	if (agentcg_mode != AGENTCG_MODE_FIFO && nr_throttled_now > 0) {
 		if (dispatch_skipping_throttled(cpu))
 			bstat_inc(AGENTCG_BS_dispatches);
 		return;
@@ -1317,7 +1320,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(agentcg_init)
 	s32 ret;
 
 	if (agentcg_mode == AGENTCG_MODE_FIFO)
-		return 0;
+		return create_dsq(AGENTCG_SHARED_DSQ, -1);
 	if (nr_cpus > AGENTCG_MAX_CPUS) {
 		agentcg_error1("agentcg: %u CPUs, more than AGENTCG_MAX_CPUS: refusing to load",
 			       nr_cpus);

@@ -166,6 +166,12 @@ void Extensions::resolve_and_apply(bpf_object* obj) {
       if (bpf_map__update_elem(mc, &id, sizeof(id), &e.action, sizeof(e.action), BPF_ANY) != 0) apply_errors_++;
     for (const auto& [pid, e] : r.pids)
       if (bpf_map__update_elem(mp, &pid, sizeof(pid), &e.action, sizeof(e.action), BPF_ANY) != 0) apply_errors_++;
+    // The hot path looks the two maps up only while this count is non-zero.
+    if (bpf_map* mn = bpf_object__find_map_by_name(obj, "strategy_count")) {
+      const std::uint32_t zero = 0;
+      const auto n = static_cast<std::uint32_t>(r.cgroups.size() + r.pids.size());
+      if (bpf_map__update_elem(mn, &zero, sizeof(zero), &n, sizeof(n), BPF_ANY) != 0) apply_errors_++;
+    }
   }
   applied_obj_ = obj;
   json cg = json::array(), pids = json::array();
