@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -415,11 +416,46 @@ def default_timeout_s(repeat: int) -> int:
     return 600 + 900 * max(1, repeat)
 
 
+# Top-level keys the guest writes itself in every pass (live/vm/guest/scenarios.sh write_config).
+HARNESS_CONFIG_KEYS = ("daemon", "monitor")
+
+
+def check_daemon_config(path: str, build: Path) -> str:
+    """The text of `live compare --config FILE`, checked before the boot.
+
+    The file is added to agentcgroupd's config in every pass (EEVDF's too:
+    the daemon runs in each, in mode none there), so it must not set the
+    keys the harness writes (daemon:, monitor:); the rest is checked by the
+    build's own `agentcgroupd --check-config`, whose message (file, line,
+    key) is raised as it is. A bad file therefore fails in a second, not
+    after a 20-minute boot."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise AgentcgError(f"--config {path}: cannot read it ({e})") from e
+    for n, line in enumerate(text.splitlines(), 1):
+        m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)\s*:", line)
+        if m and m.group(1) in HARNESS_CONFIG_KEYS:
+            raise AgentcgError(f"{path}:{n}: '{m.group(1)}': live compare writes this section in every pass; "
+                               "expected only scheduler:, gpu: or other sections")
+    r = subprocess.run([str(build / "live" / "agentcgroupd" / "agentcgroupd"), "--config", path, "--check-config"],
+                       capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        msg = (r.stderr.strip() or r.stdout.strip()).removeprefix("agentcgroupd: ")
+        raise AgentcgError(msg or f"{path}: rejected by agentcgroupd --check-config (exit {r.returncode})")
+    return text
+
+
 def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = DEFAULT_TRACES,
                  schedulers: Sequence[str] = SCHEDULERS, durations: Optional[Mapping[str, str]] = None,
                  mem_scale: float = 0.25, bench_s: int = 8, overhead: bool = True,
-                 timeout_s: Optional[int] = None, quiet: bool = False, repeat: int = 3) -> Dict[str, Any]:
-    """`agentcg live compare`: one boot, every scheduler `repeat` times, the table."""
+                 timeout_s: Optional[int] = None, quiet: bool = False, repeat: int = 3,
+                 config: Optional[str] = None) -> Dict[str, Any]:
+    """`agentcg live compare`: one boot, every scheduler `repeat` times, the table.
+
+    `config`: a YAML file added to agentcgroupd's config in every pass (a
+    `scheduler:` section tunes the flatcg/agentcg passes); see
+    check_daemon_config()."""
     from . import stats, table
 
     if repeat < 1:
@@ -435,6 +471,7 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
         p = src / "traces" / f"{t}.json"
         if not p.exists():
             raise AgentcgError(f"--traces: {p} does not exist (bundled traces: traces/*.json)")
+    config_text = check_daemon_config(config, b) if config else ""
     dest = Path(out)
     dest.mkdir(parents=True, exist_ok=True)
     durs = dict(DEFAULT_DURATIONS)
@@ -442,7 +479,7 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
     order = stats.interleaved_order(schedulers, repeat)
     env = {"COMPARE_SCHEDULERS": ",".join(schedulers), "COMPARE_TRACES": ",".join(traces),
            "COMPARE_MEM_SCALE": str(mem_scale), "COMPARE_BENCH_S": str(bench_s),
-           "COMPARE_RUNS": ",".join(f"{s}:{r}" for s, r in order)}
+           "COMPARE_RUNS": ",".join(f"{s}:{r}" for s, r in order), "COMPARE_DAEMON_YAML": config_text}
     for t, d in durs.items():
         env["COMPARE_DURATION_" + "".join(c if c.isalnum() else "_" for c in t)] = d
     vm_out = dest / ".vm-out"
@@ -458,6 +495,8 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
     summary["host_load"] = load
     sections = compare_sections(summary, schedulers)
     text = format_sections(sections, schedulers)
+    if config:
+        text = f"agentcgroupd config added in every pass: {config}\n" + text
     ov = overhead_rows(summary["overhead"]) if overhead else ""
     text += ("\nBPF cost per callback (kernel.bpf_stats_enabled), same boot:\n" + ov if ov else "")
     if summary["missing"]:
@@ -469,7 +508,7 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
            "repeat": repeat, "order": [f"{s}:{r}" for s, r in order], "host_load": load,
            "repetitions": summary["results"], "benchmarks": summary["benchmarks"],
            "sections": {title: table.rows_json(rows, list(schedulers)) for title, rows in sections},
-           "missing": summary["missing"]}
+           "missing": summary["missing"], "config": {"path": config, "text": config_text} if config else None}
     (dest / "live-compare.json").write_text(table.dumps(doc), encoding="utf-8")
     if not quiet:
         print(text, end="")

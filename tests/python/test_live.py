@@ -175,3 +175,36 @@ def test_fidelity_with_nothing_to_fit_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(AgentcgError, match="nothing to fit"):
         fidelity.fidelity([str(src)], str(tmp_path / "out"), live_dir=str(live_dir), duration="200ms",
                           quiet=True)
+
+
+def _live_build() -> Path:
+    """The build whose agentcg-sim the suite runs (AGENTCG_SIM): its agentcgroupd checks configs."""
+    import os
+
+    sim = os.environ.get("AGENTCG_SIM")
+    build = Path(sim).resolve().parents[1] if sim else REPO / "build" / "ci"
+    if not (build / "live" / "agentcgroupd" / "agentcgroupd").exists():
+        pytest.skip(f"agentcgroupd is not built in {build}")
+    return build
+
+
+def test_compare_config_is_checked_before_the_boot(tmp_path: Path) -> None:
+    """`live compare --config`: a good scheduler section passes as it is; a
+    bad key fails with the daemon's file:line message and a section the
+    harness writes in every pass is refused, both before any VM boots."""
+    build = _live_build()
+    good = tmp_path / "good.yaml"
+    good.write_text("scheduler:\n  min_slice_us: 0\n")
+    assert live.check_daemon_config(str(good), build) == good.read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("scheduler:\n  min_slice_uz: 0\n")
+    with pytest.raises(AgentcgError, match=r"bad.yaml:2: key 'scheduler.min_slice_uz': unknown key"):
+        live.check_daemon_config(str(bad), build)
+    harness = tmp_path / "harness.yaml"
+    harness.write_text("scheduler:\n  min_slice_us: 0\ndaemon:\n  mode: fifo\n")
+    with pytest.raises(AgentcgError, match=r"harness.yaml:3: 'daemon': live compare writes this section"):
+        live.check_daemon_config(str(harness), build)
+    # through the command: exit 1 (bad input) and the message, no boot (no VM output written)
+    r = run_cli(["live", "compare", "--build", str(build), "--config", str(bad), "--out", str(tmp_path / "o")])
+    assert r.returncode == 1 and "min_slice_uz" in r.stderr, r.stderr
+    assert not (tmp_path / "o" / "vm-serial.log").exists()

@@ -12,6 +12,8 @@
 #   COMPARE_SCHEDULERS (eevdf,flatcg,agentcg)  COMPARE_TRACES (agent,fork-storm)
 #   COMPARE_DURATION_<trace> (player --duration, `-` = the trace's own)
 #   COMPARE_MEM_SCALE (0.25)  COMPARE_BENCH_S (8; 0 = no benchmarks)
+#   COMPARE_DAEMON_YAML (optional: YAML added to agentcgroupd's config in
+#     every pass, `live compare --config`; checked on the host first)
 #   COMPARE_RUNS (optional: scheduler:repetition,... in the order to run,
 #     e.g. eevdf:1,agentcg:1,agentcg:2,eevdf:2 -> /out/compare/<scheduler>/
 #     rep-<n>/; the player's --seed is the repetition; without it each of
@@ -74,7 +76,10 @@ compare_one() { # scheduler [repetition]
 	# (scheduler tracepoints, memory.events, /metrics); under EEVDF in mode
 	# none (no sched_ext), so the passes differ by the scheduler alone.
 	dmode=$sch; [ "$sch" = eevdf ] && dmode=none
-	start_daemon $dmode || { data compare $lbl error "daemon did not start"; return 1; }
+	# `live compare --config FILE`: the same extra YAML in every pass
+	DAEMON_YAML=${COMPARE_DAEMON_YAML:-}
+	start_daemon $dmode || { DAEMON_YAML=; data compare $lbl error "daemon did not start"; return 1; }
+	DAEMON_YAML=
 	echo "scheduler $(ops) state $(state)" > $o/bench.txt
 	for t in $(echo "${COMPARE_TRACES:-agent,fork-storm}" | tr ',' ' '); do
 		eval d=\${COMPARE_DURATION_$(echo $t | tr -c 'a-zA-Z0-9\n' '_'):--}
