@@ -42,8 +42,8 @@
  *   function the simulator calls): ops.enqueue makes the request (tag
  *   chain, cpu.max) and then inserts it straight into the local DSQ of
  *   the CPU select_cpu chose when that CPU was idle (select_cpu records
- *   it in the task ctx; with no idle CPU it chooses the CPU running the
- *   latest deadline, victim_cpu(), as the simulator does), or into that
+ *   it in the task ctx; with no idle CPU the kernel's choice stands,
+ *   normally the task's previous CPU, as in fair.c), or into that
  *   CPU's local DSQ with SCX_ENQ_PREEMPT
  *   when the base rule says NOW (earlier deadline, the running request
  *   past its protected time or the waking one's slice shorter); only a
@@ -486,40 +486,6 @@ static __always_inline void sync_weight(struct cgrp_state *cs, const struct agen
 	agentcg_sync_weight(&cs->cg, ps ? &ps->cg : NULL, &glob, tn);
 }
 
-/*
- * The CPU a wakeup is checked against when no CPU is idle: the one running
- * the latest deadline of ours (the first the base rule would preempt),
- * `prev` on ties and when none runs ours; only CPUs the task may run on.
- * sim/cpu/scx_class.cc's victim_cpu() is the same scan. O(CPUs) array
- * lookups per contended wakeup (scx_lavd samples two CPUs instead; on the
- * machines this targets, tens of CPUs, the full scan is what the model
- * checks). The snapshot of cpu_currs is racy, which only makes the choice
- * advisory: place() still asks the base rule on the CPU chosen.
- */
-static __always_inline s32 victim_cpu(const struct task_struct *p, s32 prev)
-{
-	struct cpu_curr *bc = NULL;
-	s32 best = prev;
-	u32 i, pc = prev;
-
-	if (pc < AGENTCG_MAX_CPUS)
-		bc = bpf_map_lookup_elem(&cpu_currs, &pc);
-	bpf_for(i, 0, AGENTCG_MAX_CPUS) {
-		struct cpu_curr *cc;
-
-		if (i >= nr_cpus)
-			break;
-		cc = bpf_map_lookup_elem(&cpu_currs, &i);
-		if (!cc || !cc->ours || !bpf_cpumask_test_cpu(i, p->cpus_ptr))
-			continue;
-		if (!bc || !bc->ours || agentcg_before(bc->deadline, cc->deadline)) {
-			best = i;
-			bc = cc;
-		}
-	}
-	return best;
-}
-
 s32 BPF_STRUCT_OPS(agentcg_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	bool is_idle = false;
@@ -545,9 +511,15 @@ s32 BPF_STRUCT_OPS(agentcg_select_cpu, struct task_struct *p, s32 prev_cpu, u64 
 		t->at.boosted = 0;
 		t->idle_cpu = is_idle;
 	}
-	/* no idle CPU: go where the rule is likeliest to let it run now */
-	if (!is_idle)
-		cpu = victim_cpu(p, cpu);
+	/*
+	 * No idle CPU: the kernel's choice (the previous CPU, normally the
+	 * one whose timer or waker woke it) is where the base rule is asked.
+	 * v5 sent the wakee to the CPU running the latest deadline instead
+	 * (the simulator's victim_cpu(), since removed from both): every
+	 * such move is a remote wakeup (an IPI, ~1 ms under TCG), and the io
+	 * trace's wakeup p50 went from 1.65 to 3.42 ms (EEVDF 1.24) and
+	 * /io's share from 24 % to 18 % (one boot, 2026-11-27; README Live).
+	 */
 	return cpu;
 }
 

@@ -301,6 +301,8 @@ def collect_compare(vm_out: Path, dest: Path, traces: Sequence[str],
                 d.mkdir(parents=True, exist_ok=True)
                 if (src / f"{t}.log").exists():
                     shutil.copyfile(src / f"{t}.log", d / "player.log")
+                if (src / f"{t}.metrics.txt").exists():  # agentcgroupd's /metrics after the trace
+                    shutil.copyfile(src / f"{t}.metrics.txt", d / "metrics.txt")
                 if not r.exists():
                     summary["missing"].append(f"{t}/{s}" + (f"/rep-{rep}" if rep else ""))
                     continue

@@ -16,10 +16,12 @@
 //    is placed at V - lag when it comes back.
 //  - every request is placed by agentcg_place_task() (place.h), as in BPF:
 //    a wakeup (and fork) is checked (the base rule of eevdf.h) against the
-//    task running on the CPU select_cpu chose or, with no idle CPU, on the
-//    CPU running the latest deadline (victim_cpu(); BPF's select_cpu does
-//    the same scan over cpu_currs and moves the wakee there): NOW kicks it,
-//    AT arms that CPU's re-check timer (the BPF per-CPU timer). BPF inserts LOCAL
+//    task running on the CPU select_cpu chose (an idle one, else the
+//    task's previous CPU, as the kernel's scx_bpf_select_cpu_dfl() and
+//    fair.c do): NOW kicks it, AT arms that CPU's re-check timer (the BPF
+//    per-CPU timer). (Until 2026-11-27 both sides sent a contended wakeup
+//    to the CPU running the latest deadline: neutral here, a remote wakeup
+//    per move live, where it doubled the io trace's wakeup p50.) BPF inserts LOCAL
 //    verdicts into that CPU's local DSQ; this model has one queue, where
 //    such a request is the head (see place()).
 //  - cpu.max at every level: one pool and one local runtime per limited
@@ -506,23 +508,6 @@ class ScxClass final : public SchedClass {
     }
   }
 
-  // The CPU a wakeup is checked against: with one shared queue the request
-  // may run on any CPU, so the one running the latest deadline (the first
-  // the rule would preempt); `prev` on ties, and when none runs ours.
-  int victim_cpu(int prev) const {
-    int best = prev;
-    const CpuCurr* bc = &curr_.at(static_cast<std::size_t>(prev));
-    for (int cpu = 0; cpu < static_cast<int>(curr_.size()); cpu++) {
-      const CpuCurr& cc = curr_[static_cast<std::size_t>(cpu)];
-      if (!cc.ours || ctx_->cpu_idle(cpu)) continue;
-      if (!bc->ours || agentcg_before(bc->deadline, cc.deadline)) {
-        best = cpu;
-        bc = &cc;
-      }
-    }
-    return best;
-  }
-
   // The placement of place.h with the inputs bpf/agentcg.bpf.c's place()
   // gathers. The model has one queue (no per-CPU local queues yet), so a
   // LOCAL verdict is the queue's head for the idle CPU select_cpu chose
@@ -530,7 +515,7 @@ class ScxClass final : public SchedClass {
   // preempting kick of that CPU: the same task runs there next, as in BPF.
   void place(Task& p, TaskCtx& tc, bool wakeup, std::uint64_t now) {
     agentcg_place_in in{};
-    const int cpu = wakeup && p.cpu >= 0 && !ctx_->cpu_idle(p.cpu) ? victim_cpu(p.cpu) : p.cpu;
+    const int cpu = p.cpu;  // select_cpu's choice: an idle CPU, else the previous one
     queue_task(p.id, tc);
     in.key = tc.qkey;
     in.slice_ns = agentcg_strategy_slice_ns(ctx_->strategy_of_task(p), tc.req.slice_ns);

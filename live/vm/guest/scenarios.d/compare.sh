@@ -89,6 +89,9 @@ compare_one() { # scheduler [repetition]
 		agentcg-player /traces/$t.json -o $o/$t.json "$@" > $o/$t.log 2>&1
 		rc=$?
 		data compare $lbl player $t rc=$rc wall_ms=$((($(now_us) - t0) / 1000))
+		# the daemon's counters so far (cumulative over the pass): what the
+		# scheduler did during this trace (preemptions, deferrals, ...)
+		metrics > $o/$t.metrics.txt
 		[ $rc -eq 0 ] || tail -n 5 $o/$t.log
 	done
 	[ "${COMPARE_BENCH_S:-8}" -gt 0 ] && compare_bench $o
