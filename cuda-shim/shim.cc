@@ -45,6 +45,17 @@ extern "C" CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVer
 
 #define AGENTCG_VISIBLE __attribute__((visibility("default")))
 
+// Code that runs before the sanitizers' runtime has initialised in a process
+// this library is preloaded into: libasan resolves its interceptors with
+// dlsym() while it initialises, and dlsym is ours. Instrumented code would
+// read shadow memory that is not mapped yet (the sanitize preset's shim
+// tests crashed there), so that path is built without instrumentation.
+#if defined(__SANITIZE_ADDRESS__)
+#define AGENTCG_BEFORE_SANITIZER_INIT __attribute__((no_sanitize("address", "undefined")))
+#else
+#define AGENTCG_BEFORE_SANITIZER_INIT
+#endif
+
 namespace agentcg::shim {
 namespace {
 
@@ -74,13 +85,15 @@ constexpr HookInfo kHooks[kHookCount] = {
 
 using DlsymFn = void* (*)(void*, const char*);
 
-DlsymFn real_dlsym() {
-  static DlsymFn fn = [] {
-    // dlvsym is not interposed, so this cannot recurse into our dlsym.
-    void* p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (p == nullptr) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    return reinterpret_cast<DlsymFn>(p);
-  }();
+AGENTCG_BEFORE_SANITIZER_INIT DlsymFn find_real_dlsym() {
+  // dlvsym is not interposed, so this cannot recurse into our dlsym.
+  void* p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+  if (p == nullptr) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+  return reinterpret_cast<DlsymFn>(p);
+}
+
+AGENTCG_BEFORE_SANITIZER_INIT DlsymFn real_dlsym() {
+  static const DlsymFn fn = find_real_dlsym();
   return fn;
 }
 
@@ -386,12 +399,19 @@ void* hook_for(int id, bool ptds) {
 }
 
 // dlsym interposition: a hooked name resolves to our hook; the real answer is
-// remembered as that variant's driver pointer.
-void* interpose_dlsym(void* handle, const char* name) {
+// remembered as that variant's driver pointer. Other names (all that
+// libasan asks for while it initialises) take only uninstrumented code.
+void* interpose_hooked_dlsym(const char* name, void* real);
+
+AGENTCG_BEFORE_SANITIZER_INIT void* interpose_dlsym(void* handle, const char* name) {
   DlsymFn ds = real_dlsym();
   if (ds == nullptr) return nullptr;
   void* real = ds(handle, name);
   if (real == nullptr || name == nullptr || name[0] != 'c' || name[1] != 'u') return real;
+  return interpose_hooked_dlsym(name, real);
+}
+
+void* interpose_hooked_dlsym(const char* name, void* real) {
   for (int i = 0; i < kHookCount; ++i) {
     bool ptds;
     if (std::strcmp(kHooks[i].symbol, name) == 0) {
@@ -458,10 +478,10 @@ AGENTCG_HOOKS(AGENTCG_X, AGENTCG_XP)
 #undef AGENTCG_XP
 
 // Both glibc versions of dlsym; the version script declares the nodes.
-AGENTCG_VISIBLE void* agentcg_dlsym_234(void* handle, const char* name) {
+AGENTCG_VISIBLE AGENTCG_BEFORE_SANITIZER_INIT void* agentcg_dlsym_234(void* handle, const char* name) {
   return agentcg::shim::interpose_dlsym(handle, name);
 }
-AGENTCG_VISIBLE void* agentcg_dlsym_225(void* handle, const char* name) {
+AGENTCG_VISIBLE AGENTCG_BEFORE_SANITIZER_INIT void* agentcg_dlsym_225(void* handle, const char* name) {
   return agentcg::shim::interpose_dlsym(handle, name);
 }
 __asm__(".symver agentcg_dlsym_234, dlsym@@GLIBC_2.34");

@@ -68,8 +68,17 @@ def keys(j, prefix=""):
     return out
 
 
+# The player's processes are forks (never exec'd), so they keep the
+# environment it was started with: a tag unique to this run tells ours from
+# those of another run of this test on the same machine (two test runs side
+# by side saw each other's "agcgpt-" processes and failed "processes left").
+TAG = f"AGENTCG_PLAYER_TEST={os.getpid()}-{os.urandom(6).hex()}"
+
+
 def run(cmd):
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    env = dict(os.environ)
+    env[TAG.split("=", 1)[0]] = TAG.split("=", 1)[1]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
 
 
 def our_procs():
@@ -78,7 +87,10 @@ def our_procs():
         if d.isdigit():
             try:
                 with open(f"/proc/{d}/comm") as f:
-                    if f.read().startswith("agcgpt-"):
+                    if not f.read().startswith("agcgpt-"):
+                        continue
+                with open(f"/proc/{d}/environ", "rb") as f:
+                    if TAG.encode() in f.read().split(b"\0"):
                         found.append(d)
             except OSError:
                 pass

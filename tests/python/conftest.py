@@ -13,7 +13,20 @@ from typing import List
 import pytest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-PYDIR = os.path.join(REPO, "python")
+
+
+def _package_dir() -> str:
+    """The directory holding the agentcg package to test: the first PYTHONPATH
+    entry that has one (CTest sets the build's: python/ for the ci preset,
+    build/sanitize/python/pkg for the sanitize preset, whose ASan-built
+    extension must not replace the source tree's), else python/."""
+    for d in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if d and os.path.isfile(os.path.join(d, "agentcg", "__init__.py")):
+            return os.path.abspath(d)
+    return os.path.join(REPO, "python")
+
+
+PYDIR = _package_dir()
 if PYDIR not in sys.path:
     sys.path.insert(0, PYDIR)
 

@@ -14,9 +14,9 @@ from typing import Dict, Set
 
 import pytest
 
-from conftest import PYDIR, REPO
+from conftest import REPO
 
-PKG = os.path.join(PYDIR, "agentcg")
+PKG = os.path.join(REPO, "python", "agentcg")  # the sources, not a build's copy
 
 
 def _imports() -> Dict[str, Set[str]]:

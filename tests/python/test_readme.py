@@ -44,6 +44,8 @@ def test_readme_walkthrough_runs(tmp_path: Path) -> None:
     (tmp_path / "traces").symlink_to(Path(REPO) / "traces")
     (tmp_path / "out").mkdir()
     env = dict(os.environ, PYTHONPATH=PYDIR, MPLBACKEND="Agg")
+    if os.environ.get("AGENTCG_SIM"):  # under CTest: ./agentcg runs the build under test
+        env["AGENTCG_BUILD_DIR"] = str(Path(os.environ["AGENTCG_SIM"]).resolve().parents[1])
     for line, lang, code in blocks:
         if lang in ("sh", "bash"):
             cmd = ["bash", "-euo", "pipefail", "-c", code]

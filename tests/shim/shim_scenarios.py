@@ -107,7 +107,10 @@ class Env:
         e["LD_LIBRARY_PATH"] = self.a.fake_dir
         e["AGENTCG_GPU_SOCKET"] = self.sock
         if preload:
-            e["LD_PRELOAD"] = self.a.shim
+            # An ASan build (--asan-runtime): libasan first, or the shim's
+            # own dependency on it comes after the shim and ASan refuses to
+            # start ("ASan runtime does not come first").
+            e["LD_PRELOAD"] = ":".join(p for p in (self.a.asan_runtime, self.a.shim) if p)
         e.update(env or {})
         p = subprocess.Popen([self.a.client] + [str(o) for o in opts], env=e,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -818,6 +821,8 @@ def main():
     ap.add_argument("--case", required=True, choices=sorted(CASES))
     for opt in ("shim", "fake-dir", "client", "dump", "gpud", "gpuctl"):
         ap.add_argument("--" + opt, required=True)
+    ap.add_argument("--asan-runtime", default="",
+                    help="libasan.so to preload before the shim (the sanitize preset's AGENTCG_ASAN_RUNTIME)")
     args = ap.parse_args()
     if not os.path.isdir("/dev/shm"):
         print("SKIP: no /dev/shm for the fake GPU's shared timeline")
