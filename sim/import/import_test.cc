@@ -411,35 +411,38 @@ TEST(TaskImport, SmallFolderGivesExactOps) {
   EXPECT_NO_THROW(trace::validate(t));
 }
 
+// The error of importing resources.json text `resources` (and no tool
+// calls) as r.json; a test failure when the import succeeds.
+ImportError task_import_error(const std::string& resources) {
+  std::istringstream res(resources);
+  std::istringstream calls("[]");
+  try {
+    import_agentcgroup_task(res, "r.json", calls, "c.json", Options{});
+  } catch (const ImportError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected ImportError";
+  return ImportError("", 0, "no error");
+}
+
 TEST(TaskImport, StrictAndBadJson) {
   Options o;
   o.strict = true;
   EXPECT_THROW(import_agentcgroup_task_dir(std::string(kData) + "task_small", o), ImportError);
-  std::istringstream res("{\"samples\": [\n {\"epoch\": 1.0,\n");
-  std::istringstream calls("[]");
-  try {
-    import_agentcgroup_task(res, "r.json", calls, "c.json", Options{});
-    FAIL() << "expected ImportError";
-  } catch (const ImportError& e) {
-    EXPECT_EQ(e.file(), "r.json");
-    EXPECT_EQ(e.line(), 3u);
-  }
+  const ImportError e = task_import_error("{\"samples\": [\n {\"epoch\": 1.0,\n");
+  EXPECT_EQ(e.file(), "r.json");
+  EXPECT_EQ(e.line(), 3u);
   EXPECT_THROW(import_agentcgroup_task_dir("tests/data/recordings/no-such-task", Options{}), ImportError);
 }
 
 // A run of blanks past trace::LineCounter::kMaxBlankRun ends the text (the
 // JSON lexer would keep it whole): an error naming the file and line.
 TEST(TaskImport, LongRunOfBlanksIsAnError) {
-  std::istringstream res("{\"samples\":\n" + std::string(2 * trace::LineCounter::kMaxBlankRun, ' ') + "[]}");
-  std::istringstream calls("[]");
-  try {
-    import_agentcgroup_task(res, "r.json", calls, "c.json", Options{});
-    FAIL() << "expected ImportError";
-  } catch (const ImportError& e) {
-    EXPECT_EQ(e.file(), "r.json");
-    EXPECT_EQ(e.line(), 2u);
-    EXPECT_NE(std::string(e.what()).find("blanks in a row"), std::string::npos) << e.what();
-  }
+  const ImportError e =
+      task_import_error("{\"samples\":\n" + std::string(2 * trace::LineCounter::kMaxBlankRun, ' ') + "[]}");
+  EXPECT_EQ(e.file(), "r.json");
+  EXPECT_EQ(e.line(), 2u);
+  EXPECT_NE(std::string(e.what()).find("blanks in a row"), std::string::npos) << e.what();
 }
 
 TEST(TaskImport, RealSamples) {
