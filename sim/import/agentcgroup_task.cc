@@ -108,9 +108,7 @@ std::uint64_t distance(std::uint64_t a, std::uint64_t b) { return a > b ? a - b 
 // The message of a syntax error; a run of blanks cut short by the line
 // iterator (trace::LineCounter::kMaxBlankRun) says so instead.
 std::string invalid_json(const trace::LineCounter& lines, const json::parse_error& e) {
-  if (lines.blank_run_too_long)
-    return "more than " + std::to_string(trace::LineCounter::kMaxBlankRun) +
-           " blanks in a row; expected JSON with shorter runs of whitespace";
+  if (lines.blank_run_too_long) return trace::LineCounter::blank_run_message();
   return std::string("invalid JSON: ") + e.what();
 }
 

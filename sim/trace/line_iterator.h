@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <istream>
 #include <iterator>
+#include <string>
 #include <vector>
 
 namespace agentcg::trace {
@@ -39,6 +40,12 @@ struct LineCounter {
   std::uint32_t line_before_last = 1;
   std::uint64_t blank_run = 0;
   bool blank_run_too_long = false;
+
+  // The message of every reader when blank_run_too_long ended the text.
+  static std::string blank_run_message() {
+    return "more than " + std::to_string(kMaxBlankRun) +
+           " blanks in a row; expected JSON with shorter runs of whitespace";
+  }
 };
 
 // Text already in memory, [begin, end).

@@ -841,9 +841,7 @@ Trace parse_stream(Iterator begin, Iterator end, LineCounter& counter, const std
   handler_ptr = &handler;
   const bool ok = json::sax_parse(begin, end, &handler);
   if (!ok && counter.blank_run_too_long)
-    throw TraceError(source, counter.line, handler.error_pointer,
-                     "more than " + std::to_string(LineCounter::kMaxBlankRun) +
-                         " blanks in a row; expected JSON with shorter runs of whitespace");
+    throw TraceError(source, counter.line, handler.error_pointer, LineCounter::blank_run_message());
   if (!ok && handler.too_deep)
     throw TraceError(source, handler.depth_line, handler.depth_pointer,
                      "nested more than " + std::to_string(kMaxJsonDepth) +

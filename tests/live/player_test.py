@@ -72,12 +72,12 @@ def keys(j, prefix=""):
 # environment it was started with: a tag unique to this run tells ours from
 # those of another run of this test on the same machine (two test runs side
 # by side saw each other's "agcgpt-" processes and failed "processes left").
-TAG = f"AGENTCG_PLAYER_TEST={os.getpid()}-{os.urandom(6).hex()}"
+TAG_KEY, TAG_VALUE = "AGENTCG_PLAYER_TEST", f"{os.getpid()}-{os.urandom(6).hex()}"
+TAG = f"{TAG_KEY}={TAG_VALUE}"
 
 
 def run(cmd):
-    env = dict(os.environ)
-    env[TAG.split("=", 1)[0]] = TAG.split("=", 1)[1]
+    env = dict(os.environ, **{TAG_KEY: TAG_VALUE})
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
 
 

@@ -27,6 +27,13 @@ def _package_dir() -> str:
 
 
 PYDIR = _package_dir()
+
+
+def build_under_test() -> "str | None":
+    """The build directory under test: the one whose agentcg-sim CTest names
+    in AGENTCG_SIM (BUILD/sim/agentcg-sim), or None outside CTest."""
+    sim = os.environ.get("AGENTCG_SIM")
+    return os.path.dirname(os.path.dirname(os.path.realpath(sim))) if sim else None
 if PYDIR not in sys.path:
     sys.path.insert(0, PYDIR)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import REPO, run_cli, build_under_test
 
 import agentcg
 from agentcg import fidelity, live, machine
@@ -178,11 +178,8 @@ def test_fidelity_with_nothing_to_fit_is_an_error(tmp_path: Path) -> None:
 
 
 def _live_build() -> Path:
-    """The build whose agentcg-sim the suite runs (AGENTCG_SIM): its agentcgroupd checks configs."""
-    import os
-
-    sim = os.environ.get("AGENTCG_SIM")
-    build = Path(sim).resolve().parents[1] if sim else REPO / "build" / "ci"
+    """The build under test (else build/ci): its agentcgroupd checks configs."""
+    build = Path(build_under_test() or Path(REPO) / "build" / "ci")
     if not (build / "live" / "agentcgroupd" / "agentcgroupd").exists():
         pytest.skip(f"agentcgroupd is not built in {build}")
     return build

@@ -16,7 +16,7 @@ from typing import List, Tuple
 
 import pytest
 
-from conftest import PYDIR, REPO
+from conftest import PYDIR, REPO, build_under_test
 
 MARK = "<!-- walkthrough -->"
 
@@ -44,8 +44,8 @@ def test_readme_walkthrough_runs(tmp_path: Path) -> None:
     (tmp_path / "traces").symlink_to(Path(REPO) / "traces")
     (tmp_path / "out").mkdir()
     env = dict(os.environ, PYTHONPATH=PYDIR, MPLBACKEND="Agg")
-    if os.environ.get("AGENTCG_SIM"):  # under CTest: ./agentcg runs the build under test
-        env["AGENTCG_BUILD_DIR"] = str(Path(os.environ["AGENTCG_SIM"]).resolve().parents[1])
+    if build_under_test():  # under CTest: ./agentcg runs the build under test
+        env["AGENTCG_BUILD_DIR"] = build_under_test()
     for line, lang, code in blocks:
         if lang in ("sh", "bash"):
             cmd = ["bash", "-euo", "pipefail", "-c", code]
