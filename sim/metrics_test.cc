@@ -9,8 +9,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "sim/random.h"
+#include "sim/results.h"
 
 namespace agentcg::sim {
 namespace {
@@ -176,6 +179,43 @@ TEST(LatencyHistogram, FromJsonRejectsMalformedInputNamingTheField) {
   j.erase("min");
   expect_error(j, "min");
   expect_error(nlohmann::json::array(), "");
+}
+
+}  // namespace
+}  // namespace agentcg::sim
+
+namespace agentcg::sim {
+namespace {
+
+// The builder's listing rule, as the player reaches it (it passes every
+// cgroup): the root, the cgroups with activity and their ancestors are
+// listed; the rest are added to the caller's own idle count.
+TEST(ResultsJson, IdleCgroupsAreCountedNotListed) {
+  CpuResultsInput in;
+  in.cpus = 1;
+  in.duration_ns = 1000000000;
+  in.idle_cgroups = 5;  // dropped by the caller already
+  auto cg = [&](const std::string& path) -> CgroupResultsInput& {
+    in.cgroups.emplace_back();
+    in.cgroups.back().path = path;
+    in.cgroups.back().wakeup_latency_ns = latency_summary({});
+    in.cgroups.back().tool_call_latency_ns = latency_summary({});
+    return in.cgroups.back();
+  };
+  cg("/");
+  cg("/a");
+  cg("/a/b").tasks = 1;
+  cg("/c");
+  cg("/d").wakeup_latency_ns = latency_summary({10, 20});
+  cg("/e").mem_peak_bytes = 4096;
+  const nlohmann::json r = cpu_results_json(in);
+  EXPECT_EQ(r["idle_cgroups"], 6);
+  std::vector<std::string> listed;
+  for (auto it = r["cgroups"].begin(); it != r["cgroups"].end(); ++it) listed.push_back(it.key());
+  EXPECT_EQ(listed, (std::vector<std::string>{"/", "/a", "/a/b", "/d", "/e"}));
+  EXPECT_EQ(r["series"]["cgroups"].size(), 5u);
+  EXPECT_FALSE(cgroup_had_activity(in.cgroups[1]));
+  EXPECT_TRUE(cgroup_had_activity(in.cgroups[4]));
 }
 
 }  // namespace

@@ -4,10 +4,46 @@
 #include "sim/results.h"
 
 #include <algorithm>
+#include <string_view>
+#include <unordered_set>
 
 #include "sim/metrics.h"
 
 namespace agentcg::sim {
+
+namespace {
+
+std::uint64_t summary_count(const nlohmann::json& s) {
+  const auto it = s.is_object() ? s.find("count") : s.end();
+  return it != s.end() && it->is_number_unsigned() ? it->get<std::uint64_t>() : 0;
+}
+
+// Which of `cgroups` are listed: the root (index 0), those with activity
+// and their ancestors (found by path: "/a/b" is under "/a").
+std::vector<bool> listed_cgroups(const std::vector<CgroupResultsInput>& cgroups) {
+  std::unordered_set<std::string_view> ancestors;
+  for (const CgroupResultsInput& g : cgroups) {
+    if (!cgroup_had_activity(g)) continue;
+    std::string_view p = g.path;
+    for (std::size_t k = p.rfind('/'); k != std::string_view::npos && k > 0; k = p.rfind('/')) {
+      p = p.substr(0, k);
+      if (!ancestors.insert(p).second) break;  // its ancestors are in already
+    }
+  }
+  std::vector<bool> listed(cgroups.size());
+  for (std::size_t i = 0; i < cgroups.size(); ++i)
+    listed[i] = i == 0 || cgroup_had_activity(cgroups[i]) || ancestors.count(cgroups[i].path) != 0;
+  return listed;
+}
+
+}  // namespace
+
+bool cgroup_had_activity(const CgroupResultsInput& c) {
+  return c.cpu_time_ns != 0 || c.tasks != 0 || c.forks != 0 || summary_count(c.wakeup_latency_ns) != 0 ||
+         summary_count(c.tool_call_latency_ns) != 0 || c.throttled_ns != 0 || c.nr_throttled != 0 ||
+         c.nr_periods != 0 || c.mem_peak_bytes != 0 || c.mem_events_high != 0 || c.mem_events_max != 0 ||
+         c.mem_oom_kill != 0;
+}
 
 nlohmann::json cpu_results_json(const CpuResultsInput& in) {
   using nlohmann::json;
@@ -23,8 +59,14 @@ nlohmann::json cpu_results_json(const CpuResultsInput& in) {
   json series_j = json::object();
   json cgroups = json::object();
   std::vector<double> jain_x;
+  const std::vector<bool> listed = listed_cgroups(in.cgroups);
+  std::uint64_t idle = in.idle_cgroups;
   for (std::size_t i = 0; i < in.cgroups.size(); ++i) {
     const CgroupResultsInput& g = in.cgroups[i];
+    if (!listed[i]) {
+      ++idle;
+      continue;
+    }
     json c;
     const double share = total > 0 ? static_cast<double>(g.cpu_time_ns) / total : 0.0;
     c["cpu_share"] = round6(share);
@@ -76,6 +118,7 @@ nlohmann::json cpu_results_json(const CpuResultsInput& in) {
   r["counters"] = json::object();
   for (const auto& [name, value] : in.counters) r["counters"][name] = value;
   r["cgroups"] = std::move(cgroups);
+  r["idle_cgroups"] = idle;
   r["series"] = {{"interval_ns", interval}, {"cgroups", std::move(series_j)}};
   return r;
 }

@@ -719,30 +719,42 @@ void CpuModel::finish() {
   if (log_) log_->end_ns = end_time_.ns();
 }
 
-void CpuModel::subtree_histograms(std::vector<LatencyHistogram>& wake, std::vector<LatencyHistogram>& tool) const {
+const LatencyHistogram& CpuModel::SubtreeHistograms::of(const std::unordered_map<std::size_t, LatencyHistogram>& m,
+                                                        std::size_t id) {
+  static const LatencyHistogram empty;
+  const auto it = m.find(id);
+  return it != m.end() ? it->second : empty;
+}
+
+CpuModel::SubtreeHistograms CpuModel::subtree_histograms() const {
   const std::size_t n = tree_.size();
-  wake.assign(n, LatencyHistogram());
-  tool.assign(n, LatencyHistogram());
-  for (std::size_t i = 0; i < n; ++i) {
-    wake[i] = cg_[i].wakeup;
-    tool[i] = cg_[i].tool;
-  }
-  // ids are in topological order (children after parents): one pass upward
-  for (std::size_t i = n; i-- > 1;) {
-    const std::size_t p = tree_.info(static_cast<CgroupId>(i)).parent;
-    wake[p].merge(wake[i]);
-    tool[p].merge(tool[i]);
-  }
+  SubtreeHistograms h;
+  // ids are in topological order (children after parents): one pass upward,
+  // a child complete before it is merged into its parent
+  auto up = [&](std::unordered_map<std::size_t, LatencyHistogram>& m, LatencyHistogram CgStats::*own) {
+    for (std::size_t i = 0; i < n; ++i)
+      if ((cg_[i].*own).count() != 0) m.emplace(i, cg_[i].*own);
+    for (std::size_t i = n; i-- > 1;) {
+      const auto it = m.find(i);
+      if (it == m.end()) continue;
+      const LatencyHistogram* child = &it->second;  // an element's address survives a rehash; `it` does not
+      m[tree_.info(static_cast<CgroupId>(i)).parent].merge(*child);
+    }
+  };
+  up(h.wake, &CgStats::wakeup);
+  up(h.tool, &CgStats::tool);
+  return h;
 }
 
 nlohmann::json CpuModel::cgroup_histograms() const {
-  std::vector<LatencyHistogram> wake, tool;
-  subtree_histograms(wake, tool);
+  const SubtreeHistograms h = subtree_histograms();
   nlohmann::json out = nlohmann::json::object();
-  for (std::size_t i = 0; i < wake.size(); ++i) {
-    if (wake[i].count() == 0 && tool[i].count() == 0) continue;
-    out[tree_.path(static_cast<CgroupId>(i))] = {{"wakeup_latency_ns", wake[i].to_json()},
-                                                 {"tool_call_latency_ns", tool[i].to_json()}};
+  for (std::size_t i = 0; i < tree_.size(); ++i) {
+    const LatencyHistogram& wake = SubtreeHistograms::of(h.wake, i);
+    const LatencyHistogram& tool = SubtreeHistograms::of(h.tool, i);
+    if (wake.count() == 0 && tool.count() == 0) continue;
+    out[tree_.path(static_cast<CgroupId>(i))] = {{"wakeup_latency_ns", wake.to_json()},
+                                                 {"tool_call_latency_ns", tool.to_json()}};
   }
   return out;
 }
@@ -751,8 +763,7 @@ CpuResultsInput CpuModel::results_input() const {
   const std::size_t n = tree_.size();
   // Hierarchical sums (ids are in topological order: children after parents).
   std::vector<std::uint64_t> cpu_ns(n);
-  std::vector<LatencyHistogram> wake, tool;
-  subtree_histograms(wake, tool);
+  const SubtreeHistograms hist = subtree_histograms();
   std::vector<std::vector<std::uint64_t>> series(n);
   std::vector<std::uint32_t> tasks(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -772,16 +783,19 @@ CpuResultsInput CpuModel::results_input() const {
   in.cpus = cpus_.size();
   in.duration_ns = end_time_.ns();
   in.series_bin_ns = series_bin_.ns();
-  in.cgroups.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    CgroupResultsInput& c = in.cgroups[i];
+  // Children before parents, so that an idle cgroup (cgroup_had_activity)
+  // is dropped before the next is built: a trace of 1e6 empty cgroups costs
+  // one input at a time, not 1e6. A cgroup with a listed child is listed.
+  std::vector<bool> child_listed(n);
+  for (std::size_t i = n; i-- > 0;) {
+    CgroupResultsInput c;
     c.path = tree_.path(static_cast<CgroupId>(i));
     c.cpu_time_ns = cpu_ns[i];
     c.entitled_share = entitled[i];
     c.tasks = cg_[i].tasks;
     c.forks = cg_[i].forks;
-    c.wakeup_latency_ns = wake[i].summary();
-    c.tool_call_latency_ns = tool[i].summary();
+    c.wakeup_latency_ns = SubtreeHistograms::of(hist.wake, i).summary();
+    c.tool_call_latency_ns = SubtreeHistograms::of(hist.tool, i).summary();
     c.throttled_ns = cg_[i].throttled_ns;
     c.nr_throttled = cg_[i].nr_throttled;
     c.nr_periods = cg_[i].nr_periods;
@@ -790,7 +804,14 @@ CpuResultsInput CpuModel::results_input() const {
     c.mem_events_max = mem_[i].events_max;
     c.mem_oom_kill = mem_[i].oom_kill;
     c.series_ns = std::move(series[i]);
+    if (i != kRootCgroup && !child_listed[i] && !cgroup_had_activity(c)) {
+      ++in.idle_cgroups;
+      continue;
+    }
+    child_listed[tree_.info(static_cast<CgroupId>(i)).parent] = true;
+    in.cgroups.push_back(std::move(c));
   }
+  std::reverse(in.cgroups.begin(), in.cgroups.end());  // cgroup-id order, the root first
   // New-step detection against the annotations, per cgroup with annotated
   // steps: a detection matches the cgroup's next unmatched step when it
   // falls between the step's `step` op and kStepMatchTolNs after its first

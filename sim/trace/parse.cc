@@ -15,7 +15,9 @@
 // (an error's field, e.g. /processes/3/ops/5/ns) is found on demand by
 // rescanning the text for that one pointer (rescan_line), which happens only
 // when an error is reported; the answer is the one the former full map gave
-// (the line of the nearest enclosing pointer that exists).
+// (the line of the nearest enclosing pointer that exists). The elements of
+// /cgroups are kept in the DOM (validate() needs them all) but located the
+// same way: a line in each object, none in the pointer map.
 //
 // Nesting is capped at kMaxJsonDepth containers, checked in the SAX pass
 // before the DOM exists: a hostile 100k-deep `[[[...]]]` used to cost memory
@@ -105,7 +107,7 @@ const std::string* source_text(const LineIndex& index) {
 }  // namespace
 
 std::uint32_t LineIndex::line_of(const std::string& pointer) const {
-  if (pointer.rfind("/processes/", 0) == 0) {
+  if (pointer.rfind("/processes/", 0) == 0 || pointer.rfind("/cgroups/", 0) == 0) {
     const std::string* t = source_text(*this);
     return t != nullptr ? rescan_line(*t, pointer) : 0;
   }
@@ -344,7 +346,7 @@ class StreamHandler : public nlohmann::json_sax<json>, private PointerTracker {
       duplicate_pointer = pointer_of(depth_);
       duplicate_line = counter_->line;
     }
-    if (!inside_process(depth_)) lines[pointer_of(depth_)] = counter_->line;
+    if (!located(depth_)) lines[pointer_of(depth_)] = counter_->line;
     return true;
   }
   bool end_object() override { return close(); }
@@ -361,12 +363,20 @@ class StreamHandler : public nlohmann::json_sax<json>, private PointerTracker {
   std::vector<json*> nodes_;
   json process_;                 // the process element being built
   std::size_t processes_depth_ = 0;  // depth_ inside the root's "processes" array; 0 = not in it
+  std::size_t cgroups_depth_ = 0;    // the same for the root's "cgroups" array
 
   // True when the values of frame depth `d` lie inside a process element:
   // frame 0 is the root object, frame 1 its "processes" array.
   bool inside_process(std::size_t d) const { return processes_depth_ != 0 && d > processes_depth_; }
   // The value starting now is an element of the root's "processes" array.
   bool at_process_element() const { return processes_depth_ != 0 && depth_ == processes_depth_; }
+  bool inside_cgroup(std::size_t d) const { return cgroups_depth_ != 0 && d > cgroups_depth_; }
+  bool at_cgroup_element() const { return cgroups_depth_ != 0 && depth_ == cgroups_depth_; }
+  // Values whose lines are not kept in `lines`: those inside a process or a
+  // cgroup element (a trace of 1e6 cgroups kept 3e6 pointer strings, 247 MB,
+  // for the whole run). Their objects carry kLineKey; any other line is
+  // found by rescan_line on an error path.
+  bool located(std::size_t d) const { return inside_process(d) || inside_cgroup(d); }
 
   // Places a new value into the DOM of its container; returns its node or
   // null when that container is not built.
@@ -394,7 +404,7 @@ class StreamHandler : public nlohmann::json_sax<json>, private PointerTracker {
 
   bool scalar(json&& v, bool number) {
     const bool element = at_process_element();
-    const bool outside = !inside_process(depth_) && !element;
+    const bool outside = !located(depth_) && !element && !at_cgroup_element();
     const bool own_line = depth_ == 0 || frames_[depth_ - 1].is_array;
     const std::uint32_t line = begin_value(number);
     if (outside && own_line) lines[pointer_of(depth_)] = line;
@@ -406,11 +416,13 @@ class StreamHandler : public nlohmann::json_sax<json>, private PointerTracker {
   bool container(bool is_array) {
     if (!enter()) return false;
     const bool element = at_process_element();
-    const bool in_proc = inside_process(depth_) || element;
+    const bool in_proc = located(depth_) || element || at_cgroup_element();
     const bool own_line = depth_ == 0 || frames_[depth_ - 1].is_array;
     // The root's "processes" array: its elements are streamed.
     const bool is_processes = is_array && depth_ == 1 && processes_depth_ == 0 && !frames_[0].is_array &&
                               frames_[0].key == "processes";
+    const bool is_cgroups = is_array && depth_ == 1 && cgroups_depth_ == 0 && !frames_[0].is_array &&
+                            frames_[0].key == "cgroups";
     const std::uint32_t line = begin_value(false);
     if (!in_proc && own_line) lines[pointer_of(depth_)] = line;
     json* node = place(is_array ? json::array() : json::object());
@@ -419,13 +431,16 @@ class StreamHandler : public nlohmann::json_sax<json>, private PointerTracker {
     if (nodes_.size() < depth_) nodes_.resize(depth_);
     nodes_[depth_ - 1] = node;
     if (is_processes) processes_depth_ = depth_;
+    if (is_cgroups) cgroups_depth_ = depth_;
     return true;
   }
 
   bool close() {
     const bool was_processes = processes_depth_ != 0 && depth_ == processes_depth_;
+    const bool was_cgroups = cgroups_depth_ != 0 && depth_ == cgroups_depth_;
     pop();
     if (was_processes) processes_depth_ = 0;
+    else if (was_cgroups) cgroups_depth_ = 0;
     else if (at_process_element() && !skip_processes) finish_process();
     return true;
   }
@@ -548,12 +563,14 @@ class Parser {
     if (root.contains("cgroups")) {
       const json& cgs = root["cgroups"];
       expect_array(cgs, "/cgroups", "an array of cgroup objects");
+      t.cgroups.reserve(cgs.size());  // growth by doubling left up to half of it unused (1e6 cgroups: 150 MB)
       for (std::size_t i = 0; i < cgs.size(); ++i)
         t.cgroups.push_back(parse_cgroup(cgs[i], "/cgroups/" + std::to_string(i)));
-      // Parents first: a stable sort by depth keeps the listed order otherwise.
-      std::stable_sort(t.cgroups.begin(), t.cgroups.end(), [](const CgroupSpec& a, const CgroupSpec& b) {
-        return depth(a.path) < depth(b.path);
-      });
+      // Parents first: a stable sort by depth keeps the listed order otherwise
+      // (skipped when already so: its buffer is a second copy of the list).
+      const auto shallower = [](const CgroupSpec& a, const CgroupSpec& b) { return depth(a.path) < depth(b.path); };
+      if (!std::is_sorted(t.cgroups.begin(), t.cgroups.end(), shallower))
+        std::stable_sort(t.cgroups.begin(), t.cgroups.end(), shallower);
     }
     const json& procs = require(root, "", "processes");
     expect_array(procs, "/processes", "an array of process objects");
@@ -699,7 +716,7 @@ class Parser {
     expect_object(j, ptr, "a cgroup object {\"path\":\"/a\",...}");
     check_keys(j, ptr, {"path", "cpu_weight", "cpu_max", "memory_high", "memory_max"});
     CgroupSpec c;
-    c.loc = loc(ptr);
+    c.loc = element_loc(j, ptr, true);
     c.path = get_string(require(j, ptr, "path"), ptr + "/path", true);
     if (j.contains("cpu_weight"))
       c.cpu_weight = static_cast<std::uint32_t>(get_u64_range(j["cpu_weight"], ptr + "/cpu_weight", 1, 10000));
