@@ -84,9 +84,11 @@ struct Job {
   JobState state = JobState::kPending;
   std::optional<std::uint32_t> gpu;
   std::uint64_t ws = 0;            // working set bytes
+  double slice = 0;                // bytes of it one kernel touches: ceil(ws / kernels_per_iteration)
   std::uint64_t total_kernels = 0;
   std::uint64_t done_kernels = 0;
   std::uint64_t submitted = 0;
+  std::uint64_t next_barrier = 0;  // barrier()'s last answer
   std::uint64_t host_done = 0;     // host phases finished
   bool granted = false;
   bool dropped = false;
@@ -95,8 +97,7 @@ struct Job {
   std::uint64_t pending_prefetch = 0;
   std::uint64_t generation = 0;
   std::uint64_t max_queued_ns = 0;
-  bool in_service = false;         // its head kernel is executing
-  double remaining = 0;            // ns of solo work left in the head kernel
+  bool in_service = false;         // its head kernel is executing (in its GPU's `active`)
   std::uint64_t resident = 0;      // bytes on its GPU (set_resident keeps the GPU's total)
   std::uint64_t last_touch = 0;
   // the GPU's LRU list (linked from place() until finish(), or until its
@@ -110,7 +111,7 @@ struct Job {
   std::uint64_t finish_ns = 0;
   std::uint64_t wait_ns = 0, run_ns = 0;
   std::uint64_t wait_since = 0, run_since = 0;
-  double gpu_time_ns = 0;
+  double gpu_time_ns = 0;          // of its finished kernels (one in service: see Gpu::share)
   std::uint64_t fault_bytes = 0, prefetch_bytes = 0;
   std::uint64_t drops = 0, grants = 0, wait_for_memory = 0;
   std::uint32_t limit_pct = 100;
@@ -121,11 +122,24 @@ struct Job {
 
 struct Gpu {
   GpuSpec spec;
+  double demand_ns_per_byte = 0;  // spec.pcie.demand_ns_per_byte(), once
   std::uint64_t contexts = 0;
   std::uint64_t resident = 0;  // sum of its jobs' resident bytes
   std::size_t lru_head = kNoJob, lru_tail = kNoJob;  // least recently touched first
-  std::vector<std::size_t> active;  // jobs with a kernel in service, ascending
-  std::uint64_t last_ns = 0;
+  // Processor sharing in virtual time: `vt` is the solo work (ns) each
+  // kernel in service has received, `share` the GPU time (ns) each has had;
+  // both advance with real time at rates that depend only on how many are
+  // in service. A kernel finishes when vt reaches its finish_vt, so an
+  // update is O(1), not one pass over every kernel (issue 21).
+  struct InService {
+    std::size_t job;
+    double finish_vt;    // vt at which this kernel's work is done
+    double share_start;  // `share` when it started
+  };
+  std::vector<InService> active;  // kernels in service, by job index ascending
+  double vt = 0, share = 0;
+  std::uint64_t last_ns = 0;  // kernels in service progressed up to here (update())
+  bool dirty = false;         // its kernels in service changed since its done event was set
   EventId done_event;
   std::uint64_t done_at = 0;
   std::uint64_t busy_ns = 0;
@@ -161,6 +175,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     std::vector<agentcg::gpu::GpuCapacity> caps;
     for (const auto& g : w.gpus) {
       gpus_.push_back(Gpu{g});
+      gpus_.back().demand_ns_per_byte = g.pcie.demand_ns_per_byte();
       caps.push_back({g.memory_bytes, g.pcie.swap_bytes_per_s(), g.context_overhead_bytes});
     }
     try {
@@ -173,6 +188,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       j.spec = std::move(s);
       j.ws = static_cast<std::uint64_t>(static_cast<double>(j.spec.memory_bytes) * j.spec.touched_ppm / 1e6);
       j.total_kernels = j.spec.iterations * j.spec.kernels_per_iteration;
+      j.slice = std::ceil(static_cast<double>(j.ws) / j.spec.kernels_per_iteration);
       j.limit_pct = j.spec.limit_pct.value_or(100);
       jobs_.push_back(std::move(j));
     }
@@ -192,11 +208,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     }
   }
 
-  bool done() const override {
-    for (const auto& j : jobs_)
-      if (j.state != JobState::kDone) return false;
-    return true;
-  }
+  bool done() const override { return jobs_done_ == jobs_.size(); }
 
   void on_event(Simulator&, std::uint32_t kind, std::uint64_t arg) override {
     const std::uint64_t now = sim_.now().ns();
@@ -239,7 +251,13 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       }
     }
     drain(now);
-    for (std::uint32_t g = 0; g < gpus_.size(); ++g) reschedule(g, now);
+    // Only a GPU whose kernels in service changed needs a new done event:
+    // the others' stands (progress is linear between changes), and their
+    // progress is brought up to date at their next change (issue 21: every
+    // event used to walk every kernel of every GPU).
+    for (std::uint32_t g = 0; g < gpus_.size(); ++g)
+      if (gpus_[g].dirty) reschedule(g, now);
+    last_event_ns_ = now;
     if (log_) log_residency(now);
   }
 
@@ -249,7 +267,21 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     std::uint64_t first = ~0ull, last = 0, finished = 0;
     json jobs = json::object(), clients = json::object();
     std::uint64_t migrated = 0, evicted = 0, switches = 0, drops = 0, grants = 0, busy = 0;
-    for (const auto& j : jobs_) {
+    // The GPUs' progress up to the last event, as update() would bring it.
+    std::vector<double> gpu_time(jobs_.size());
+    for (std::size_t i = 0; i < jobs_.size(); ++i) gpu_time[i] = jobs_[i].gpu_time_ns;
+    std::vector<std::uint64_t> gpu_busy(gpus_.size());
+    for (std::size_t g = 0; g < gpus_.size(); ++g) {
+      const Gpu& G = gpus_[g];
+      gpu_busy[g] = G.busy_ns;
+      const bool behind = !G.active.empty() && last_event_ns_ > G.last_ns;
+      if (behind) gpu_busy[g] += last_event_ns_ - G.last_ns;
+      const double pending =
+          behind ? static_cast<double>(last_event_ns_ - G.last_ns) / static_cast<double>(G.active.size()) : 0.0;
+      for (const Gpu::InService& k : G.active) gpu_time[k.job] += G.share + pending - k.share_start;
+    }
+    for (std::size_t ji = 0; ji < jobs_.size(); ++ji) {
+      const Job& j = jobs_[ji];
       first = std::min(first, j.spec.arrival_ns);
       const bool fin = j.state == JobState::kDone;
       const std::uint64_t end = fin ? j.finish_ns : std::max(now, j.spec.arrival_ns);
@@ -266,7 +298,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       o["jct_ns"] = fin ? json(j.finish_ns - j.spec.arrival_ns) : json(nullptr);
       o["wait_ns"] = wait;
       o["run_ns"] = run;
-      o["gpu_time_ns"] = static_cast<std::uint64_t>(j.gpu_time_ns);
+      o["gpu_time_ns"] = static_cast<std::uint64_t>(gpu_time[ji]);
       o["kernels_done"] = j.done_kernels;
       o["bytes_migrated"] = j.fault_bytes + j.prefetch_bytes;
       o["fault_bytes"] = j.fault_bytes;
@@ -278,8 +310,8 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       json c = json::object();
       c["limit_pct"] = j.limit_pct;
       const std::uint64_t span = end > j.spec.arrival_ns ? end - j.spec.arrival_ns : 0;
-      c["achieved_share"] = span ? j.gpu_time_ns / static_cast<double>(span) : 0.0;
-      c["gpu_time_ns"] = static_cast<std::uint64_t>(j.gpu_time_ns);
+      c["achieved_share"] = span ? gpu_time[ji] / static_cast<double>(span) : 0.0;
+      c["gpu_time_ns"] = static_cast<std::uint64_t>(gpu_time[ji]);
       c["bytes_migrated"] = j.fault_bytes + j.prefetch_bytes;
       c["drops"] = j.drops;
       clients[j.spec.id] = c;
@@ -288,14 +320,15 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     }
     if (jobs_.empty()) first = 0;
     json gpus = json::array();
-    for (const auto& g : gpus_) {
+    for (std::size_t gi = 0; gi < gpus_.size(); ++gi) {
+      const Gpu& g = gpus_[gi];
       migrated += g.bytes_migrated;
       evicted += g.bytes_evicted;
       switches += g.switches;
-      busy += g.busy_ns;
+      busy += gpu_busy[gi];
       gpus.push_back({{"memory_bytes", g.spec.memory_bytes},
                       {"pcie", g.spec.pcie.name},
-                      {"busy_ns", g.busy_ns},
+                      {"busy_ns", gpu_busy[gi]},
                       {"bytes_migrated", g.bytes_migrated},
                       {"bytes_evicted", g.bytes_evicted},
                       {"switches", g.switches}});
@@ -531,13 +564,17 @@ class GpuSim final : public GpuSimulation, public EventHandler {
 
   // The next sync point after done_kernels: end of the iteration or the next
   // multiple of sync_every within it.
-  std::uint64_t barrier(const Job& j) const {
+  // A step function of done_kernels, which only grows: the value stands
+  // while done_kernels is below it (three 64-bit divisions per event saved).
+  std::uint64_t barrier(Job& j) const {
+    if (j.done_kernels < j.next_barrier) return j.next_barrier;
     const std::uint64_t k = j.spec.kernels_per_iteration;
     const std::uint64_t it = j.done_kernels / k;
     const std::uint64_t within = j.done_kernels % k;
     const std::uint64_t se = j.spec.sync_every ? j.spec.sync_every : k;
     const std::uint64_t next = std::min(k, (within / se + 1) * se);
-    return std::min(j.total_kernels, it * k + next);
+    j.next_barrier = std::min(j.total_kernels, it * k + next);
+    return j.next_barrier;
   }
 
   void do_release(std::size_t i, std::uint64_t now) {
@@ -607,7 +644,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     // so with LRU eviction the pages it needs next are those evicted first:
     // it faults min(slice, missing). Co-running sets that exceed memory
     // make every kernel fault its whole slice (the LRU cliff: thrashing).
-    const double slice = std::ceil(static_cast<double>(j.ws) / j.spec.kernels_per_iteration);
+    const double slice = j.slice;
     const double missing = static_cast<double>(j.ws > j.resident ? j.ws - j.resident : 0);
     const auto fault = static_cast<std::uint64_t>(std::min(slice, missing));
     double fault_ns = 0;
@@ -616,12 +653,15 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       set_resident(i, std::min(j.ws, j.resident + room));
       j.fault_bytes += fault;
       G.bytes_migrated += fault;
-      fault_ns = G.spec.pcie.demand_ns(fault);
+      fault_ns = G.spec.pcie.demand_ns(fault, G.demand_ns_per_byte);
     }
     touch(i, now);
-    j.remaining = static_cast<double>(j.spec.kernel_ns) + fault_ns;
     j.in_service = true;
-    G.active.insert(std::upper_bound(G.active.begin(), G.active.end(), i), i);
+    const Gpu::InService k{i, G.vt + static_cast<double>(j.spec.kernel_ns) + fault_ns, G.share};
+    G.active.insert(std::upper_bound(G.active.begin(), G.active.end(), k,
+                                     [](const Gpu::InService& a, const Gpu::InService& b) { return a.job < b.job; }),
+                    k);
+    G.dirty = true;
   }
 
   double rate(const Gpu& G) const {
@@ -636,12 +676,8 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     if (now <= G.last_ns) return;
     const double dt = static_cast<double>(now - G.last_ns);
     if (!G.active.empty()) {
-      const double r = rate(G);
-      const double share = dt / static_cast<double>(G.active.size());
-      for (std::size_t i : G.active) {
-        jobs_[i].remaining -= dt * r;
-        jobs_[i].gpu_time_ns += share;
-      }
+      G.vt += dt * rate(G);
+      G.share += dt / static_cast<double>(G.active.size());
       G.busy_ns += now - G.last_ns;
     }
     G.last_ns = now;
@@ -649,14 +685,16 @@ class GpuSim final : public GpuSimulation, public EventHandler {
 
   void reschedule(std::uint32_t g, std::uint64_t now) {
     Gpu& G = gpus_[g];
+    G.dirty = false;
     update(g, now);
     if (G.active.empty()) {
       if (G.done_event.valid()) sim_.cancel(G.done_event);
       G.done_event = EventId{};
       return;
     }
-    double m = jobs_[G.active.front()].remaining;
-    for (std::size_t i : G.active) m = std::min(m, jobs_[i].remaining);
+    double m = G.active.front().finish_vt;
+    for (const Gpu::InService& k : G.active) m = std::min(m, k.finish_vt);
+    m -= G.vt;
     const auto at = now + static_cast<std::uint64_t>(std::max(0.0, std::ceil(m / rate(G))));
     if (G.done_event.valid() && sim_.is_pending(G.done_event) && G.done_at == at) return;
     if (G.done_event.valid()) sim_.cancel(G.done_event);
@@ -667,13 +705,22 @@ class GpuSim final : public GpuSimulation, public EventHandler {
   void kernel_done(std::uint32_t g, std::uint64_t now) {
     Gpu& G = gpus_[g];
     G.done_event = EventId{};
+    G.dirty = true;
     update(g, now);
     std::vector<std::size_t>& finished = finished_;  // reused: no allocation per event
     finished.clear();
-    for (std::size_t i : G.active)
-      if (jobs_[i].remaining <= 0.5) finished.push_back(i);
+    // the finished kernels leave `active` in job order (it stays sorted)
+    std::size_t kept = 0;
+    for (const Gpu::InService& k : G.active) {
+      if (k.finish_vt - G.vt <= 0.5) {
+        finished.push_back(k.job);
+        jobs_[k.job].gpu_time_ns += G.share - k.share_start;
+      } else {
+        G.active[kept++] = k;
+      }
+    }
+    G.active.resize(kept);
     for (std::size_t i : finished) {
-      G.active.erase(std::find(G.active.begin(), G.active.end(), i));
       Job& j = jobs_[i];
       j.in_service = false;
       j.done_kernels++;
@@ -691,6 +738,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     log_close(i, now);
     j.granted = false;
     j.state = JobState::kDone;
+    ++jobs_done_;
     j.finish_ns = now;
     if (j.gpu) {
       gpus_[*j.gpu].contexts--;
@@ -717,6 +765,8 @@ class GpuSim final : public GpuSimulation, public EventHandler {
   std::vector<std::size_t> finished_;  // kernel_done()'s scratch list
   EventId tick_event_;
   std::optional<std::uint64_t> tick_at_;
+  std::size_t jobs_done_ = 0;         // jobs in JobState::kDone (done() in O(1))
+  std::uint64_t last_event_ns_ = 0;   // the last event this model handled
 };
 
 }  // namespace

@@ -40,12 +40,18 @@ struct PcieSpec {
   std::uint64_t fault_latency_ns = 45000;
 
   // Time to demand-page `bytes` in (transfer + per-block fault latency).
-  double demand_ns(std::uint64_t bytes) const {
-    const double b = static_cast<double>(bytes);
+  double demand_ns(std::uint64_t bytes) const { return demand_ns(bytes, demand_ns_per_byte()); }
+  // The same with demand_ns_per_byte() computed once (the GPU model's hot
+  // path: a fault per kernel when working sets thrash).
+  double demand_ns(std::uint64_t bytes, double ns_per_byte) const {
+    const double blocks = static_cast<double>((bytes + (2ull << 20) - 1) >> 21);
+    return static_cast<double>(bytes) * ns_per_byte + blocks * static_cast<double>(fault_latency_ns);
+  }
+  // Transfer time per byte: the promoted part at fault bandwidth, the rest
+  // at copy bandwidth.
+  double demand_ns_per_byte() const {
     const double p = density_promote_pct / 100.0;
-    const double blocks = static_cast<double>((bytes + (2ull << 20) - 1) / (2ull << 20));
-    return b * p * 1e9 / static_cast<double>(fault_bytes_per_s) +
-           b * (1.0 - p) * 1e9 / static_cast<double>(copy_bytes_per_s) + blocks * static_cast<double>(fault_latency_ns);
+    return p * 1e9 / static_cast<double>(fault_bytes_per_s) + (1.0 - p) * 1e9 / static_cast<double>(copy_bytes_per_s);
   }
   // Effective demand-paging bandwidth (bytes/s, without fault latency): what
   // the policy budgets a switch at.
