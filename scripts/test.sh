@@ -7,7 +7,8 @@
 #
 # Then, when no extra arguments were given, the sanitizer stage: builds the
 # "sanitize" preset (gcc ASan + UBSan, every finding fatal) and runs every
-# test but the VM ones under it (ctest --preset sanitize). The environment
+# test under it (ctest --preset sanitize); in the VM, its own sanitized
+# daemons run the functional scenarios (live/vm/CMakeLists.txt). The environment
 # variable AGENTCG_SELFTEST_SANITIZE=0 turns that stage off, =1 forces it
 # on even with extra ctest arguments (they then go to both runs).
 set -euo pipefail

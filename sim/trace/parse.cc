@@ -328,6 +328,7 @@ class StreamHandler : public nlohmann::json_sax<json>, private PointerTracker {
   std::size_t error_byte = 0;
   std::string error_message;
   bool skip_processes = false;
+  std::uint32_t too_many_cgroups_line = 0;  // nonzero: /cgroups had more than kMaxCgroups elements
   using PointerTracker::depth_line;
   using PointerTracker::depth_pointer;
   using PointerTracker::too_deep;
@@ -377,6 +378,12 @@ class StreamHandler : public nlohmann::json_sax<json>, private PointerTracker {
   // for the whole run). Their objects carry kLineKey; any other line is
   // found by rescan_line on an error path.
   bool located(std::size_t d) const { return inside_process(d) || inside_cgroup(d); }
+  // False (the parse stops) at the element of /cgroups past kMaxCgroups.
+  bool cgroup_count_ok(std::uint32_t line) {
+    if (!at_cgroup_element() || frames_[depth_ - 1].next_index <= kMaxCgroups) return true;
+    too_many_cgroups_line = line;
+    return false;
+  }
 
   // Places a new value into the DOM of its container; returns its node or
   // null when that container is not built.
@@ -407,6 +414,7 @@ class StreamHandler : public nlohmann::json_sax<json>, private PointerTracker {
     const bool outside = !located(depth_) && !element && !at_cgroup_element();
     const bool own_line = depth_ == 0 || frames_[depth_ - 1].is_array;
     const std::uint32_t line = begin_value(number);
+    if (!cgroup_count_ok(line)) return false;
     if (outside && own_line) lines[pointer_of(depth_)] = line;
     (void)place(std::move(v));
     if (element && !skip_processes) finish_process();
@@ -424,6 +432,7 @@ class StreamHandler : public nlohmann::json_sax<json>, private PointerTracker {
     const bool is_cgroups = is_array && depth_ == 1 && cgroups_depth_ == 0 && !frames_[0].is_array &&
                             frames_[0].key == "cgroups";
     const std::uint32_t line = begin_value(false);
+    if (!cgroup_count_ok(line)) return false;
     if (!in_proc && own_line) lines[pointer_of(depth_)] = line;
     json* node = place(is_array ? json::array() : json::object());
     if (node != nullptr && in_proc && !is_array) (*node)[kLineKey] = line;
@@ -859,6 +868,9 @@ Trace parse_stream(Iterator begin, Iterator end, LineCounter& counter, const std
   const bool ok = json::sax_parse(begin, end, &handler);
   if (!ok && counter.blank_run_too_long)
     throw TraceError(source, counter.line, handler.error_pointer, LineCounter::blank_run_message());
+  if (!ok && handler.too_many_cgroups_line != 0)
+    throw TraceError(source, handler.too_many_cgroups_line, "/cgroups/" + std::to_string(kMaxCgroups),
+                     "more than " + std::to_string(kMaxCgroups) + " cgroups; expected at most that many");
   if (!ok && handler.too_deep)
     throw TraceError(source, handler.depth_line, handler.depth_pointer,
                      "nested more than " + std::to_string(kMaxJsonDepth) +

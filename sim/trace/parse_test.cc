@@ -430,6 +430,30 @@ TEST(Validate, PolicyDepthLimitOnlyForScx) {
 // nlohmann's lexer keeps every blank it skips before a token in its error
 // buffer: a long run of blanks would be held whole. More than 1 MiB in a row
 // is an error at the line where the run passed the limit; less is fine.
+// A file of many tiny cgroup objects is refused while it streams, at the
+// element past kMaxCgroups (the simulator spends ~1.3 KB on each cgroup);
+// exactly kMaxCgroups parse. Every error names the line and the element.
+TEST(Parse, MoreThanMaxCgroupsIsAnErrorWhileStreaming) {
+  const auto trace_with = [](std::size_t n) {
+    std::string text = R"({"format":"agentcg-trace","version":1,"machine":{"cpus":1},"cgroups":[)";
+    text.reserve(text.size() + n * 16 + 64);
+    for (std::size_t i = 0; i < n; ++i) {
+      text += i ? ",\n" : "\n";
+      text += R"({"path":"/c)" + std::to_string(i) + R"("})";
+    }
+    return text + "],\n\"processes\":[]}\n";
+  };
+  EXPECT_EQ(parse_trace(trace_with(kMaxCgroups), "max.json").cgroups.size(), kMaxCgroups);
+  try {
+    (void)parse_trace(trace_with(kMaxCgroups + 5), "over.json");
+    ADD_FAILURE() << "more than kMaxCgroups cgroups were accepted";
+  } catch (const TraceError& e) {
+    EXPECT_EQ(e.line(), kMaxCgroups + 2) << e.what();  // the cgroup element's own line
+    EXPECT_EQ(e.pointer(), "/cgroups/" + std::to_string(kMaxCgroups)) << e.what();
+    EXPECT_NE(std::string(e.what()).find("more than 1048576 cgroups"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Load, LongRunOfBlanksIsAnErrorNotBuffered) {
   const std::string full = kFull;
   const std::size_t brace = full.find('{');

@@ -33,6 +33,11 @@
 namespace agentcg::trace {
 
 inline constexpr int kFormatVersion = 1;
+// The most cgroups a trace may list: the simulator keeps ~1.3 KB per cgroup
+// (1e6 cost 1.3 GB), so a file of 100 M tiny cgroup objects is refused
+// while it streams instead of exhausting memory. 2^20 is 64x the 16,384
+// cgroups the live scheduler is tested with.
+inline constexpr std::size_t kMaxCgroups = std::size_t{1} << 20;
 inline constexpr const char* kFormatName = "agentcg-trace";
 
 // Where an element came from, for errors found after parsing.

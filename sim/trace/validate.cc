@@ -143,6 +143,8 @@ class Validator {
   }
 
   void check_cgroups() {
+    if (t_.cgroups.size() > kMaxCgroups)
+      fail(t_.cgroups[kMaxCgroups].loc, "more than " + std::to_string(kMaxCgroups) + " cgroups; expected at most that many");
     known_cgroups_.insert("/");
     for (const CgroupSpec& c : t_.cgroups) {
       const std::string& p = c.path;
