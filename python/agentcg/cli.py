@@ -541,45 +541,11 @@ def _version() -> str:
         return "(extension not built)"
 
 
-class _Unbuilt:
-    """The parser of a command that is not on the command line: it takes
-    every call (add_argument, set_defaults, add_subparsers, ...) and builds
-    nothing, so that `agentcg run` does not pay for the ~100 options of the
-    other commands (start-up, issue 21)."""
-
-    def __getattr__(self, name: str) -> Any:
-        return lambda *args, **kwargs: self
-
-
-class _OnlySub:
-    """add_subparsers() that builds only `wanted` in full; the others are
-    listed (name and help, so the top-level help and the "invalid choice"
-    error are the same) with no options."""
-
-    def __init__(self, sub: Any, wanted: str) -> None:
-        self._sub, self._wanted = sub, wanted
-
-    def add_parser(self, name: str, **kwargs: Any) -> Any:
-        if name == self._wanted:
-            return self._sub.add_parser(name, **kwargs)
-        self._sub.add_parser(name, help=kwargs.get("help"), add_help=False)
-        return _Unbuilt()
-
-
-def _command_of(args: Sequence[str]) -> Optional[str]:
-    """The command named on the command line (its first word), or None."""
-    return args[0] if args and not args[0].startswith("-") else None
-
-
-def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
-    """The CLI's parser; with `command`, only that command's options are
-    built (the others are listed); None builds them all."""
+def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="agentcg", description="agent-aware CPU and GPU scheduling: simulate, compare, "
                 "sweep, plot. Global flags: --debug (tracebacks), --quiet (no progress/summary).")
     p.add_argument("--version", action="version", version=f"agentcg {_version()}")
-    sub: Any = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    if command is not None:
-        sub = _OnlySub(sub, command)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     d = sub.add_parser("demo", help="compare policies on the bundled traces and GPU scenarios",
                        description="Runs eevdf (the baseline), flatcg, agentcg and cfs (pre-6.6 reference) on "
@@ -771,7 +737,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return int(_core.calibrate_command(args[1:]))
         if args and args[0] == "--quiet":
             args = args[1:] + ["--quiet"]
-        parser = build_parser(_command_of(args))
+        parser = build_parser()
         if not args:
             parser.print_help(sys.stderr)
             return EXIT_USAGE

@@ -197,31 +197,3 @@ def test_an_import_that_yields_nothing_fails(tmp_path) -> None:
     csv.write_text("")
     r = run_cli(["trace", "import", "--from", "gpu-csv", str(csv), "-o", str(out)])
     assert r.returncode != 0 and "Traceback" not in r.stderr
-
-
-def _command_parsers(parser):  # name -> the subparser argparse dispatches to
-    import argparse
-
-    for action in parser._actions:  # noqa: SLF001 - argparse keeps no public list
-        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
-            return dict(action.choices)
-    raise AssertionError("no subcommands")
-
-
-def test_a_command_built_alone_parses_and_helps_as_in_the_full_parser() -> None:
-    """`agentcg run` builds only run's options (start-up); every command so
-    built has the same help and the top
-    level lists the same commands as the parser built whole."""
-    from agentcg import cli
-
-    full = cli.build_parser()
-    names = list(_command_parsers(full))
-    assert len(names) >= 10, names
-    for name in names:
-        alone = cli.build_parser(name)
-        assert list(_command_parsers(alone)) == names, name
-        assert alone.format_help() == full.format_help(), name
-        assert _command_parsers(alone)[name].format_help() == _command_parsers(full)[name].format_help(), name
-        others = [n for n in names if n != name]
-        # the others are listed but not built (one option: none, not even -h)
-        assert all(not _command_parsers(alone)[n]._actions for n in others), name  # noqa: SLF001
