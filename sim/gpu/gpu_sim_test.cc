@@ -361,6 +361,19 @@ TEST(GpuCsvImport, RepeatedIdsGetDistinctSuffixes) {
   EXPECT_EQ(w.jobs[3].id, "a#3");
 }
 
+// Ids that are not UTF-8 are made so ('?' per bad byte) before the
+// duplicate check: "\xff" and "\xd0" used to be two ids in the import and
+// one (U+FFFD) in its text, which the parser then refused as a duplicate.
+TEST(GpuCsvImport, NonUtf8IdsStayDistinctInTheText) {
+  auto t = import_gpu_csv(write_temp("non-utf8.csv", "job_id,duration\n\xff,10\n\xd0,5\nok,3\n"), {});
+  const trace::Trace back = trace::parse_trace(trace::to_json_text(t), "back.json");
+  auto w = parse_gpu_section(back);
+  ASSERT_EQ(w.jobs.size(), 3u);
+  EXPECT_EQ(w.jobs[0].id, "?");
+  EXPECT_EQ(w.jobs[1].id, "?#2");
+  EXPECT_EQ(w.jobs[2].id, "ok");
+}
+
 // The machine profile (config gpu.gpus / gpu.gpu_memory_mb) replaces the
 // trace's GPUs: four 12 GiB jobs on 2 x 16 GiB use both GPUs.
 TEST(GpuSim, MachineProfileOverridesTheTracesGpus) {

@@ -25,6 +25,7 @@
 #include <sstream>
 #include <vector>
 
+#include "sim/import/import.h"
 #include "sim/trace/gpu_trace.h"
 
 namespace agentcg::sim::gpu {
@@ -172,7 +173,11 @@ trace::Trace import_gpu_csv(const std::string& path, const ImportOptions& opt) {
     }
     GpuJob j;
     if (const auto* id = field("job_id"); id && !id->empty()) {
-      j.id = *id;
+      // JSON text is UTF-8: a byte that is not becomes '?' here, before the
+      // duplicate check (the writer replaced "\xff" and "\xd0" with the
+      // same U+FFFD later, so two distinct ids parsed back as one: a fuzz
+      // finding, fuzz/corpus/import_gpu_csv/non-utf8-ids.csv).
+      j.id = import::utf8_or_replace(*id);
     } else {
       j.id = "row" + std::to_string(lineno);
     }
