@@ -37,6 +37,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ._errors import AgentcgError
 
 SCHEDULERS = ("eevdf", "flatcg", "agentcg")
+# also accepted by --schedulers: the daemon's scx_simple-style FIFO mode,
+# the cost of sched_ext itself next to the kernel's EEVDF
+KNOWN_SCHEDULERS = SCHEDULERS + ("fifo",)
 DEFAULT_TRACES = ("agent", "fork-storm")
 # the player's --duration per bundled trace: the agent trace is 60 s of
 # mostly-idle sessions; 30 s keeps three schedulers in a few minutes
@@ -463,8 +466,8 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
     if repeat < 1:
         raise AgentcgError(f"--repeat {repeat}: expected at least 1 (3 or more for verdicts)")
     for s in schedulers:
-        if s not in SCHEDULERS:
-            raise AgentcgError(f"--schedulers: unknown scheduler '{s}' (expected {', '.join(SCHEDULERS)})")
+        if s not in KNOWN_SCHEDULERS:
+            raise AgentcgError(f"--schedulers: unknown scheduler '{s}' (expected {', '.join(KNOWN_SCHEDULERS)})")
     if schedulers[0] != "eevdf":
         raise AgentcgError("--schedulers: the first one is the reference and must be eevdf")
     b = build_dir(build)

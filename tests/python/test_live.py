@@ -205,3 +205,13 @@ def test_compare_config_is_checked_before_the_boot(tmp_path: Path) -> None:
     r = run_cli(["live", "compare", "--build", str(build), "--config", str(bad), "--out", str(tmp_path / "o")])
     assert r.returncode == 1 and "min_slice_uz" in r.stderr, r.stderr
     assert not (tmp_path / "o" / "vm-serial.log").exists()
+
+
+def test_live_compare_accepts_fifo_and_names_every_scheduler_it_knows(tmp_path: Path) -> None:
+    """--schedulers takes the daemon's FIFO mode besides flatcg and agentcg
+    (what sched_ext itself costs); an unknown name is an error listing all."""
+    with pytest.raises(AgentcgError, match="expected eevdf, flatcg, agentcg, fifo"):
+        live.live_compare(str(tmp_path / "o"), build=str(tmp_path / "none"), schedulers=("eevdf", "simple"))
+    # fifo passes the check: what stops this call is the missing build
+    with pytest.raises(live.LiveSkip, match="no build directory"):
+        live.live_compare(str(tmp_path / "o"), build=str(tmp_path / "none"), schedulers=("eevdf", "fifo"))

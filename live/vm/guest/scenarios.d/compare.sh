@@ -75,10 +75,14 @@ compare_one() { # scheduler [repetition]
 	# Like for like: agentcgroupd runs in every pass, with the same monitor
 	# (scheduler tracepoints, memory.events, /metrics); under EEVDF in mode
 	# none (no sched_ext), so the passes differ by the scheduler alone.
-	dmode=$sch; [ "$sch" = eevdf ] && dmode=none
+	# fifo: the daemon's scx_simple-style FIFO mode (a --mode override; the
+	# config accepts agentcg|flatcg): what sched_ext itself costs here
+	dmode=$sch dargs=
+	[ "$sch" = eevdf ] && dmode=none
+	[ "$sch" = fifo ] && { dmode=agentcg; dargs="--mode fifo"; }
 	# `live compare --config FILE`: the same extra YAML in every pass
 	DAEMON_YAML=${COMPARE_DAEMON_YAML:-}
-	start_daemon $dmode || { DAEMON_YAML=; data compare $lbl error "daemon did not start"; return 1; }
+	start_daemon $dmode $dargs || { DAEMON_YAML=; data compare $lbl error "daemon did not start"; return 1; }
 	DAEMON_YAML=
 	echo "scheduler $(ops) state $(state)" > $o/bench.txt
 	for t in $(echo "${COMPARE_TRACES:-agent,fork-storm}" | tr ',' ' '); do
