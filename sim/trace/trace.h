@@ -167,9 +167,9 @@ struct Trace {
 
 // Where the JSON pointers of a parsed trace are. The streaming parser keeps
 // the line of every pointer outside the process and cgroup elements; inside
-// them, a cgroup's, a process's and an op's line is in its SourceLoc (ops keep no pointer
-// string: validate() rebuilds it), and any other line is found by
-// rescanning the text, which is possible only while parse_trace() runs
+// them, a cgroup's, a process's and an op's line is in its SourceLoc (ops
+// keep no pointer string: validate() rebuilds it), and any other line is
+// found by rescanning the text, which is possible only while parse_trace() runs
 // (`text` is null afterwards, and such a pointer then gets line 0: callers
 // fall back to the element's SourceLoc line).
 struct LineIndex {
