@@ -88,7 +88,6 @@ struct Job {
   std::uint64_t total_kernels = 0;
   std::uint64_t done_kernels = 0;
   std::uint64_t submitted = 0;
-  std::uint64_t next_barrier = 0;  // barrier()'s last answer
   std::uint64_t host_done = 0;     // host phases finished
   bool granted = false;
   bool dropped = false;
@@ -564,17 +563,13 @@ class GpuSim final : public GpuSimulation, public EventHandler {
 
   // The next sync point after done_kernels: end of the iteration or the next
   // multiple of sync_every within it.
-  // A step function of done_kernels, which only grows: the value stands
-  // while done_kernels is below it (three 64-bit divisions per event saved).
-  std::uint64_t barrier(Job& j) const {
-    if (j.done_kernels < j.next_barrier) return j.next_barrier;
+  std::uint64_t barrier(const Job& j) const {
     const std::uint64_t k = j.spec.kernels_per_iteration;
     const std::uint64_t it = j.done_kernels / k;
     const std::uint64_t within = j.done_kernels % k;
     const std::uint64_t se = j.spec.sync_every ? j.spec.sync_every : k;
     const std::uint64_t next = std::min(k, (within / se + 1) * se);
-    j.next_barrier = std::min(j.total_kernels, it * k + next);
-    return j.next_barrier;
+    return std::min(j.total_kernels, it * k + next);
   }
 
   void do_release(std::size_t i, std::uint64_t now) {
