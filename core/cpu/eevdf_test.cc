@@ -347,6 +347,13 @@ TEST(Place, IdleLocalPreemptSharedAndTimer) {
   EXPECT_EQ(agentcg_place_task(&in, &t).kind, AGENTCG_PLACE_SHARED_AT);
   in.slice_ns = 2 * kMs;  // a shorter (boosted) one is not: PREEMPT_SHORT
   EXPECT_EQ(agentcg_place_task(&in, &t).kind, AGENTCG_PLACE_LOCAL_PREEMPT);
+  // two latency requests (slices of min_slice_us): the earlier deadline
+  // preempts at once, the running one is not protected for its whole slice
+  in.curr_slice_ns = in.slice_ns = 500 * kUs;
+  EXPECT_EQ(agentcg_place_task(&in, &t).kind, AGENTCG_PLACE_LOCAL_PREEMPT);
+  in.curr_slice_ns = in.slice_ns = 600 * kUs;  // longer than min_slice: protected
+  EXPECT_EQ(agentcg_place_task(&in, &t).kind, AGENTCG_PLACE_SHARED_AT);
+  in.curr_slice_ns = 4 * kMs;
   in.slice_ns = 0;
   // the running request is ordered first: no preemption
   in.curr_deadline = 90 * kMs;
