@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agentcg/agentcg.h"
+#include "agentcg/eevdf.h"
 #include "agentcg/tunables.h"
 #include "sim/api.h"
 #include "sim/cpu/cpu_model.h"
@@ -336,6 +337,43 @@ TEST(AgentcgLatency, WindowFollowsQuietSpellsOnly) {
   EXPECT_EQ(agentcg_latency_credit(&cg, &g, 1001 * kMs, 121 * kMs, &t), 0u);
 }
 
+
+// Latency requests are ordered among themselves by V + slice / share, not
+// by the lag their groups saved while asleep: a shell at half the machine
+// comes before a session at 1/200 that slept with far more virtual lag
+// (ordered by S + slice, as other requests are, the session came first);
+// two sessions of equal share keep the order of their requests; a
+// non-latency request stays behind both; start tags are untouched.
+TEST(AgentcgLatency, BandIsOrderedByShareNotByLag) {
+  agentcg_tunables t = agentcg_tunables_default();
+  agentcg_global g{};
+  g.cvtime_now = 10000 * kMs;
+  agentcg_cgrp shell{}, session{}, busy{};
+  for (agentcg_cgrp* c : {&shell, &session, &busy}) agentcg_cgrp_init(c, 100);
+  for (agentcg_cgrp* c : {&shell, &session}) {
+    agentcg_on_runnable(c, &g, 0, &t);
+    agentcg_on_quiescent(c, 10 * kMs);
+    agentcg_on_runnable(c, &g, 100 * kMs, &t);  // 90 ms quiet: a latency window
+  }
+  shell.cvtime = g.cvtime_now - 16 * kMs;      // its lag clamp at share 1/2
+  session.cvtime = g.cvtime_now - 1600 * kMs;  // at share 1/200
+  busy.seen = 1;
+  busy.cvtime = g.cvtime_now - 1600 * kMs;
+  std::uint32_t ev = 0;
+  const std::uint32_t half = AGENTCG_ONE / 2, small = AGENTCG_ONE / 200;
+  ASSERT_TRUE(agentcg_latency_req(&shell, 101 * kMs, &t));
+  ASSERT_TRUE(agentcg_latency_req(&session, 101 * kMs, &t));
+  const agentcg_req rs = agentcg_eevdf_request(&shell, &g, half, 100, 0, 101 * kMs, &t, &ev);
+  const agentcg_req ra = agentcg_eevdf_request(&session, &g, small, 100, 0, 101 * kMs, &t, &ev);
+  const agentcg_req rb = agentcg_eevdf_request(&busy, &g, small, 100, 0, 101 * kMs, &t, &ev);
+  EXPECT_TRUE(agentcg_before(rs.deadline, ra.deadline)) << "the shell's keystroke first";
+  EXPECT_TRUE(agentcg_before(ra.deadline, rb.deadline)) << "the band ahead of other requests";
+  EXPECT_EQ(ra.start, session.cvtime) << "the band changes the order, not the start tag";
+  // the same session's next latency request, after V moved on, comes after the first
+  g.cvtime_now += 5 * kMs;
+  const agentcg_req ra2 = agentcg_eevdf_request(&session, &g, small, 100, 0, 102 * kMs, &t, &ev);
+  EXPECT_TRUE(agentcg_before(ra.deadline, ra2.deadline));
+}
 
 // latency (agentcg.h): a shell (300 us bursts after 100 ms sleeps) beside
 // 4 hogs on 2 CPUs. Its wakeups are latency requests: a 500 us slice that

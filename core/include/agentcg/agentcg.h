@@ -26,7 +26,9 @@
  *     latency window (20 ms) in which its first AGENTCG_LATENCY_BUDGET_SLICES
  *     (4 x min_slice_us = 2 ms) of CPU are latency requests: 500 us
  *     slices, ordered ahead of every other request WHEN ELIGIBLE (S <= V:
- *     the group has not received more than its share), and preempting the
+ *     the group has not received more than its share), among themselves
+ *     by V + slice / share (a shell's keystroke before a session's tool
+ *     start, whatever lag the sleeping sessions saved), and preempting the
  *     running request at once, without its min_slice protection (the
  *     kernel's latency-nice and PREEMPT_SHORT). Eligibility keeps it
  *     inside cpu.weight: a band request advances S by its virtual length
@@ -59,8 +61,9 @@
  * one does not move V (eevdf.h agentcg_eevdf_picked), so the other groups
  * are not thrown behind V by it. MEASURED (README, "Crowded machine", 3
  * seeds, per-feature ablation): latency takes the shell's wakeup p99 from
- * 12-18 ms (flatcg) to 0.003 ms beside builds (eevdf: 0.5 ms) and 0.5 ms
- * on the 100-session machine (eevdf: 0.003 ms, the model's floor);
+ * 12-18 ms (flatcg) to 0.003 ms beside builds (eevdf: 0.5 ms) and on
+ * the 100-session machine (eevdf: 0.003 ms too, the model's floor; 0.24
+ * ms before the band's share order);
  * auto_boost moves the tool-call medians a few percent; neither reaches
  * the issue's 0.7x tool-call p50, which is below what the same traces give
  * uncontended (16x the CPUs: 0.91x on the crowded trace, 0.76x on builds).
@@ -199,7 +202,8 @@
  * A latency request's deadline credit (agentcg_eff_vtime): 2^40 ns (18
  * minutes) of virtual time, more than any queued request's lag, so latency
  * requests form a band ahead of all others (ordered among themselves by
- * their deadlines); what bounds it is agentcg_latency_left_ns(), not this.
+ * V + slice / share, eevdf.h agentcg_eevdf_request: a bigger share first);
+ * what bounds it is agentcg_latency_left_ns(), not this.
  * Wrap-safe: deadlines are compared as signed differences (< 2^63).
  */
 #define AGENTCG_LATENCY_CREDIT_NS (1ull << 40)
