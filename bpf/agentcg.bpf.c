@@ -170,9 +170,10 @@ struct cgrp_state {
 	/*
 	 * cpu.max: the pool and the local runtime are read-modify-written by
 	 * every CPU's running/stopping and by the period timer; bw_lock makes
-	 * each of those updates whole. Unlocked, a vCPU descheduled between
-	 * its load and store (a loaded host under TCG) overwrote the other
-	 * CPU's charges: /p at cpu.max 0.50 used 0.56 CPUs in one CI boot.
+	 * each of those updates whole. Unlocked, a CPU switched out between
+	 * its load and store (the test VM interleaves both vCPUs on one host
+	 * thread) could overwrite the other CPU's charges; CI's sanitized
+	 * boot saw /p at cpu.max 0.50 use 0.56 CPUs with this race open.
 	 */
 	struct bpf_spin_lock bw_lock;
 	struct agentcg_bw_pool bw;

@@ -342,8 +342,8 @@ TEST(AgentcgLatency, WindowFollowsQuietSpellsOnly) {
 // by the lag their groups saved while asleep: a shell at half the machine
 // comes before a session at 1/200 that slept with far more virtual lag
 // (ordered by S + slice, as other requests are, the session came first);
-// two sessions of equal share keep the order of their requests; a
-// non-latency request stays behind both; start tags are untouched.
+// a later latency request at the same share comes after an earlier one; a
+// non-latency request stays behind the band; start tags are untouched.
 TEST(AgentcgLatency, BandIsOrderedByShareNotByLag) {
   agentcg_tunables t = agentcg_tunables_default();
   agentcg_global g{};
