@@ -175,9 +175,9 @@ static inline struct agentcg_req agentcg_eevdf_request(struct agentcg_cgrp *cg,
 	r.base = cg->cvtime;
 	r.start = s;
 	cg->vq_tail = s + vreq;
-	r.deadline = s + r.slice_ns - credit;
 	/*
-	 * A latency request (agentcg.h's band) is ordered among the band by
+	 * The queue key F = S + slice, less the features' credit. A latency
+	 * request (agentcg.h's band) is ordered among the band by
 	 * V + its virtual length (slice / share: the kernel's vslice), not by
 	 * its lag: a session at 1/200 of the machine saves up to 2 slices /
 	 * share = 1.6 s of virtual lag, a shell at 1/2 only 16 ms, so ordered
@@ -188,8 +188,7 @@ static inline struct agentcg_req agentcg_eevdf_request(struct agentcg_cgrp *cg,
 	 * 3.25x -> 1.88x). Eligibility (S <= V) still gates the band, and its
 	 * start tag S, hence the group's share, is unchanged.
 	 */
-	if (lat)
-		r.deadline = g->cvtime_now + vreq - credit - lat;
+	r.deadline = (lat ? g->cvtime_now + vreq - lat : s + r.slice_ns) - credit;
 	return r;
 }
 
@@ -334,10 +333,11 @@ static inline struct agentcg_preempt agentcg_eevdf_preempt_short(u64 waker_deadl
 {
 	struct agentcg_preempt r = agentcg_eevdf_preempt(waker_deadline, curr_deadline,
 							 curr_started_ns, curr_slice_ns, now_ns, t);
+	u64 min_ns = (u64)t->min_slice_us * AGENTCG_NSEC_PER_USEC;
 
 	if (r.verdict == AGENTCG_PREEMPT_AT && waker_slice_ns &&
 	    (waker_slice_ns < curr_slice_ns ||
-	     (waker_slice_ns == curr_slice_ns && curr_slice_ns <= agentcg_protect_ns(~0ULL, t)))) {
+	     (waker_slice_ns == curr_slice_ns && curr_slice_ns <= min_ns))) {
 		r.verdict = AGENTCG_PREEMPT_NOW;
 		r.at_ns = now_ns;
 	}
