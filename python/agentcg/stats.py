@@ -82,15 +82,17 @@ def _boot_medians(x: List[float], rng: "object") -> "object":
 
 def summarize(samples: Sequence[Optional[float]]) -> Summary:
     """Median and 95 % bootstrap interval of the median (NaN when no samples)."""
-    import numpy as np
-
     x = _clean(samples)
     nan = float("nan")
     if not x:
         return Summary(nan, nan, nan, 0, [])
-    med = float(np.median(x))
     if len(x) == 1:
-        return Summary(med, nan, nan, 1, x)
+        # one run (`run`, `compare` with one seed): no numpy import, which
+        # would cost a one-table command ~45 ms of start-up
+        return Summary(x[0], nan, nan, 1, x)
+    import numpy as np
+
+    med = float(np.median(x))
     rng = np.random.default_rng(_SEED)
     meds = _boot_medians(x, rng)
     tail = (1.0 - CONFIDENCE) / 2 * 100
@@ -102,13 +104,13 @@ def verdict(candidate: Sequence[Optional[float]], baseline: Sequence[Optional[fl
             lower_is_better: Optional[bool]) -> str:
     """'better', 'worse', 'indistinguishable', 'n/a' (too few samples) or '-'
     (the metric has no direction)."""
-    import numpy as np
-
     if lower_is_better is None:
         return "-"
     a, b = _clean(candidate), _clean(baseline)
     if len(a) < MIN_VERDICT_SAMPLES or len(b) < MIN_VERDICT_SAMPLES:
         return "n/a"
+    import numpy as np
+
     rng = np.random.default_rng(_SEED)
     diff = _boot_medians(a, rng) - _boot_medians(b, rng)  # type: ignore[operator]
     tail = (1.0 - CONFIDENCE) / 2 * 100
