@@ -35,6 +35,17 @@ def test_summary_is_median_with_a_seeded_interval() -> None:
     assert stats.summarize([]).n == 0
 
 
+def test_one_sample_cells_do_not_import_numpy() -> None:
+    """A single run's table (`./agentcg run`) needs no numpy: importing it
+    cost the command ~45 ms of start-up (issue 21)."""
+    code = ("import sys; from agentcg import stats; "
+            "s = stats.summarize([5.0]); v = stats.verdict([1.0], [2.0], True); "
+            "print(s.median, v, 'numpy' in sys.modules)")
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+    out = subprocess.run(["/usr/bin/python3", "-c", code], env=env, check=True, capture_output=True, text=True)
+    assert out.stdout.split() == ["5.0", "n/a", "False"]
+
+
 def test_verdicts() -> None:
     base = [10.0, 10.5, 9.8, 10.2, 10.1]
     assert stats.verdict([5.0, 5.2, 4.9, 5.1, 5.0], base, lower_is_better=True) == "better"
