@@ -653,7 +653,9 @@ def build_parser() -> argparse.ArgumentParser:
     lv.add_argument("--traces", default="agent,fork-storm", help="bundled traces (default agent,fork-storm)")
     lv.add_argument("--schedulers", default="eevdf,flatcg,agentcg",
                     help="eevdf first (the reference), then any of flatcg, agentcg, fifo (the daemon's "
-                    "scx_simple-style FIFO mode: what sched_ext itself costs); default eevdf,flatcg,agentcg")
+                    "scx_simple-style FIFO mode: what sched_ext itself costs), eevdf-nohrtick (EEVDF with "
+                    "the HRTICK feature off: a diagnostic of the emulator's timer delivery); "
+                    "default eevdf,flatcg,agentcg")
     lv.add_argument("--duration", action="append", default=[], metavar="TRACE=DUR",
                     help="player --duration for a trace (default agent=30s; repeatable)")
     lv.add_argument("--mem-scale", type=float, default=0.25, help="scale of the traces' memory sizes (default 0.25)")

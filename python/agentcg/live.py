@@ -39,7 +39,7 @@ from ._errors import AgentcgError
 SCHEDULERS = ("eevdf", "flatcg", "agentcg")
 # also accepted by --schedulers: the daemon's scx_simple-style FIFO mode,
 # the cost of sched_ext itself next to the kernel's EEVDF
-KNOWN_SCHEDULERS = SCHEDULERS + ("fifo",)
+KNOWN_SCHEDULERS = SCHEDULERS + ("fifo", "eevdf-nohrtick")
 DEFAULT_TRACES = ("agent", "fork-storm")
 # the player's --duration per bundled trace: the agent trace is 60 s of
 # mostly-idle sessions; 30 s keeps three schedulers in a few minutes

@@ -209,9 +209,11 @@ def test_compare_config_is_checked_before_the_boot(tmp_path: Path) -> None:
 
 def test_live_compare_accepts_fifo_and_names_every_scheduler_it_knows(tmp_path: Path) -> None:
     """--schedulers takes the daemon's FIFO mode besides flatcg and agentcg
-    (what sched_ext itself costs); an unknown name is an error listing all."""
-    with pytest.raises(AgentcgError, match="expected eevdf, flatcg, agentcg, fifo"):
+    (what sched_ext itself costs) and eevdf-nohrtick (the emulator's timer
+    diagnostic); an unknown name is an error listing all."""
+    with pytest.raises(AgentcgError, match="expected eevdf, flatcg, agentcg, fifo, eevdf-nohrtick"):
         live.live_compare(str(tmp_path / "o"), build=str(tmp_path / "none"), schedulers=("eevdf", "simple"))
-    # fifo passes the check: what stops this call is the missing build
-    with pytest.raises(live.LiveSkip, match="no build directory"):
-        live.live_compare(str(tmp_path / "o"), build=str(tmp_path / "none"), schedulers=("eevdf", "fifo"))
+    # they pass the check: what stops these calls is the missing build
+    for extra in ("fifo", "eevdf-nohrtick"):
+        with pytest.raises(live.LiveSkip, match="no build directory"):
+            live.live_compare(str(tmp_path / "o"), build=str(tmp_path / "none"), schedulers=("eevdf", extra))

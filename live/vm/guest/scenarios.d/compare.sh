@@ -18,6 +18,11 @@
 #     e.g. eevdf:1,agentcg:1,agentcg:2,eevdf:2 -> /out/compare/<scheduler>/
 #     rep-<n>/; the player's --seed is the repetition; without it each of
 #     COMPARE_SCHEDULERS runs once into /out/compare/<scheduler>/, seed 1)
+# eevdf-nohrtick: the kernel's EEVDF with the HRTICK scheduler feature off
+# (debugfs sched/features; restored after the pass). A diagnostic, not a
+# baseline: under TCG, HRTICK's slice-end timer interrupts serve every
+# other expired timer sooner, and a sched_ext scheduler cannot arm one
+# (README, "Where the time goes").
 # Not in the default set (a few minutes of guest time): opt-in by name.
 # It prints no CTest verdict lines of its own; the host command reads /out/compare.
 
@@ -79,10 +84,19 @@ compare_one() { # scheduler [repetition]
 	# config accepts agentcg|flatcg): what sched_ext itself costs here
 	dmode=$sch dargs=
 	[ "$sch" = eevdf ] && dmode=none
+	if [ "$sch" = eevdf-nohrtick ]; then
+		dmode=none hr0=$(sched_feature_get HRTICK)
+		sched_feature NO_HRTICK || { data compare $lbl error "cannot set NO_HRTICK (no debugfs sched/features)"; return 1; }
+	fi
 	[ "$sch" = fifo ] && { dmode=agentcg; dargs="--mode fifo"; }
 	# `live compare --config FILE`: the same extra YAML in every pass
 	DAEMON_YAML=${COMPARE_DAEMON_YAML:-}
-	start_daemon $dmode $dargs || { DAEMON_YAML=; data compare $lbl error "daemon did not start"; return 1; }
+	start_daemon $dmode $dargs || {
+		DAEMON_YAML=
+		[ "$sch" = eevdf-nohrtick ] && sched_feature $hr0
+		data compare $lbl error "daemon did not start"
+		return 1
+	}
 	DAEMON_YAML=
 	echo "scheduler $(ops) state $(state)" > $o/bench.txt
 	for t in $(echo "${COMPARE_TRACES:-agent,fork-storm}" | tr ',' ' '); do
@@ -102,9 +116,19 @@ compare_one() { # scheduler [repetition]
 	data compare $lbl bench $(tr '\n' ' ' < $o/bench.txt)
 	grep -q 'ejected' $DLOG && { data compare $lbl ejected "$(grep ejected $DLOG | head -1)"; }
 	stop_daemon
+	[ "$sch" = eevdf-nohrtick ] && sched_feature $hr0  # as the kernel had it
 	cp $DLOG $o/agentcgroupd.log
 	return 0
 }
+
+# sched_feature NAME: sets one of fair.c's features (NO_NAME clears it);
+# fails when debugfs or the feature is missing. sched_feature_get NAME:
+# NAME or NO_NAME, as it is now.
+sched_feature() {
+	[ -w /sys/kernel/debug/sched/features ] && echo $1 > /sys/kernel/debug/sched/features 2>/dev/null &&
+		[ "$(sched_feature_get ${1#NO_})" = $1 ]
+}
+sched_feature_get() { tr ' ' '\n' < /sys/kernel/debug/sched/features | grep -x "$1\|NO_$1"; }
 
 s_compare() {
 	[ -f /etc/agentcg/compare.env ] && . /etc/agentcg/compare.env
