@@ -69,9 +69,12 @@ for attempt in 1 2; do
       mkdir -p "$outdir"
       tar -xf "$wd/out.tar" -C "$outdir" ||
         { echo "run-vm: the guest's /out did not come back intact ($wd/out.tar)" >&2; exit 1; }
-      # the booted kernel's facts the results do not carry (fidelity's tick_ns)
+      # the booted kernel's facts the results do not carry (fidelity's
+      # tick_ns and hrtick): CONFIG_HZ, and fair.c's features as booted
       hz=$(sed -n 's/^CONFIG_HZ=\([0-9]*\)$/\1/p' "$kdir/config" 2>/dev/null)
-      printf '{"release": "%s", "config_hz": %s}\n' "$(cat "$kdir/version")" "${hz:-null}" > "$outdir/kernel.json"
+      feat=$( (tr -cs 'A-Z_' ' ' < "$outdir/sched_features.txt" | sed 's/^ *//; s/ *$//') 2>/dev/null || true)
+      printf '{"release": "%s", "config_hz": %s, "sched_features": %s}\n' "$(cat "$kdir/version")" "${hz:-null}" \
+        "$( [ -n "$feat" ] && printf '"%s"' "$feat" || echo null)" > "$outdir/kernel.json"
     fi
     exit 0
   fi
