@@ -460,6 +460,14 @@ def _live_command(what: str, run: Any) -> int:
 def cmd_live(a: argparse.Namespace) -> int:
     from . import live
 
+    if a.action == "agree":
+        if len(a.dirs) != 2:
+            raise UsageError(f"live agree: expected two live compare output directories, got {len(a.dirs)}")
+        _, text = live.verdict_agreement(a.dirs[0], a.dirs[1])
+        print(text, end="")
+        return EXIT_OK
+    if a.dirs:
+        raise UsageError(f"live compare: unexpected argument '{a.dirs[0]}' (the output directory is --out)")
     return _live_command("live compare", lambda: live.live_compare(
         a.out, build=a.build, traces=_split(a.traces), schedulers=_split(a.schedulers),
         durations=_durations(a.duration), mem_scale=a.mem_scale, bench_s=a.bench_seconds,
@@ -641,13 +649,16 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--quiet", action="store_true", help="do not print the report's path")
     rp.set_defaults(func=cmd_report)
 
-    lv = sub.add_parser("live", help="the live backend in a VM: live compare",
+    lv = sub.add_parser("live", help="the live backend in a VM: live compare, live agree",
                         description="live compare: boots the sched_ext kernel under qemu once and runs "
                         "the bundled traces (agentcg-player), cyclictest, hackbench and stress-ng under "
                         "EEVDF, flatcg and agentcg, each --repeat times interleaved, plus the BPF cost per callback next to a FIFO "
                         "scheduler; prints ratios to EEVDF and writes DIR/<trace>/<scheduler>/results.json "
-                        "(the simulator's keys), DIR/benchmarks.json, DIR/overhead.json, DIR/table.txt.")
-    lv.add_argument("action", choices=["compare"])
+                        "(the simulator's keys), DIR/benchmarks.json, DIR/overhead.json, DIR/table.txt. "
+                        "live agree DIR_A DIR_B: the verdicts against EEVDF of two live compare runs side "
+                        "by side and how many agree (does a second invocation tell the same story?).")
+    lv.add_argument("action", choices=["compare", "agree"])
+    lv.add_argument("dirs", nargs="*", metavar="DIR", help="live agree: two live compare output directories")
     lv.add_argument("--out", default=os.path.join("out", "live"), help="output directory (default out/live)")
     lv.add_argument("--build", default=None, help="build directory (default build/default)")
     lv.add_argument("--traces", default="agent,fork-storm", help="bundled traces (default agent,fork-storm)")

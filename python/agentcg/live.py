@@ -522,3 +522,58 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
     elif load.get("warning"):
         print("agentcg: warning: " + load["warning"], file=sys.stderr)
     return summary
+
+
+# --- two invocations: do their verdicts agree? --------------------------------
+
+def _compare_doc(d: Path) -> Dict[str, Any]:
+    """DIR/live-compare.json of a `live compare` run, checked."""
+    p = Path(d) / "live-compare.json"
+    if not p.is_file():
+        raise AgentcgError(f"{p}: not found (expected the output directory of a `live compare` run)")
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise AgentcgError(f"{p}: cannot read it as JSON: {e}") from None
+    if not isinstance(doc, dict) or doc.get("format") != "agentcg-live-compare" or not isinstance(
+            doc.get("sections"), dict):
+        raise AgentcgError(f"{p}: field 'format': expected agentcg-live-compare with a 'sections' object")
+    return doc
+
+
+def verdict_agreement(a: Path, b: Path) -> Tuple[List[Dict[str, Any]], str]:
+    """The verdicts against EEVDF of two `live compare` runs side by side:
+    every (section, metric, scheduler) that both have a verdict for (a
+    metric without a direction, '-', and 'n/a' are left out). Returns the
+    rows (section, metric, scheduler, a, b, agree, medians) and the printed
+    table with its count: whether a second invocation tells the same story."""
+    da, db = _compare_doc(a), _compare_doc(b)
+    rows: List[Dict[str, Any]] = []
+    for title, ra in da["sections"].items():
+        by_metric = {r.get("metric"): r for r in db["sections"].get(title) or []}
+        for row in ra:
+            other = by_metric.get(row.get("metric"))
+            if other is None:
+                continue
+            for sch, pa in sorted((row.get("policies") or {}).items()):
+                pb = (other.get("policies") or {}).get(sch) or {}
+                va, vb = pa.get("verdict"), pb.get("verdict")
+                if va in (None, "-", "n/a") or vb in (None, "-", "n/a"):
+                    continue
+                rows.append({"section": title, "metric": row["metric"], "scheduler": sch, "a": va, "b": vb,
+                             "agree": va == vb, "median_a": pa.get("median"), "median_b": pb.get("median")})
+    if not rows:
+        raise AgentcgError(f"{a} and {b}: no verdict in common (the same traces and schedulers, with "
+                           "--repeat 3 or more on both, are needed)")
+    w = max(len(f"{r['section']}: {r['metric']}") for r in rows)
+    lines = [f"{'metric':<{w}}  {'scheduler':<16}{'A: ' + str(a):<24}{'B: ' + str(b):<24}"]
+    for r in rows:
+        lines.append(f"{r['section'] + ': ' + r['metric']:<{w}}  {r['scheduler']:<16}{r['a']:<24}{r['b']:<24}"
+                     + ("" if r["agree"] else "differ"))
+    n, k = len(rows), sum(r["agree"] for r in rows)
+    called = [r for r in rows if r["a"] != "indistinguishable" or r["b"] != "indistinguishable"]
+    opposite = [r for r in rows if not r["agree"] and "indistinguishable" not in (r["a"], r["b"])]
+    lines.append(f"verdicts against eevdf that agree: {k} of {n} ({100 * k / n:.0f} %); where either run calls a "
+                 f"difference: {sum(r['agree'] for r in called)} of {len(called)}; opposite (better against "
+                 f"worse, higher against lower): {len(opposite)}")
+    return rows, "\n".join(lines) + "\n"

@@ -217,3 +217,43 @@ def test_live_compare_accepts_fifo_and_names_every_scheduler_it_knows(tmp_path: 
     for extra in ("fifo", "eevdf-nohrtick"):
         with pytest.raises(live.LiveSkip, match="no build directory"):
             live.live_compare(str(tmp_path / "o"), build=str(tmp_path / "none"), schedulers=("eevdf", extra))
+
+
+def _compare_doc(d: Path, verdicts: dict) -> Path:
+    """A live-compare.json with one section whose rows have VERDICTS
+    {metric: {scheduler: verdict}}."""
+    rows = [{"metric": m, "unit": "ms", "lower_is_better": True, "section": "",
+             "policies": {"eevdf": {"median": 1.0, "n": 3},
+                          **{s: {"median": 2.0, "n": 3, "verdict": v} for s, v in per.items()}}}
+            for m, per in verdicts.items()]
+    d.mkdir()
+    (d / "live-compare.json").write_text(json.dumps({"format": "agentcg-live-compare", "version": 1,
+                                                      "sections": {"io (agentcg-player)": rows}}))
+    return d
+
+
+def test_live_agree_counts_agreeing_and_opposite_verdicts(tmp_path: Path) -> None:
+    """Two invocations side by side: agreeing, merely uncalled, and opposite
+    verdicts are told apart; '-' and 'n/a' are left out; bad input is named."""
+    a = _compare_doc(tmp_path / "a", {"wakeup p50": {"agentcg": "worse", "flatcg": "worse"},
+                                      "wakeup p99": {"agentcg": "indistinguishable", "flatcg": "better"},
+                                      "switches": {"agentcg": "-"}, "share": {"agentcg": "n/a"}})
+    b = _compare_doc(tmp_path / "b", {"wakeup p50": {"agentcg": "worse", "flatcg": "better"},
+                                      "wakeup p99": {"agentcg": "worse", "flatcg": "better"},
+                                      "switches": {"agentcg": "-"}, "share": {"agentcg": "higher"}})
+    rows, text = live.verdict_agreement(a, b)
+    assert [(r["metric"], r["scheduler"], r["agree"]) for r in rows] == [
+        ("wakeup p50", "agentcg", True), ("wakeup p50", "flatcg", False),
+        ("wakeup p99", "agentcg", False), ("wakeup p99", "flatcg", True)]
+    assert text.splitlines()[-1] == ("verdicts against eevdf that agree: 2 of 4 (50 %); where either run calls a "
+                                     "difference: 2 of 4; opposite (better against worse, higher against lower): 1")
+    r = run_cli(["live", "agree", str(a), str(b)])
+    assert r.returncode == 0 and r.stdout == text, r.stderr
+    r = run_cli(["live", "agree", str(a)])
+    assert r.returncode == 2 and "expected two live compare output directories" in r.stderr
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "live-compare.json").write_text("{\"format\": \"other\"}")
+    with pytest.raises(AgentcgError, match="live-compare.json: field 'format'"):
+        live.verdict_agreement(a, tmp_path / "bad")
+    with pytest.raises(AgentcgError, match="not found"):
+        live.verdict_agreement(a, tmp_path / "none")
