@@ -8,7 +8,16 @@ total than the card has free. So the daemon is told a capacity BELOW the real
 one (--capacity-mb, default 40 % of free) while the clients together take at
 most 80 % of free memory: the policy sees oversubscription (clients wait and
 switch) but the card never does. Prints makespan, switches, drops, prefetched
-bytes and each client's achieved share, as one JSON object.
+bytes and each client's achieved share, as one JSON object, and checks what
+the policy promises: under nvshare and memory-aware the clients take turns
+(at least one switch, and their GPU work over the makespan at most 1.05: one
+at a time); under compute-limit each client's share is no more than 0.08
+below its core limit and no more than 0.12 above it (the policy carries a
+window's unused budget over: 1 s windows here, runs of 3-12 s). A
+client's share is the GPU work it asked for (iters x kernel_ms: each kernel
+spins that long on the GPU clock) over its wall time; the CUDA events'
+kernel_ns is reported beside it but includes the time a launch waited for
+the lock, so it is not a share.
 
 Exit status 0 = ran, 1 = failed, 77 = skip (no /dev/nvidia* or no loadable
 libcuda.so.1). Registered with CTest (label gpu) by tests/gpu/CMakeLists.txt.
@@ -63,7 +72,9 @@ def main():
     ap.add_argument("--gpud", required=True)
     ap.add_argument("--shim", required=True)
     ap.add_argument("--job", required=True)
-    ap.add_argument("--policy", default="memory-aware")
+    ap.add_argument("--policy", default="memory-aware",
+                    help="agentcg-gpud's policy, or plain: the clients at once, no daemon and no shim "
+                         "(the driver's own sharing, the baseline)")
     ap.add_argument("--clients", type=int, default=2)
     ap.add_argument("--memory-mb", type=int, default=0, help="per client; default: 60 %% of the capacity")
     ap.add_argument("--capacity-mb", type=int, default=0, help="scheduled capacity; default 40 %% of free")
@@ -93,19 +104,20 @@ def main():
     with open(cfg, "w") as f:
         f.write("gpu:\n  memory_reserve_mb: 0\n  context_overhead_mb: 0\n  compute_window_ms: 1000\n")
     log = open(os.path.join(tmp, "gpud.log"), "w")
-    d = subprocess.Popen([a.gpud, "--socket", sock, "--policy", a.policy, "--gpu-memory", "%dM" % (cap >> 20),
+    plain = a.policy == "plain"
+    d = None if plain else subprocess.Popen([a.gpud, "--socket", sock, "--policy", a.policy, "--gpu-memory", "%dM" % (cap >> 20),
                           "--quantum-ms", str(a.quantum_ms), "--metrics-port", str(port), "--config", cfg],
                          stdout=log, stderr=subprocess.STDOUT)
     procs = []
     try:
-        for _ in range(100):
+        for _ in range(0 if plain else 100):
             if os.path.exists(sock):
                 break
             time.sleep(0.05)
         limits = a.core_limits.split(",") if a.core_limits else []
         t0 = time.monotonic_ns()
         for i in range(a.clients):
-            env = dict(os.environ, LD_PRELOAD=a.shim, AGENTCG_GPU_SOCKET=sock)
+            env = dict(os.environ) if plain else dict(os.environ, LD_PRELOAD=a.shim, AGENTCG_GPU_SOCKET=sock)
             if i < len(limits):
                 env["AGENTCG_GPU_CORE_LIMIT"] = limits[i]
             procs.append(subprocess.Popen([a.job, "--memory-mb", str(mem >> 20), "--kernel-ms", str(a.kernel_ms),
@@ -118,23 +130,40 @@ def main():
                 return 1
             results.append(json.loads(out.strip().splitlines()[-1]))
         makespan = time.monotonic_ns() - t0
-        m = metrics(port)
+        m = {} if plain else metrics(port)
         report = {
             "gpu_free_bytes": free, "gpu_total_bytes": total, "scheduled_capacity_bytes": cap,
             "client_memory_bytes": mem, "policy": a.policy, "makespan_s": makespan / 1e9,
             "switches": m.get("agentcg_gpu_switches_total", 0), "drops": m.get("agentcg_gpu_drops_total", 0),
             "prefetched_bytes": m.get("agentcg_gpu_prefetched_bytes_total", 0),
             "clients": [{"pid": r["pid"], "wall_s": (r["end_ns"] - r["start_ns"]) / 1e9,
-                         "share": r["kernel_ns"] / max(1, r["end_ns"] - r["start_ns"])} for r in results],
+                         "share": r["iters"] * a.kernel_ms * 1e6 / max(1, r["end_ns"] - r["start_ns"]),
+                         "event_ns": r["kernel_ns"]} for r in results],
         }
         print(json.dumps(report, indent=1))
-        return 0
+        shares = [c["share"] for c in report["clients"]]
+        bad = []
+        if a.policy == "compute-limit":
+            for i, sh in enumerate(shares):
+                if i < len(limits) and not -0.08 <= sh - int(limits[i]) / 100 <= 0.12:
+                    bad.append("client %d: share %.3f, core limit %s %%" % (i, sh, limits[i]))
+        elif a.clients > 1 and not plain:
+            if report["switches"] < 1:
+                bad.append("no switch between %d clients" % a.clients)
+            work_s = sum(r["iters"] for r in results) * a.kernel_ms / 1e3
+            if work_s / report["makespan_s"] > 1.05:
+                bad.append("%.2f s of GPU work in a %.2f s makespan: the clients ran at once"
+                           % (work_s, report["makespan_s"]))
+        for b in bad:
+            print("FAIL: " + b)
+        return 1 if bad else 0
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
-        d.terminate()
-        d.wait()
+        if d is not None:
+            d.terminate()
+            d.wait()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
