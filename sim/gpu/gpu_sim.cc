@@ -127,8 +127,8 @@ struct Gpu {
   std::size_t lru_head = kNoJob, lru_tail = kNoJob;  // least recently touched first
   // Processor sharing in virtual time: `vt` is the solo work (ns) each
   // kernel in service has received, `share` the GPU time (ns) each has had;
-  // both advance with real time at rates that depend only on how many are
-  // in service. A kernel finishes when vt reaches its finish_vt, so an
+  // both advance with real time at rates that depend only on the kernels in
+  // service (their number and sm_pct, rate()). A kernel finishes when vt reaches its finish_vt, so an
   // update is O(1), not one pass over every kernel (issue 21).
   struct InService {
     std::size_t job;
@@ -137,6 +137,7 @@ struct Gpu {
   };
   std::vector<InService> active;  // kernels in service, by job index ascending
   double vt = 0, share = 0;
+  std::uint64_t sm_pct_sum = 0;  // the sm_pct of the kernels in `active`
   std::uint64_t last_ns = 0;  // kernels in service progressed up to here (update())
   bool dirty = false;         // its kernels in service changed since its done event was set
   EventId done_event;
@@ -276,7 +277,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       const bool behind = !G.active.empty() && last_event_ns_ > G.last_ns;
       if (behind) gpu_busy[g] += last_event_ns_ - G.last_ns;
       const double pending =
-          behind ? static_cast<double>(last_event_ns_ - G.last_ns) / static_cast<double>(G.active.size()) : 0.0;
+          behind ? static_cast<double>(last_event_ns_ - G.last_ns) / load(G) : 0.0;
       for (const Gpu::InService& k : G.active) gpu_time[k.job] += G.share + pending - k.share_start;
     }
     for (std::size_t ji = 0; ji < jobs_.size(); ++ji) {
@@ -656,13 +657,19 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     G.active.insert(std::upper_bound(G.active.begin(), G.active.end(), k,
                                      [](const Gpu::InService& a, const Gpu::InService& b) { return a.job < b.job; }),
                     k);
+    G.sm_pct_sum += j.spec.sm_pct;
     G.dirty = true;
   }
 
+  // Co-running kernels: while the SMs they occupy (the jobs' sm_pct) add up
+  // to the GPU or less, each runs at full speed, side by side; beyond, the
+  // GPU is shared as a processor (each of n full kernels at 1/n), slowed by
+  // corun_interference_pct. A job's sm_pct defaults to 100 (it fills the
+  // GPU): then this is plain processor sharing.
+  static double load(const Gpu& G) { return std::max(1.0, static_cast<double>(G.sm_pct_sum) / 100.0); }
   double rate(const Gpu& G) const {
-    const double n = static_cast<double>(G.active.size());
-    if (n <= 1) return 1.0;
-    return 1.0 / (n * G.spec.corun_interference_pct / 100.0);
+    if (G.active.size() <= 1 || G.sm_pct_sum <= 100) return 1.0;
+    return 1.0 / (load(G) * G.spec.corun_interference_pct / 100.0);
   }
 
   // Processor sharing: progress every kernel in service to `now`.
@@ -672,7 +679,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     const double dt = static_cast<double>(now - G.last_ns);
     if (!G.active.empty()) {
       G.vt += dt * rate(G);
-      G.share += dt / static_cast<double>(G.active.size());
+      G.share += dt / load(G);
       G.busy_ns += now - G.last_ns;
     }
     G.last_ns = now;
@@ -710,6 +717,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       if (k.finish_vt - G.vt <= 0.5) {
         finished.push_back(k.job);
         jobs_[k.job].gpu_time_ns += G.share - k.share_start;
+        G.sm_pct_sum -= jobs_[k.job].spec.sm_pct;
       } else {
         G.active[kept++] = k;
       }

@@ -122,6 +122,31 @@ TEST(GpuSim, MemoryAwareColocatesJobsThatFit) {
   EXPECT_EQ(ma["switches"].get<int>(), 0);
 }
 
+// sm_pct: kernels that together occupy at most the GPU's SMs co-run at full
+// speed (the H100 run of tests/gpu: two such jobs at 0.92 each), more share
+// it as a processor; 100 each (the default) is plain processor sharing. The
+// makespans here are pure kernel time: the data fits and faults once.
+TEST(GpuSim, KernelsThatFitTheSmsCoRunAtFullSpeed) {
+  auto two = [](std::uint32_t pct) {
+    GpuJob a = job("a", 1ull << 30, 100, 10000000, 1), b = job("b", 1ull << 30, 100, 10000000, 1);
+    a.sm_pct = b.sm_pct = pct;
+    return with_jobs({a, b});
+  };
+  const double solo = makespan(run_gpu(with_jobs({job("a", 1ull << 30, 100, 10000000, 1)}), "none"));
+  const double full = makespan(run_gpu(two(100), "none"));
+  const double half = makespan(run_gpu(two(50), "none"));
+  const double over = makespan(run_gpu(two(75), "none"));
+  EXPECT_NEAR(full, 2 * solo, 0.01 * solo);   // 1/2 each
+  EXPECT_NEAR(half, solo, 0.01 * solo);       // side by side
+  EXPECT_NEAR(over, 1.5 * solo, 0.01 * solo);  // load 1.5: 1/1.5 each
+  // nvshare still runs one at a time, whatever the kernels occupy
+  EXPECT_GE(makespan(run_gpu(two(50), "nvshare")), 1.9 * solo);
+  // the trace keeps it (written only when not 100)
+  const json w = gpu_section_to_json(parse_gpu_section(two(50)));
+  EXPECT_EQ(w["jobs"][0]["sm_pct"], 50);
+  EXPECT_FALSE(gpu_section_to_json(parse_gpu_section(two(100)))["jobs"][0].contains("sm_pct"));
+}
+
 TEST(GpuSim, ForcedSwitchFiresAtTheQuantum) {
   config::GpuConfig cfg;
   cfg.switch_time_mode = "fixed";
@@ -235,6 +260,8 @@ TEST(GpuSimErrors, BadInput) {
                      "/gpu/jobs/0/limit_pct", "[1, 100]");
   expect_trace_error(gpus + "{\"id\":\"a\",\"memory_bytes\":5,\"iterations\":1,\"kernel_ns\":1,\"limit_pct\":101}]}",
                      "/gpu/jobs/0/limit_pct", "[1, 100]");
+  expect_trace_error(gpus + "{\"id\":\"a\",\"memory_bytes\":5,\"iterations\":1,\"kernel_ns\":1,\"sm_pct\":0}]}",
+                     "/gpu/jobs/0/sm_pct", "[1, 100]");
   expect_trace_error(gpus + "{\"id\":\"a\",\"memory_bytes\":5,\"iterations\":1,\"kernel_ns\":1,\"gpu\":2}]}",
                      "/gpu/jobs/0/gpu", "does not exist");
   expect_trace_error("{\"gpus\":[{\"memory_gb\":16,\"pcie\":\"gen9\"}],\"jobs\":[]}", "/gpu/gpus/0/pcie", "gen3");

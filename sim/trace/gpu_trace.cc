@@ -101,7 +101,7 @@ GpuSpec parse_gpu(const Ctx& c, const json& g, const std::string& p) {
 
 GpuJob parse_job(const Ctx& c, const json& j, const std::string& p, std::size_t ngpus) {
   c.only(j, p, {"id", "arrival_ns", "memory_bytes", "touched_fraction", "iterations", "kernel_ns",
-                "kernels_per_iteration", "sync_every", "host_ns", "limit_pct", "gpu", "limit_changes"});
+                "kernels_per_iteration", "sync_every", "host_ns", "sm_pct", "limit_pct", "gpu", "limit_changes"});
   for (const char* k : {"id", "memory_bytes", "iterations", "kernel_ns"})
     if (!j.contains(k)) c.fail(p, std::string("missing required key '") + k + "'");
   GpuJob r;
@@ -119,6 +119,7 @@ GpuJob parse_job(const Ctx& c, const json& j, const std::string& p, std::size_t 
   if (j.contains("sync_every"))
     r.sync_every = static_cast<std::uint32_t>(c.u64(j, p, "sync_every", 0, 1 << 20));
   if (j.contains("host_ns")) r.host_ns = c.u64(j, p, "host_ns", 0, kMaxNs);
+  if (j.contains("sm_pct")) r.sm_pct = static_cast<std::uint32_t>(c.u64(j, p, "sm_pct", 1, 100));
   if (j.contains("limit_pct")) r.limit_pct = static_cast<std::uint32_t>(c.u64(j, p, "limit_pct", 1, 100));
   if (j.contains("gpu")) {
     r.gpu = static_cast<std::uint32_t>(c.u64(j, p, "gpu", 0, 1 << 16));
@@ -208,6 +209,7 @@ nlohmann::json gpu_section_to_json(const GpuWorkload& w) {
     o["kernels_per_iteration"] = j.kernels_per_iteration;
     if (j.sync_every) o["sync_every"] = j.sync_every;
     if (j.host_ns) o["host_ns"] = j.host_ns;
+    if (j.sm_pct != 100) o["sm_pct"] = j.sm_pct;
     if (j.limit_pct) o["limit_pct"] = *j.limit_pct;
     if (j.gpu) o["gpu"] = *j.gpu;
     if (!j.limit_changes.empty()) {

@@ -90,6 +90,7 @@ struct GpuJob {
   std::uint32_t kernels_per_iteration = 1;
   std::uint32_t sync_every = 0;            // kernels between syncs; 0 = once per iteration
   std::uint64_t host_ns = 0;               // CPU work between iterations (GPU idle for the job)
+  std::uint32_t sm_pct = 100;              // share of the GPU's SMs one kernel occupies, 1..100
   std::optional<std::uint32_t> limit_pct;  // compute limit, 1..100
   std::optional<std::uint32_t> gpu;        // pinned GPU; absent = the policy places it
   std::vector<LimitChange> limit_changes;
