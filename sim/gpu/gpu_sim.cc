@@ -134,10 +134,12 @@ struct Gpu {
     std::size_t job;
     double finish_vt;    // vt at which this kernel's work is done
     double share_start;  // `share` when it started
+    std::uint32_t sm_pct;  // its job's
   };
   std::vector<InService> active;  // kernels in service, by job index ascending
   double vt = 0, share = 0;
   std::uint64_t sm_pct_sum = 0;  // the sm_pct of the kernels in `active`
+  double load = 1.0, rate = 1.0;  // GpuSim::refresh_rate() of them
   std::uint64_t last_ns = 0;  // kernels in service progressed up to here (update())
   bool dirty = false;         // its kernels in service changed since its done event was set
   EventId done_event;
@@ -653,11 +655,12 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     }
     touch(i, now);
     j.in_service = true;
-    const Gpu::InService k{i, G.vt + static_cast<double>(j.spec.kernel_ns) + fault_ns, G.share};
+    const Gpu::InService k{i, G.vt + static_cast<double>(j.spec.kernel_ns) + fault_ns, G.share, j.spec.sm_pct};
     G.active.insert(std::upper_bound(G.active.begin(), G.active.end(), k,
                                      [](const Gpu::InService& a, const Gpu::InService& b) { return a.job < b.job; }),
                     k);
     G.sm_pct_sum += j.spec.sm_pct;
+    refresh_rate(G);
     G.dirty = true;
   }
 
@@ -666,11 +669,14 @@ class GpuSim final : public GpuSimulation, public EventHandler {
   // GPU is shared as a processor (each of n full kernels at 1/n), slowed by
   // corun_interference_pct. A job's sm_pct defaults to 100 (it fills the
   // GPU): then this is plain processor sharing.
-  static double load(const Gpu& G) { return std::max(1.0, static_cast<double>(G.sm_pct_sum) / 100.0); }
-  double rate(const Gpu& G) const {
-    if (G.active.size() <= 1 || G.sm_pct_sum <= 100) return 1.0;
-    return 1.0 / (load(G) * G.spec.corun_interference_pct / 100.0);
+  // Kept in G.load / G.rate, recomputed only when the kernels in service
+  // change (not on every update: the GPU model's per-event cost, issue 21).
+  static void refresh_rate(Gpu& G) {
+    G.load = std::max(1.0, static_cast<double>(G.sm_pct_sum) / 100.0);
+    G.rate = G.active.size() <= 1 || G.sm_pct_sum <= 100 ? 1.0 : 1.0 / (G.load * G.spec.corun_interference_pct / 100.0);
   }
+  static double load(const Gpu& G) { return G.load; }
+  static double rate(const Gpu& G) { return G.rate; }
 
   // Processor sharing: progress every kernel in service to `now`.
   void update(std::uint32_t g, std::uint64_t now) {
@@ -717,12 +723,13 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       if (k.finish_vt - G.vt <= 0.5) {
         finished.push_back(k.job);
         jobs_[k.job].gpu_time_ns += G.share - k.share_start;
-        G.sm_pct_sum -= jobs_[k.job].spec.sm_pct;
+        G.sm_pct_sum -= k.sm_pct;
       } else {
         G.active[kept++] = k;
       }
     }
     G.active.resize(kept);
+    refresh_rate(G);
     for (std::size_t i : finished) {
       Job& j = jobs_[i];
       j.in_service = false;
