@@ -128,8 +128,9 @@ struct Gpu {
   // Processor sharing in virtual time: `vt` is the solo work (ns) each
   // kernel in service has received, `share` the GPU time (ns) each has had;
   // both advance with real time at rates that depend only on the kernels in
-  // service (their number and sm_pct, rate()). A kernel finishes when vt reaches its finish_vt, so an
-  // update is O(1), not one pass over every kernel (issue 21).
+  // service (their number and sm_pct: refresh_rate()). A kernel finishes
+  // when vt reaches its finish_vt, so an update is O(1), not one pass over
+  // every kernel (issue 21).
   struct InService {
     std::size_t job;
     double finish_vt;    // vt at which this kernel's work is done
@@ -673,7 +674,9 @@ class GpuSim final : public GpuSimulation, public EventHandler {
   // change (not on every update: the GPU model's per-event cost, issue 21).
   static void refresh_rate(Gpu& G) {
     G.load = std::max(1.0, static_cast<double>(G.sm_pct_sum) / 100.0);
-    G.rate = G.active.size() <= 1 || G.sm_pct_sum <= 100 ? 1.0 : 1.0 / (G.load * G.spec.corun_interference_pct / 100.0);
+    G.rate = G.active.size() <= 1 || G.sm_pct_sum <= 100
+                 ? 1.0
+                 : 1.0 / (G.load * G.spec.corun_interference_pct / 100.0);
   }
   static double load(const Gpu& G) { return G.load; }
   static double rate(const Gpu& G) { return G.rate; }

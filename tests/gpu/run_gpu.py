@@ -111,9 +111,10 @@ def main():
         f.write("gpu:\n  memory_reserve_mb: 0\n  context_overhead_mb: 0\n  compute_window_ms: 1000\n")
     log = open(os.path.join(tmp, "gpud.log"), "w")
     plain = a.policy == "plain"
-    d = None if plain else subprocess.Popen([a.gpud, "--socket", sock, "--policy", a.policy, "--gpu-memory", "%dM" % (cap >> 20),
-                          "--quantum-ms", str(a.quantum_ms), "--metrics-port", str(port), "--config", cfg],
-                         stdout=log, stderr=subprocess.STDOUT)
+    d = None if plain else subprocess.Popen(
+        [a.gpud, "--socket", sock, "--policy", a.policy, "--gpu-memory", "%dM" % (cap >> 20),
+         "--quantum-ms", str(a.quantum_ms), "--metrics-port", str(port), "--config", cfg],
+        stdout=log, stderr=subprocess.STDOUT)
     procs = []
     try:
         for _ in range(0 if plain else 100):
