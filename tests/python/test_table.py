@@ -278,6 +278,17 @@ def test_help_never_builds(tmp_path: Path) -> None:
         assert res.returncode == 0, (args, res.stderr)
         assert "usage" in res.stdout.lower() or "agentcg" in res.stdout, args
         assert not mark.exists(), (args, mark.read_text())
+    # live agree only reads two live compare directories: it never builds either
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "live-compare.json").write_text(json.dumps({
+            "format": "agentcg-live-compare", "version": 1, "sections": {"io (agentcg-player)": [
+                {"metric": "wakeup p50", "lower_is_better": True,
+                 "policies": {"eevdf": {"median": 1.0}, "agentcg": {"median": 2.0, "verdict": "worse"}}}]}}))
+    res = subprocess.run([os.path.join(REPO, "agentcg"), "live", "agree", str(tmp_path / "a"), str(tmp_path / "b")],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "agree: 1 of 1" in res.stdout, res.stderr
+    assert not mark.exists(), mark.read_text()
 
 
 def test_cpp_cli_follows_the_same_rules(tmp_path: Path, small_trace_path: str) -> None:
