@@ -41,6 +41,7 @@
 #include "sim/gpu/gpu_sim.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -88,6 +89,7 @@ struct Job {
   std::uint64_t total_kernels = 0;
   std::uint64_t done_kernels = 0;
   std::uint64_t submitted = 0;
+  std::uint64_t barrier_at = 0;  // GpuSim::barrier()'s memo: valid while done_kernels < it
   std::uint64_t host_done = 0;     // host phases finished
   bool granted = false;
   bool dropped = false;
@@ -141,6 +143,14 @@ struct Gpu {
   double vt = 0, share = 0;
   std::uint64_t sm_pct_sum = 0;  // the sm_pct of the kernels in `active`
   double load = 1.0, rate = 1.0;  // GpuSim::refresh_rate() of them
+  // refresh_rate()'s memo of load and rate by sm_pct_sum (> 100), direct
+  // mapped (sum % kRateMemo; 7 is prime, so sums of 100s spread)
+  struct RateMemo {
+    std::uint64_t sum = 0;  // 0: empty
+    double load = 1.0, rate = 1.0;
+  };
+  static constexpr std::size_t kRateMemo = 7;
+  std::array<RateMemo, kRateMemo> rate_memo{};
   std::uint64_t last_ns = 0;  // kernels in service progressed up to here (update())
   bool dirty = false;         // its kernels in service changed since its done event was set
   EventId done_event;
@@ -567,7 +577,14 @@ class GpuSim final : public GpuSimulation, public EventHandler {
 
   // The next sync point after done_kernels: end of the iteration or the next
   // multiple of sync_every within it.
-  std::uint64_t barrier(const Job& j) const {
+  // It depends only on done_kernels (the least sync point above it), which
+  // only grows: kept in Job::barrier_at until done_kernels reaches it.
+  static std::uint64_t barrier(Job& j) {
+    if (j.done_kernels < j.barrier_at) return j.barrier_at;
+    j.barrier_at = compute_barrier(j);
+    return j.barrier_at;
+  }
+  static std::uint64_t compute_barrier(const Job& j) {
     const std::uint64_t k = j.spec.kernels_per_iteration;
     const std::uint64_t it = j.done_kernels / k;
     const std::uint64_t within = j.done_kernels % k;
@@ -630,7 +647,11 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     const std::uint64_t limit = barrier(j);
     std::uint64_t depth = ~0ull;
     if (j.max_queued_ns) depth = std::max<std::uint64_t>(1, j.max_queued_ns / j.spec.kernel_ns);
-    while (j.submitted < limit && j.submitted - j.done_kernels < depth) j.submitted++;
+    // Submit up to the barrier, at most `depth` queued: the closed form of
+    // `while (submitted < limit && submitted - done < depth) ++submitted`
+    // (that loop was the GPU model's hottest line, issue 21).
+    if (j.submitted < limit && j.submitted - j.done_kernels < depth)
+      j.submitted = limit - j.done_kernels <= depth ? limit : j.done_kernels + depth;
     if (j.submitted > j.done_kernels && !j.in_service) start_kernel(i, now);
   }
 
@@ -672,11 +693,23 @@ class GpuSim final : public GpuSimulation, public EventHandler {
   // GPU): then this is plain processor sharing.
   // Kept in G.load / G.rate, recomputed only when the kernels in service
   // change (not on every update: the GPU model's per-event cost, issue 21).
+  // The two divisions are memoised per sum (Gpu::RateMemo): a kernel
+  // finishing and the next one starting move the sum between the same two
+  // values, and the divisions were the GPU model's costliest lines.
   static void refresh_rate(Gpu& G) {
-    G.load = std::max(1.0, static_cast<double>(G.sm_pct_sum) / 100.0);
-    G.rate = G.active.size() <= 1 || G.sm_pct_sum <= 100
-                 ? 1.0
-                 : 1.0 / (G.load * G.spec.corun_interference_pct / 100.0);
+    if (G.sm_pct_sum <= 100) {
+      G.load = 1.0;
+      G.rate = 1.0;
+      return;
+    }
+    Gpu::RateMemo& m = G.rate_memo[G.sm_pct_sum % Gpu::kRateMemo];
+    if (m.sum != G.sm_pct_sum) {
+      m.sum = G.sm_pct_sum;
+      m.load = static_cast<double>(G.sm_pct_sum) / 100.0;
+      m.rate = 1.0 / (m.load * G.spec.corun_interference_pct / 100.0);
+    }
+    G.load = m.load;
+    G.rate = G.active.size() <= 1 ? 1.0 : m.rate;
   }
   static double load(const Gpu& G) { return G.load; }
   static double rate(const Gpu& G) { return G.rate; }
