@@ -149,6 +149,29 @@ TEST(Eevdf, RequestsOfOneGroupChain) {
   EXPECT_EQ(r1.slice_ns, std::uint64_t{t.base_slice_ms} * kMs);
 }
 
+// A queued request is stale only while its group is past V + its slice
+// (not eligible) AND the request's start is behind the group's service.
+TEST(Eevdf, StaleRequestsAreThoseOfAGroupThatRanPastItsShare) {
+  const agentcg_tunables t = base_tunables();
+  agentcg_global g{};
+  g.cvtime_now = 1000 * kMs;
+  agentcg_cgrp c;
+  agentcg_cgrp_init(&c, 100);
+  c.cvtime = g.cvtime_now;
+  std::uint32_t ev = 0;
+  const agentcg_req r = agentcg_eevdf_request(&c, &g, AGENTCG_ONE / 4, 100, 0, 0, &t, &ev);
+  EXPECT_FALSE(agentcg_eevdf_stale(&r, &c, &g));  // just tagged, group at V
+  agentcg_cgrp_charge(&c, AGENTCG_ONE / 4, 10 * kMs);  // the group ran 10 ms at a quarter share: 40 ms virtual
+  EXPECT_TRUE(agentcg_eevdf_stale(&r, &c, &g));
+  g.cvtime_now += 40 * kMs;  // the others caught up: the group is eligible again
+  EXPECT_FALSE(agentcg_eevdf_stale(&r, &c, &g));
+  // past V, but the request was tagged after that service: not stale
+  agentcg_cgrp_charge(&c, AGENTCG_ONE / 4, 10 * kMs);
+  const agentcg_req fresh = agentcg_eevdf_request(&c, &g, AGENTCG_ONE / 4, 100, 0, 0, &t, &ev);
+  EXPECT_FALSE(agentcg_eevdf_stale(&fresh, &c, &g));
+  EXPECT_TRUE(agentcg_eevdf_stale(&r, &c, &g));
+}
+
 TEST(Eevdf, LagIsKeptAcrossSleepAndBounded) {
   const agentcg_tunables t = base_tunables();
   const std::uint64_t slice = agentcg_base_slice_ns(&t);

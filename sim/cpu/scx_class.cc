@@ -133,6 +133,7 @@ class ScxClass final : public SchedClass {
 
   Dispatch dispatch(int cpu, Task*) override {
     const std::uint64_t now = ctx_->now().ns();
+    int retags = 0;
     while (!heap_.empty()) {
       const std::uint32_t id = heap_.front().id;
       TaskCtx& tc = tasks_[id];
@@ -143,6 +144,17 @@ class ScxClass final : public SchedClass {
           park(thr, id, tc);
           continue;
         }
+      }
+      if (retags < AGENTCG_RETAG_MAX && agentcg_feat(&t_, AGENTCG_F_RETAG_STALE) &&
+          agentcg_eevdf_stale(&tc.req, &groups_[tc.cg].cg, &g_)) {
+        ++retags;  // a stale head: tag it again from its group's service, and look again
+        heap_erase(tc);
+        std::uint32_t ev = 0;
+        const u32 qshare = agentcg_strategy_qshare(ctx_->strategy_of_cgroup(tc.cg), qshare_of(tc.cg));
+        tc.req = agentcg_eevdf_request(&groups_[tc.cg].cg, &g_, qshare, tc.t.weight, 0, now, &t_, &ev);
+        bump(ev);
+        queue_task(id, tc);
+        continue;
       }
       unqueue_task(id, tc);
       Group& gr = groups_[tc.cg];

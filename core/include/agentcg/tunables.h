@@ -22,6 +22,13 @@ enum agentcg_feature {
 	AGENTCG_F_LATENCY = 1u << 5, /* short requests after a quiet spell (agentcg.h) */
 	AGENTCG_F_ALL = (1u << 6) - 1,
 	/*
+	 * Mechanism, not an agent feature, and SIMULATOR ONLY for now (off by
+	 * default; bpf/agentcg.bpf.c does not implement it and agentcgroupd
+	 * masks it off with a warning): re-tag a queued request whose group
+	 * ran past its share since it was queued (eevdf.h agentcg_eevdf_stale).
+	 */
+	AGENTCG_F_RETAG_STALE = 1u << 6,
+	/*
 	 * The default set: all but mem_penalty. Measured on the crowded
 	 * machine (README, "Crowded machine", ablation): dividing a session's
 	 * weight while its test run bursts over memory.high costs tool-call
