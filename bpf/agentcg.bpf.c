@@ -618,6 +618,30 @@ static __always_inline void place(struct task_struct *p, struct task_ctx *t, u64
 	scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, slice, key, enq_flags);
 }
 
+/*
+ * Strategy hook (sim/cpu/scx_class.cc's queue_task and dispatch alike): the
+ * task's strategy (its process's, else its cgroup's `sa_cg`) gives its
+ * slice and an earlier queue key for this enqueue only (the request itself
+ * is unchanged, so charging and the preemption verdict stay the base rule's).
+ */
+static __always_inline const struct agentcg_strategy_action *
+task_strategy(struct task_struct *p, const struct agentcg_strategy_action *sa_cg)
+{
+	u32 tgid = p->tgid;
+	const struct agentcg_strategy_action *sa =
+		agentcg_strategies_set() ? bpf_map_lookup_elem(&strategy_pid, &tgid) : NULL;
+
+	return sa ? sa : sa_cg; /* agentcg_strategy_of(), without a second cgroup lookup */
+}
+
+static __always_inline u64 queue_key(const struct task_ctx *t, const struct agentcg_strategy_action *sa,
+				     const struct agentcg_tunables *tn)
+{
+	u64 credit = agentcg_strategy_vtime_credit_ns(sa, agentcg_base_slice_ns(tn));
+
+	return t->req.deadline > credit ? t->req.deadline - credit : 0;
+}
+
 void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	const struct agentcg_tunables *tn = tun();
@@ -675,21 +699,10 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	{
-		/* Strategy hook (sim/cpu/scx_class.cc's queue_task and dispatch
-		 * alike): the task's slice, and an earlier queue key for this
-		 * enqueue only (the request itself is unchanged, so charging and
-		 * the preemption verdict stay the base rule's). */
-		u32 tgid = p->tgid;
-		const struct agentcg_strategy_action *sa =
-			agentcg_strategies_set() ? bpf_map_lookup_elem(&strategy_pid, &tgid) : NULL;
-		u64 credit, key;
+		const struct agentcg_strategy_action *sa = task_strategy(p, sa_cg);
 
-		if (!sa)
-			sa = sa_cg; /* agentcg_strategy_of(), without a second cgroup lookup */
-		credit = agentcg_strategy_vtime_credit_ns(sa, agentcg_base_slice_ns(tn));
-		key = t->req.deadline > credit ? t->req.deadline - credit : 0;
-
-		place(p, t, key, agentcg_strategy_slice_ns(sa, t->req.slice_ns), enq_flags, now, tn);
+		place(p, t, queue_key(t, sa, tn), agentcg_strategy_slice_ns(sa, t->req.slice_ns),
+		      enq_flags, now, tn);
 	}
 }
 
@@ -740,8 +753,60 @@ static __always_inline bool dispatch_skipping_throttled(s32 cpu)
 	return false;
 }
 
+/*
+ * retag_stale (eevdf.h agentcg_eevdf_stale; sim/cpu/scx_class.cc's dispatch
+ * alike): when the shared queue's head belongs to a group that ran past its
+ * share since the head was queued, the head gets a new request from its
+ * group's current service (as a wakeup: ahead of its siblings) and goes back
+ * into the queue under its new key. Returns true when it did (the caller
+ * looks at the new head). A throttled head is left to
+ * dispatch_skipping_throttled(), as the model parks it before this check.
+ */
+static __always_inline bool retag_stale_head(const struct agentcg_tunables *tn, u64 now)
+{
+	struct task_struct *p;
+
+	bpf_for_each(scx_dsq, p, AGENTCG_SHARED_DSQ, 0) {
+		struct task_ctx *t = task_ctx(p);
+		const struct agentcg_strategy_action *sa_cg, *sa;
+		struct cgrp_state *cs;
+		u32 ev = 0;
+
+		if (!t)
+			return false;
+		cs = cgrp_lookup(t->cgid);
+		if (!cs || !agentcg_eevdf_stale(&t->req, &cs->cg, &glob))
+			return false;
+		if (nr_throttled_now > 0 && throttled_level(t->cgid))
+			return false;
+		sa_cg = agentcg_strategy_of_cgrp(t->cgid);
+		t->req = agentcg_eevdf_request(&cs->cg, &glob,
+					       agentcg_strategy_qshare(sa_cg, refresh_qshare(cs)),
+					       t->at.weight, 0, now, tn, &ev);
+		count_events(ev);
+		sa = task_strategy(p, sa_cg);
+		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, queue_key(t, sa, tn));
+		scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, agentcg_strategy_slice_ns(sa, t->req.slice_ns));
+		if (!scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, AGENTCG_SHARED_DSQ, 0))
+			return false;
+		bstat_inc(AGENTCG_BS_stale_retags);
+		return true;
+	}
+	return false;
+}
+
 void BPF_STRUCT_OPS(agentcg_dispatch, s32 cpu, struct task_struct *prev)
 {
+	const struct agentcg_tunables *tn = tun();
+
+	if (agentcg_mode != AGENTCG_MODE_FIFO && agentcg_feat(tn, AGENTCG_F_RETAG_STALE)) {
+		u64 now = bpf_ktime_get_ns();
+		u32 i;
+
+		for (i = 0; i < AGENTCG_RETAG_MAX; i++)
+			if (!retag_stale_head(tn, now))
+				break;
+	}
 	if (agentcg_mode != AGENTCG_MODE_FIFO && nr_throttled_now > 0) {
 		if (dispatch_skipping_throttled(cpu))
 			bstat_inc(AGENTCG_BS_dispatches);

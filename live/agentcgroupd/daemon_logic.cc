@@ -18,9 +18,6 @@ enum agentcg_mode mode_of(const config::Config& c) {
 agentcg_tunables tunables_of(const config::Config& c) {
   agentcg_tunables t = c.scheduler;
   if (mode_of(c) == AGENTCG_MODE_FLATCG) t.features = 0;
-  // simulator only: the BPF program does not re-tag stale requests yet
-  // (main.cc warns when the config asks for it)
-  t.features &= ~static_cast<u32>(AGENTCG_F_RETAG_STALE);
   return t;
 }
 

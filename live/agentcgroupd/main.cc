@@ -166,8 +166,6 @@ bool Daemon::attach() {
   }
   const std::string mode = mode_name();
   agentcg_tunables t = live::tunables_of(cfg_);
-  if (cfg_.scheduler.features & AGENTCG_F_RETAG_STALE)
-    LOGW("scheduler.features.retag_stale is simulator-only (the BPF scheduler does not re-tag stale requests yet): ignored");
   enum agentcg_mode m = live::mode_of(cfg_);
   if (mode == "fifo") m = AGENTCG_MODE_FIFO;
   if (mode == "flatcg") {

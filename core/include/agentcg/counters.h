@@ -63,6 +63,7 @@
 	G(11, preempt_timer_fires, "min_slice re-checks run by the per-CPU BPF timer")           \
 	G(12, unparked, "parked tasks put back in the queue at a cpu.max refill")                \
 	G(13, idle_kicks, "idle CPUs woken for a task queued in the shared queue")               \
+	G(14, stale_retags, "stale queue heads re-tagged at dispatch (retag_stale)")            \
 	W(0, agent_steps, "agent steps started (the trace's step annotations)")                  \
 	W(1, oom_kills, "processes killed by the memory.max OOM killer")
 

@@ -130,7 +130,7 @@ static inline u64 agentcg_vlen(u64 ns, u32 qshare)
  * the request (F is the queue key) and advances the group's tag chain.
  * *ev gets lag_clamps when the group's positive lag was bounded.
  */
-static inline struct agentcg_req agentcg_eevdf_request(struct agentcg_cgrp *cg,
+static AGENTCG_ALWAYS_INLINE struct agentcg_req agentcg_eevdf_request(struct agentcg_cgrp *cg,
 						       const struct agentcg_global *g, u32 qshare,
 						       u32 task_weight, u32 nr_queued_before,
 						       u64 now_ns,

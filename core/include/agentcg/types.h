@@ -36,4 +36,11 @@ typedef int32_t s32;
 typedef int64_t s64;
 #endif
 
+/*
+ * For a function that BPF must inline wherever it is called: a BPF
+ * subprogram takes at most 5 arguments, and clang stops inlining a plain
+ * `static inline` once it has several call sites.
+ */
+#define AGENTCG_ALWAYS_INLINE inline __attribute__((always_inline))
+
 #endif /* AGENTCG_TYPES_H */
