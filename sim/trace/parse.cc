@@ -795,7 +795,7 @@ class Parser {
     if (k == "run" || k == "sleep" || k == "io") {
       check_keys(j, ptr, {"op", "ns"});
       op.kind = k == "run" ? OpKind::kRun : k == "sleep" ? OpKind::kSleep : OpKind::kIo;
-      op.ns = parse_value(require(j, ptr, "ns"), ptr + "/ns", "ns");
+      op.amount = parse_value(require(j, ptr, "ns"), ptr + "/ns", "ns");
     } else if (k == "fork") {
       check_keys(j, ptr, {"op", "pid", "child"});
       op.kind = OpKind::kFork;
@@ -816,7 +816,7 @@ class Parser {
     } else if (k == "mem") {
       check_keys(j, ptr, {"op", "bytes"});
       op.kind = OpKind::kMem;
-      op.bytes = parse_value(require(j, ptr, "bytes"), ptr + "/bytes", "bytes");
+      op.amount = parse_value(require(j, ptr, "bytes"), ptr + "/bytes", "bytes");
     } else if (k == "repeat") {
       check_keys(j, ptr, {"op", "count", "body"});
       op.kind = OpKind::kRepeat;

@@ -48,7 +48,7 @@ struct SourceLoc {
 
 // A non-negative integer quantity (ns or bytes): fixed, or drawn at run time.
 struct Value {
-  enum class Dist { kConst, kUniform, kExponential, kLogNormal };
+  enum class Dist : std::uint8_t { kConst, kUniform, kExponential, kLogNormal };
   Dist dist = Dist::kConst;
   std::uint64_t a = 0;   // const: the value; uniform: min; exponential: mean; lognormal: median
   std::uint64_t b = 0;   // uniform: max (inclusive)
@@ -65,15 +65,15 @@ struct Value {
 
 struct ProcessSpec;
 
-enum class OpKind {
-  kRun,        // ns: CPU time to consume (runnable until done)
-  kSleep,      // ns: voluntary sleep (e.g. waiting for an LLM response)
-  kIo,         // ns: block on I/O (wakes with the I/O-wakeup flag)
+enum class OpKind : std::uint8_t {
+  kRun,        // amount: CPU time to consume in ns (runnable until done)
+  kSleep,      // amount: voluntary sleep in ns (e.g. waiting for an LLM response)
+  kIo,         // amount: block on I/O for ns (wakes with the I/O-wakeup flag)
   kFork,       // pid (a listed process) or child (an inline template)
   kExec,       // name: new comm
   kWait,       // wait until all children forked so far have exited
   kExit,       // exit now (the end of ops exits too)
-  kMem,        // bytes: set this process's memory use (RSS)
+  kMem,        // amount: set this process's memory use (RSS) in bytes
   kRepeat,     // count x body
   kToolBegin,  // name: tool name (agent annotation)
   kToolEnd,    //
@@ -88,19 +88,21 @@ struct OpLoc {
   operator SourceLoc() const { return SourceLoc{line, std::string()}; }  // NOLINT: implicit by design
 };
 
-// Fields ordered so that the small ones share a word (184 bytes, was 224
-// with a SourceLoc: 500,000 ops in a 10,000-session trace).
+// Fields ordered so that the small ones share a word: 144 bytes (was 184
+// with separate `ns` and `bytes` Values, 224 with a SourceLoc; 500,000 ops
+// in a 10,000-session trace).
 struct Op {
-  OpKind kind = OpKind::kExit;
-  std::uint32_t count = 0;                   // repeat
-  OpLoc loc;                                 // the op's line in the parsed text
-  Value ns;                                  // run, sleep, io
-  Value bytes;                               // mem
+  // The op's quantity: run, sleep and io: ns (the JSON key "ns"); mem:
+  // bytes (the JSON key "bytes"). No op has both, so they share one Value.
+  Value amount;
   std::vector<Op> body;                      // repeat
-  std::int64_t pid = 0;                      // fork of a listed process
   std::shared_ptr<const ProcessSpec> child;  // fork of an inline template
   std::string name;                          // exec: comm; tool_begin: tool
+  std::int64_t pid = 0;                      // fork of a listed process
   std::uint64_t step = 0;                    // step
+  std::uint32_t count = 0;                   // repeat
+  OpLoc loc;                                 // the op's line in the parsed text
+  OpKind kind = OpKind::kExit;
 };
 
 struct AgentInfo {
