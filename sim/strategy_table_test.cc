@@ -21,7 +21,7 @@ constexpr std::uint64_t kSec = 1000000000;
 trace::Op run_op(std::uint64_t ns) {
   trace::Op o;
   o.kind = trace::OpKind::kRun;
-  o.ns = trace::Value::fixed(ns);
+  o.amount = trace::Value::fixed(ns);
   return o;
 }
 
@@ -89,7 +89,7 @@ TEST(SimStrategies, WeightPctKeepsVirtualTimeWithTheGroups) {
   p.start_ns = 0;
   trace::Op sleep;
   sleep.kind = trace::OpKind::kSleep;
-  sleep.ns = trace::Value::fixed(20 * kSec / 1000);
+  sleep.amount = trace::Value::fixed(20 * kSec / 1000);
   trace::Op loop;
   loop.kind = trace::OpKind::kRepeat;
   loop.count = 1000;

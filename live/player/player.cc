@@ -363,13 +363,13 @@ void run_ops(Proc& p, const std::vector<trace::Op>& ops, int depth) {
     if (op.kind != trace::OpKind::kRepeat) W.sh->ops.fetch_add(1, std::memory_order_relaxed);
     switch (op.kind) {
       case trace::OpKind::kRun: {
-        const std::uint64_t ns = op.ns.sample(p.rng);
+        const std::uint64_t ns = op.amount.sample(p.rng);
         if (ns > 0) do_run(p, ns);
         break;
       }
       case trace::OpKind::kSleep:
       case trace::OpKind::kIo: {
-        const std::uint64_t ns = op.ns.sample(p.rng);
+        const std::uint64_t ns = op.amount.sample(p.rng);
         if (ns > 0) do_sleep(ns, p.cg);
         break;
       }
@@ -386,7 +386,7 @@ void run_ops(Proc& p, const std::vector<trace::Op>& ops, int depth) {
         prctl(PR_SET_NAME, op.name.c_str(), 0, 0, 0);
         break;
       case trace::OpKind::kMem:
-        set_mem(p, op.bytes.sample(p.rng));
+        set_mem(p, op.amount.sample(p.rng));
         break;
       case trace::OpKind::kRepeat:
         for (std::uint32_t i = 0; i < op.count && !p.exited; ++i) run_ops(p, op.body, depth + 1);

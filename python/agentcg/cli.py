@@ -3,7 +3,7 @@
 `python3 -m agentcg.cli "$@"` with PYTHONPATH=python).
 
 Subcommands: demo, run, compare, sweep, fleet, trace {generate,import,validate,
-stats,merge}, plot, report, policies, live compare, fidelity. run/compare/trace keep the C++ CLI's
+convert,stats,merge}, plot, report, policies, live compare, fidelity. run/compare/trace keep the C++ CLI's
 options, output and exit codes (sim/cli/main.cc): 0 ok, 1 invalid input
 (trace, config, files), 2 usage error (bad arguments, unknown policy or
 generator option). Errors are one line on stderr ("agentcg: ..."); --debug
@@ -106,7 +106,8 @@ def _seed_arg(text: str) -> int:
 
 
 def _add_run_options(p: argparse.ArgumentParser, compare: bool) -> None:
-    p.add_argument("trace", metavar="TRACE", help="trace file (JSON format v1, see traces/README.md)")
+    p.add_argument("trace", metavar="TRACE",
+                   help="trace file (JSON format v1, or its binary form from trace convert; see traces/README.md)")
     if compare:
         p.add_argument("--policies", default="eevdf,flatcg,agentcg",
                        help="comma-separated CPU policies (default: eevdf,flatcg,agentcg; eevdf is the "
@@ -503,6 +504,10 @@ TRACE_HELP = {
     "validate": "trace validate FILE...\n"
                 "  Checks trace files; prints 'FILE: valid (N processes, M cgroups)' or the error\n"
                 "  'FILE:LINE: POINTER: what, expected ...' (exit 1).\n",
+    "convert": "trace convert IN OUT\n"
+               "  JSON -> binary or binary -> JSON (IN's first bytes decide; OUT is the other form: NAME.agtb,\n"
+               "  or NAME.json or - for stdout). The binary form loads several times faster; every command\n"
+               "  that reads a trace takes either, and converting back gives the canonical JSON byte for byte.\n",
     "import": "trace import --from FORMAT INPUT -o OUT [--strict] [--only-cgroup PATH]\n"
               "  Converts a recording (agentcgroup-ebpf, agentcgroup-task, ftrace, perf, agentcg-record,\n"
               "  gpu-csv) into a trace; --only-cgroup keeps one cgroup subtree of an agentcg-record folder.\n",
@@ -519,7 +524,7 @@ def cmd_trace(argv: List[str]) -> int:
     from . import _core
 
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: agentcg trace {generate,validate,import,stats,merge} ...\n")
+        print("usage: agentcg trace {generate,validate,convert,import,stats,merge} ...\n")
         for sub_name, text in TRACE_HELP.items():
             if sub_name == "generate":  # the kinds are listed by `trace generate --help`
                 text = text.replace("Kinds and options:\n", "Kinds and their options: agentcg trace generate --help\n")
@@ -527,7 +532,7 @@ def cmd_trace(argv: List[str]) -> int:
         return EXIT_OK if argv else EXIT_USAGE
     sub, rest = argv[0], argv[1:]
     if sub not in TRACE_HELP:
-        raise UsageError(f"unknown trace subcommand '{sub}' (expected generate, validate, import, stats, merge)")
+        raise UsageError(f"unknown trace subcommand '{sub}' (expected generate, validate, convert, import, stats, merge)")
     if "-h" in rest or "--help" in rest:
         print("usage: agentcg " + TRACE_HELP[sub], end="")
         if sub == "generate":
@@ -621,7 +626,7 @@ def build_parser() -> argparse.ArgumentParser:
     fl.add_argument("--quiet", action="store_true")
     fl.set_defaults(func=cmd_fleet)
 
-    t = sub.add_parser("trace", help="generate, validate, import, stats, merge traces", add_help=False)
+    t = sub.add_parser("trace", help="generate, validate, convert, import, stats, merge traces", add_help=False)
     t.set_defaults(func=None)
     cb = sub.add_parser("calibrate", help="fit a machine profile from measurements (calibrate --help)",
                         add_help=False)

@@ -85,7 +85,14 @@ def prepare_trace(src: Path, dst: Path, duration_ns: int, mem_scale: float) -> D
     """A copy of SRC that stops at DURATION_NS (or earlier, if the trace
     does) with every memory size scaled by MEM_SCALE."""
     try:
-        with open(src, encoding="utf-8") as f:
+        with open(src, "rb") as fb:
+            binary = fb.read(1) == b"\x89"  # the binary form's magic (trace convert)
+        if binary:  # its canonical JSON (keys in the documented order), written where the copy goes
+            from . import _core
+
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            _core.Trace.from_file(str(src)).write(str(dst))
+        with open(dst if binary else src, encoding="utf-8") as f:
             t = json.load(f)
     except OSError as e:
         raise AgentcgError(f"{src}: cannot read: {e.strerror}") from None

@@ -92,6 +92,7 @@ void register_traces(py::module_& m) {
     std::vector<std::string> v;
     v.push_back("generate");
     v.push_back("validate");
+    v.push_back("convert");
     v.push_back("import");
     v.push_back("stats");
     v.push_back("merge");
@@ -106,6 +107,7 @@ void register_traces(py::module_& m) {
           py::gil_scoped_release release;
           if (sub == "generate") rc = trace::generate_command(args, out, err);
           if (sub == "validate") rc = trace::validate_command(args, out, err);
+          if (sub == "convert") rc = trace::convert_command(args, out, err);
           if (sub == "import") rc = import::import_command(args, out, err);
           if (sub == "stats") rc = import::stats_command(args, out, err);
           if (sub == "merge") rc = import::merge_command(args, out, err);

@@ -7,7 +7,7 @@
 // commands and policy names.
 //   run TRACE [--policy P] [--gpu-policy G] [--config F] [--machine PROFILE] [--seed N] --out DIR [--perfetto F] [--json]
 //   compare TRACE [--policies a,b,c] [--gpu-policy G] [--config F] [--machine PROFILE] [--seed N] --out DIR [--json]
-//   trace generate|validate|import|stats|merge|mix ...   calibrate ...   policies
+//   trace generate|validate|convert|import|stats|merge|mix ...   calibrate ...   policies
 // run and compare write DIR[/POLICY]/results.json and, beside it,
 // histograms.json (sim/metrics.h dump_histograms: the machine's and every
 // cgroup's latency histograms, the samples behind the CDF plots).
@@ -57,7 +57,7 @@ struct RunArgs {
 };
 
 void add_run_options(CLI::App& c, RunArgs& a) {
-  c.add_option("TRACE", a.trace, "the trace (agentcg JSON; see trace generate / trace import)")
+  c.add_option("TRACE", a.trace, "the trace (agentcg JSON or its binary form; see trace generate / trace import / trace convert)")
       ->required()
       ->type_name("FILE");
   c.add_option("-o,--out", a.out, "output directory")->required()->type_name("DIR");
@@ -214,6 +214,7 @@ int main(int argc, char** argv) {
   CLI::App* generate = pass_through(*trace, "generate", "KIND --seed N -o FILE [--OPTION VALUE ...]: a synthetic trace "
                                                         "(trace generate --help: the kinds)", rest);
   CLI::App* validate = pass_through(*trace, "validate", "[--policy P] FILE...: every check run makes", rest);
+  CLI::App* convert = pass_through(*trace, "convert", "IN OUT: JSON <-> the binary form (loads faster)", rest);
   CLI::App* import = pass_through(*trace, "import", "--from FORMAT INPUT -o OUT: a recording into a trace", rest);
   CLI::App* stats = pass_through(*trace, "stats", "FILE [--from FORMAT] [--replay]: describe a trace or recording",
                                  rest);
@@ -233,6 +234,7 @@ int main(int argc, char** argv) {
     if (*compare) return cmd_compare(cmp_args, policies);
     if (*generate) return trace_generate_main(rest);
     if (*validate) return trace_validate_main(rest);
+    if (*convert) return trace_convert_main(rest);
     if (*import) return trace_import_main(rest);
     if (*stats) return trace_stats_main(rest);
     if (*merge) return trace_merge_main(rest);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// agentcg-sim's `trace generate` and `trace validate` entry points, called
+// agentcg-sim's `trace generate`, `trace validate` and `trace convert` entry points, called
 // by sim/cli/main.cc with the arguments after "trace generate"/"trace
 // validate". Header-only on purpose: sim/CMakeLists.txt builds agentcg-sim
 // from cli/main.cc alone (cli/ is kept out of the agentcg_sim library), so
@@ -21,9 +21,13 @@ inline int trace_generate_main(const std::vector<std::string>& args) {
 inline int trace_validate_main(const std::vector<std::string>& args) {
   return agentcg::trace::validate_command(args, std::cout, std::cerr);
 }
+inline int trace_convert_main(const std::vector<std::string>& args) {
+  return agentcg::trace::convert_command(args, std::cout, std::cerr);
+}
 
 }  // namespace agentcg::cli
 
 // main.cc calls these unqualified from its own anonymous namespace.
 using agentcg::cli::trace_generate_main;
 using agentcg::cli::trace_validate_main;
+using agentcg::cli::trace_convert_main;

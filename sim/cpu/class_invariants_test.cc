@@ -62,9 +62,9 @@ TEST_P(AllClasses, SameSeedSameBytesOtherSeedOtherBytes) {
   b.cgroup("/x");
   b.cgroup("/y", 300);
   trace::Op run_r = run_op(0);
-  run_r.ns = trace::Value{trace::Value::Dist::kExponential, 2 * kMs, 0, 0.0, 0};
+  run_r.amount = trace::Value{trace::Value::Dist::kExponential, 2 * kMs, 0, 0.0, 0};
   trace::Op io_r = io_op(0);
-  io_r.ns = trace::Value{trace::Value::Dist::kUniform, 1 * kMs, 9 * kMs, 0.0, 0};
+  io_r.amount = trace::Value{trace::Value::Dist::kUniform, 1 * kMs, 9 * kMs, 0.0, 0};
   for (const char* g : {"/x", "/y"})
     for (int i = 0; i < 3; ++i) b.process(g, {repeat_op(100000, {run_r, io_r})});
   const trace::Trace& t = b.done();
@@ -148,8 +148,8 @@ TEST_P(FairClasses, NoGroupStarves) {
       continue;
     }
     trace::Op burst = run_op(0), nap = trace::testing::sleep_op(0);
-    burst.ns = trace::Value{trace::Value::Dist::kExponential, 20 * kMs, 0, 0.0, 0};
-    nap.ns = trace::Value{trace::Value::Dist::kExponential, 150 * kMs, 0, 0.0, 0};
+    burst.amount = trace::Value{trace::Value::Dist::kExponential, 20 * kMs, 0, 0.0, 0};
+    nap.amount = trace::Value{trace::Value::Dist::kExponential, 150 * kMs, 0, 0.0, 0};
     b.process(g, {repeat_op(100000, {burst, nap})}, static_cast<std::uint64_t>(i) * kMs);
   }
   const auto r = run_class(b.done(), GetParam());

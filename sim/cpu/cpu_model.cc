@@ -87,10 +87,10 @@ void CpuModel::start() {
     spec->comm = "background";
     trace::Op run;
     run.kind = trace::OpKind::kRun;
-    run.ns = trace::Value::fixed(run_ns);
+    run.amount = trace::Value::fixed(run_ns);
     trace::Op body_sleep;
     body_sleep.kind = trace::OpKind::kSleep;
-    body_sleep.ns = trace::Value::fixed(kPeriodNs - run_ns);
+    body_sleep.amount = trace::Value::fixed(kPeriodNs - run_ns);
     trace::Op rep;
     rep.kind = trace::OpKind::kRepeat;
     rep.count = UINT32_MAX;
@@ -193,7 +193,7 @@ CpuModel::Next CpuModel::advance(Task& t) {
     const trace::Op& op = (*f.ops)[f.idx++];
     switch (op.kind) {
       case trace::OpKind::kRun: {
-        const std::uint64_t ns = op.ns.sample(p.rng);
+        const std::uint64_t ns = op.amount.sample(p.rng);
         if (ns == 0) break;
         p.run_left_ns = ns * 100 / machine_.speed_pct + p.migr_debt_ns;
         p.migr_debt_ns = 0;
@@ -202,7 +202,7 @@ CpuModel::Next CpuModel::advance(Task& t) {
       }
       case trace::OpKind::kSleep:
       case trace::OpKind::kIo: {
-        const std::uint64_t ns = op.ns.sample(p.rng);
+        const std::uint64_t ns = op.amount.sample(p.rng);
         if (ns == 0) break;
         t.state = TaskState::kBlocked;
         sim_.schedule_in(Time::from_ns(ns), this, kWake, t.id);
@@ -251,7 +251,7 @@ CpuModel::Next CpuModel::advance(Task& t) {
         p.comm = op.name;
         break;
       case trace::OpKind::kMem:
-        set_mem(t, op.bytes.sample(p.rng));
+        set_mem(t, op.amount.sample(p.rng));
         if (p.stack.empty()) return Next::kExit;  // OOM-killed
         break;
       case trace::OpKind::kRepeat:

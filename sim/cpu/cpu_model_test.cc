@@ -119,7 +119,7 @@ TEST(CpuModel, ForkWaitAndToolCallLatency) {
   end.kind = OpKind::kToolEnd;
   wait.kind = OpKind::kWait;
   sleep.kind = OpKind::kSleep;
-  sleep.ns = Value::fixed(50 * kMs);
+  sleep.amount = Value::fixed(50 * kMs);
   b.process("/agent", {repeat_op(3, {begin, fork, fork, wait, end, sleep})});
   b.t.duration_ns.reset();
   const auto r = run(b.t);
@@ -141,11 +141,11 @@ TEST(CpuModel, MemoryHighAndMaxEvents) {
   c.memory_max = 200 << 20;
   Op mem1, mem2, mem3, sleep;
   mem1.kind = mem2.kind = mem3.kind = OpKind::kMem;
-  mem1.bytes = Value::fixed(50 << 20);
-  mem2.bytes = Value::fixed(150 << 20);   // above high: one event
-  mem3.bytes = Value::fixed(300 << 20);   // above max: OOM kill
+  mem1.amount = Value::fixed(50 << 20);
+  mem2.amount = Value::fixed(150 << 20);   // above high: one event
+  mem3.amount = Value::fixed(300 << 20);   // above max: OOM kill
   sleep.kind = OpKind::kSleep;
-  sleep.ns = Value::fixed(10 * kMs);
+  sleep.amount = Value::fixed(10 * kMs);
   b.process("/m", {mem1, sleep, mem2, sleep, mem3, sleep, run_op(100 * kMs)});
   const auto r = run(b.t);
   const auto& m = r["cgroups"]["/m"]["memory"];
@@ -292,11 +292,11 @@ TEST(Eevdf, ManyGroupsOnTwoCpusNoGroupStarves) {
       continue;
     }
     Op burst = run_op(0), nap;
-    burst.ns.dist = Value::Dist::kExponential;
-    burst.ns.a = 20 * kMs;
+    burst.amount.dist = Value::Dist::kExponential;
+    burst.amount.a = 20 * kMs;
     nap.kind = OpKind::kSleep;
-    nap.ns.dist = Value::Dist::kExponential;
-    nap.ns.a = 150 * kMs;
+    nap.amount.dist = Value::Dist::kExponential;
+    nap.amount.a = 150 * kMs;
     b.process(g, {repeat_op(100000, {burst, nap})}, static_cast<std::uint64_t>(i) * kMs);
   }
   const auto e = run(b.t, "eevdf");

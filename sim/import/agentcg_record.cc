@@ -323,7 +323,7 @@ class RecordImporter {
       in.parent = p.parent;
       for (const trace::Op& op : p.ops)
         if (op.kind == trace::OpKind::kRun || op.kind == trace::OpKind::kSleep || op.kind == trace::OpKind::kIo)
-          in.ops_ns += op.ns.a;
+          in.ops_ns += op.amount.a;
       if (auto l = detail.lifetime.find(p.pid); l != detail.lifetime.end()) {
         in.start = l->second.first;
         in.end = std::max(l->second.first, l->second.second);
@@ -496,7 +496,7 @@ class RecordImporter {
       if (last && *last == bytes) return;
       trace::Op op;
       op.kind = trace::OpKind::kMem;
-      op.bytes = trace::Value::fixed(bytes);
+      op.amount = trace::Value::fixed(bytes);
       out.push_back(std::move(op));
       last = bytes;
     };
@@ -508,12 +508,12 @@ class RecordImporter {
         continue;
       }
       if (timed) {
-        std::uint64_t left = op.ns.a;
+        std::uint64_t left = op.amount.a;
         while (k < samples.size() && samples[k].first < cur + left) {
           const std::uint64_t at = std::max(samples[k].first, cur);
           if (at > cur) {
             trace::Op part = op;
-            part.ns = trace::Value::fixed(at - cur);
+            part.amount = trace::Value::fixed(at - cur);
             out.push_back(std::move(part));
             left -= at - cur;
             cur = at;
@@ -522,7 +522,7 @@ class RecordImporter {
           ++k;
         }
         if (left > 0) {
-          op.ns = trace::Value::fixed(left);
+          op.amount = trace::Value::fixed(left);
           cur += left;
           out.push_back(std::move(op));
         }

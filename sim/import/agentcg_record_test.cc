@@ -39,14 +39,14 @@ const trace::CgroupSpec* find_cgroup(const trace::Trace& t, const std::string& p
 std::uint64_t run_ns(const trace::ProcessSpec& p) {
   std::uint64_t s = 0;
   for (const trace::Op& op : p.ops)
-    if (op.kind == trace::OpKind::kRun) s += op.ns.a;
+    if (op.kind == trace::OpKind::kRun) s += op.amount.a;
   return s;
 }
 
 std::vector<std::uint64_t> mems(const trace::ProcessSpec& p) {
   std::vector<std::uint64_t> out;
   for (const trace::Op& op : p.ops)
-    if (op.kind == trace::OpKind::kMem) out.push_back(op.bytes.a);
+    if (op.kind == trace::OpKind::kMem) out.push_back(op.amount.a);
   return out;
 }
 

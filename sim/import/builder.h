@@ -61,7 +61,7 @@ class ProcessBuilder {
     if (exited_ || (have_mem_ && bytes == last_mem_)) return;
     trace::Op op;
     op.kind = trace::OpKind::kMem;
-    op.bytes = trace::Value::fixed(bytes);
+    op.amount = trace::Value::fixed(bytes);
     spec_->ops.push_back(std::move(op));
     have_mem_ = true;
     last_mem_ = bytes;
@@ -99,14 +99,14 @@ class ProcessBuilder {
   void add_timed(trace::OpKind kind, std::uint64_t ns) {
     if (!spec_->ops.empty()) {
       trace::Op& last = spec_->ops.back();
-      if (last.kind == kind && !last.ns.is_random()) {
-        last.ns.a += ns;
+      if (last.kind == kind && !last.amount.is_random()) {
+        last.amount.a += ns;
         return;
       }
     }
     trace::Op op;
     op.kind = kind;
-    op.ns = trace::Value::fixed(ns);
+    op.amount = trace::Value::fixed(ns);
     spec_->ops.push_back(std::move(op));
   }
 

@@ -45,14 +45,14 @@ std::string ops_str(const std::vector<trace::Op>& ops) {
     if (!first) o << " ";
     first = false;
     switch (op.kind) {
-      case trace::OpKind::kRun: o << "run:" << op.ns.a; break;
-      case trace::OpKind::kSleep: o << "sleep:" << op.ns.a; break;
-      case trace::OpKind::kIo: o << "io:" << op.ns.a; break;
+      case trace::OpKind::kRun: o << "run:" << op.amount.a; break;
+      case trace::OpKind::kSleep: o << "sleep:" << op.amount.a; break;
+      case trace::OpKind::kIo: o << "io:" << op.amount.a; break;
       case trace::OpKind::kFork: o << "fork:" << op.pid; break;
       case trace::OpKind::kExec: o << "exec:" << op.name; break;
       case trace::OpKind::kWait: o << "wait"; break;
       case trace::OpKind::kExit: o << "exit"; break;
-      case trace::OpKind::kMem: o << "mem:" << op.bytes.a; break;
+      case trace::OpKind::kMem: o << "mem:" << op.amount.a; break;
       case trace::OpKind::kRepeat: o << "repeat"; break;
       case trace::OpKind::kToolBegin: o << "tool_begin:" << op.name; break;
       case trace::OpKind::kToolEnd: o << "tool_end"; break;
@@ -71,7 +71,7 @@ const trace::ProcessSpec& proc(const trace::Trace& t, std::int64_t pid) {
 std::uint64_t total_run_ns(const std::vector<trace::Op>& ops) {
   std::uint64_t s = 0;
   for (const trace::Op& op : ops) {
-    if (op.kind == trace::OpKind::kRun) s += op.ns.a;
+    if (op.kind == trace::OpKind::kRun) s += op.amount.a;
     if (op.child) s += total_run_ns(op.child->ops);
   }
   return s;

@@ -67,12 +67,12 @@ class Walker {
     for (const trace::Op& op : list) {
       switch (op.kind) {
         case trace::OpKind::kRun:
-          s_.cpu_demand_ns += mean(op.ns);
-          st.t += mean(op.ns);
+          s_.cpu_demand_ns += mean(op.amount);
+          st.t += mean(op.amount);
           break;
         case trace::OpKind::kSleep:
         case trace::OpKind::kIo:
-          st.t += mean(op.ns);
+          st.t += mean(op.amount);
           break;
         case trace::OpKind::kFork: {
           const trace::ProcessSpec* child = op.child.get();
@@ -94,7 +94,7 @@ class Walker {
         case trace::OpKind::kExit:
           return false;
         case trace::OpKind::kMem: {
-          const std::uint64_t b = mean(op.bytes);
+          const std::uint64_t b = mean(op.amount);
           mem_.emplace_back(st.t, static_cast<std::int64_t>(b) - static_cast<std::int64_t>(st.mem));
           st.mem = b;
           s_.process_memory_peak_bytes = std::max(s_.process_memory_peak_bytes, b);

@@ -243,7 +243,7 @@ class Options {
 Op op_ns(OpKind k, const Value& v) {
   Op o;
   o.kind = k;
-  o.ns = v;
+  o.amount = v;
   return o;
 }
 Op run(const Value& v) { return op_ns(OpKind::kRun, v); }
@@ -252,7 +252,7 @@ Op io(const Value& v) { return op_ns(OpKind::kIo, v); }
 Op mem(const Value& v) {
   Op o;
   o.kind = OpKind::kMem;
-  o.bytes = v;
+  o.amount = v;
   return o;
 }
 Op simple(OpKind k) {

@@ -86,7 +86,7 @@ TEST(Generate, HogsHaveTheRequestedWeightsGroupsAndTasks) {
   for (const ProcessSpec& p : t.processes) {
     ASSERT_EQ(p.ops.size(), 1u);
     EXPECT_EQ(p.ops[0].kind, OpKind::kRun);
-    EXPECT_EQ(p.ops[0].ns.a, 2000000000u);
+    EXPECT_EQ(p.ops[0].amount.a, 2000000000u);
   }
   EXPECT_EQ(t.generator["options"]["tasks-per-group"], "3");
   EXPECT_EQ(generate("hogs", 1, {{"tasks-per-group", "1"}}).processes.size(), 3u);
@@ -102,7 +102,7 @@ TEST(Generate, ForkStormRateWindowAndVictim) {
   ASSERT_EQ(storm->ops[0].kind, OpKind::kRepeat);
   EXPECT_EQ(storm->ops[0].count, 300u);  // 100/s for 3 s
   EXPECT_EQ(storm->ops[0].body[0].kind, OpKind::kFork);
-  EXPECT_DOUBLE_EQ(storm->ops[0].body[1].ns.mean(), 10000000.0);  // one fork per 10 ms on average
+  EXPECT_DOUBLE_EQ(storm->ops[0].body[1].amount.mean(), 10000000.0);  // one fork per 10 ms on average
   ASSERT_TRUE(victim->agent);
   // The victim's tool calls fork one worker per CPU: alone it could use the
   // whole machine while a tool call runs.
@@ -120,7 +120,7 @@ TEST(Generate, ForkStormRateWindowAndVictim) {
 double expected_cpu_ns(const std::vector<Op>& ops) {
   double sum = 0;
   for (const Op& op : ops) {
-    if (op.kind == OpKind::kRun) sum += op.ns.mean();
+    if (op.kind == OpKind::kRun) sum += op.amount.mean();
     if (op.kind == OpKind::kRepeat) sum += op.count * expected_cpu_ns(op.body);
     if (op.kind == OpKind::kFork && op.child) sum += expected_cpu_ns(op.child->ops);
   }
@@ -199,7 +199,7 @@ TEST(Generate, DurationsAndDistributionsAcceptTheDocumentedForms) {
   const auto child_run = [](const std::string& spec) {
     const Trace t = generate("fork-storm", 1, {{"child-run", spec}});
     for (const ProcessSpec& p : t.processes)
-      if (p.cgroup == "/storm") return p.ops[0].body[0].child->ops[0].ns;
+      if (p.cgroup == "/storm") return p.ops[0].body[0].child->ops[0].amount;
     return Value{};
   };
   const Value fixed = child_run("1000ns");

@@ -35,6 +35,8 @@
 // kept untyped (in Trace::extra). Cgroups come out parents first (stable by
 // depth). Called by load_trace_file(), the CLI (`trace validate`), Python
 // bindings.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -130,12 +132,6 @@ std::string escape_token(const std::string& key) {
   }
   return out;
 }
-
-// Deepest nesting of objects and arrays accepted. A valid trace needs about
-// 2 per repeat level (at most 8), 3 per nested fork template and a few for
-// the top-level structure: 128 leaves room for any hand-written trace while
-// keeping every recursive walk shallow.
-constexpr std::size_t kMaxJsonDepth = 128;
 
 using TextIterator = LineCountingIterator<TextSource>;
 using FileIterator = LineCountingIterator<FileChunks>;
@@ -795,7 +791,7 @@ class Parser {
     if (k == "run" || k == "sleep" || k == "io") {
       check_keys(j, ptr, {"op", "ns"});
       op.kind = k == "run" ? OpKind::kRun : k == "sleep" ? OpKind::kSleep : OpKind::kIo;
-      op.ns = parse_value(require(j, ptr, "ns"), ptr + "/ns", "ns");
+      op.amount = parse_value(require(j, ptr, "ns"), ptr + "/ns", "ns");
     } else if (k == "fork") {
       check_keys(j, ptr, {"op", "pid", "child"});
       op.kind = OpKind::kFork;
@@ -816,7 +812,7 @@ class Parser {
     } else if (k == "mem") {
       check_keys(j, ptr, {"op", "bytes"});
       op.kind = OpKind::kMem;
-      op.bytes = parse_value(require(j, ptr, "bytes"), ptr + "/bytes", "bytes");
+      op.amount = parse_value(require(j, ptr, "bytes"), ptr + "/bytes", "bytes");
     } else if (k == "repeat") {
       check_keys(j, ptr, {"op", "count", "body"});
       op.kind = OpKind::kRepeat;
@@ -912,9 +908,40 @@ Trace parse_trace(const std::string& text, const std::string& source) {
   return parse_stream(TextIterator(&src, &counter), TextIterator(), counter, source, index);
 }
 
+namespace {
+
+// The rest of a binary trace file, read in one go (its size from fstat when
+// it has one), after its first byte `first`.
+Trace load_binary(std::FILE* file, char first, const std::string& path) {
+  std::string bytes(1, first);
+  struct stat st {};
+  std::size_t chunk = std::size_t{1} << 16;
+  if (fstat(fileno(file), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 1)
+    chunk = std::max(chunk, static_cast<std::size_t>(st.st_size));  // one read (and one more to see the end)
+  while (true) {
+    const std::size_t had = bytes.size();
+    bytes.resize(had + chunk);
+    const std::size_t n = std::fread(bytes.data() + had, 1, chunk, file);
+    bytes.resize(had + n);
+    if (n < chunk) break;
+  }
+  if (std::ferror(file) != 0) throw TraceError(path, 0, "", "read error");
+  return parse_binary_trace(bytes.data(), bytes.size(), path);
+}
+
+}  // namespace
+
 Trace load_trace_file(const std::string& path) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!file) throw TraceError(path, 0, "", "cannot open the file for reading");
+  // The first byte tells a binary trace (binary.cc) from JSON text.
+  const int first = std::fgetc(file.get());
+  if (first != EOF) {
+    const char c = static_cast<char>(first);
+    if (looks_binary(&c, 1)) return load_binary(file.get(), c, path);
+    std::ungetc(first, file.get());
+  }
+  if (std::ferror(file.get()) != 0) throw TraceError(path, 0, "", "read error");
   auto index = std::make_shared<LineIndex>();
   index->path = path;
   ForgetText forget{index.get()};

@@ -83,24 +83,24 @@ TEST(Parse, ReadsEveryField) {
   EXPECT_EQ(p.ops[0].kind, OpKind::kStep);
   EXPECT_EQ(p.ops[0].step, 1u);
   EXPECT_EQ(p.ops[1].kind, OpKind::kSleep);
-  EXPECT_EQ(p.ops[1].ns.dist, Value::Dist::kLogNormal);
-  EXPECT_EQ(p.ops[1].ns.a, 3000000u);
-  EXPECT_DOUBLE_EQ(p.ops[1].ns.sigma, 0.5);
-  EXPECT_EQ(p.ops[1].ns.max, 9000000u);
+  EXPECT_EQ(p.ops[1].amount.dist, Value::Dist::kLogNormal);
+  EXPECT_EQ(p.ops[1].amount.a, 3000000u);
+  EXPECT_DOUBLE_EQ(p.ops[1].amount.sigma, 0.5);
+  EXPECT_EQ(p.ops[1].amount.max, 9000000u);
   EXPECT_EQ(p.ops[2].name, "Bash");
   EXPECT_EQ(p.ops[3].pid, 2);
   ASSERT_TRUE(p.ops[4].child);
   EXPECT_EQ(p.ops[4].child->cgroup, "/a/b");
-  EXPECT_EQ(p.ops[4].child->ops[0].ns.dist, Value::Dist::kUniform);
-  EXPECT_EQ(p.ops[4].child->ops[0].ns.b, 20u);
+  EXPECT_EQ(p.ops[4].child->ops[0].amount.dist, Value::Dist::kUniform);
+  EXPECT_EQ(p.ops[4].child->ops[0].amount.b, 20u);
   ASSERT_TRUE(p.ops[5].child);
   EXPECT_EQ(p.ops[5].child->cgroup, "");  // the parent's cgroup
-  EXPECT_EQ(p.ops[5].child->ops[0].ns.dist, Value::Dist::kExponential);
-  EXPECT_EQ(p.ops[5].child->ops[0].ns.max, 4000u);
+  EXPECT_EQ(p.ops[5].child->ops[0].amount.dist, Value::Dist::kExponential);
+  EXPECT_EQ(p.ops[5].child->ops[0].amount.max, 4000u);
   EXPECT_EQ(p.ops[8].kind, OpKind::kRepeat);
   EXPECT_EQ(p.ops[8].count, 3u);
   EXPECT_EQ(p.ops[8].body.size(), 2u);
-  EXPECT_EQ(p.ops[9].bytes.dist, Value::Dist::kLogNormal);
+  EXPECT_EQ(p.ops[9].amount.dist, Value::Dist::kLogNormal);
   EXPECT_EQ(p.ops[10].name, "node");
   EXPECT_EQ(p.ops[11].kind, OpKind::kExit);
   EXPECT_EQ(p.ops[8].loc.line, 26u);  // ops keep their line, not their pointer

@@ -39,6 +39,12 @@ inline constexpr int kFormatVersion = 1;
 // cgroups the live scheduler is tested with.
 inline constexpr std::size_t kMaxCgroups = std::size_t{1} << 20;
 inline constexpr const char* kFormatName = "agentcg-trace";
+// Deepest nesting of JSON objects and arrays accepted (parse.cc; binary.cc
+// for the JSON texts it embeds). A valid trace needs about 2 per repeat
+// level (at most 8), 3 per nested fork template and a few for the top-level
+// structure: 128 leaves room for any hand-written trace while keeping every
+// recursive walk shallow.
+inline constexpr std::size_t kMaxJsonDepth = 128;
 
 // Where an element came from, for errors found after parsing.
 struct SourceLoc {
@@ -48,7 +54,7 @@ struct SourceLoc {
 
 // A non-negative integer quantity (ns or bytes): fixed, or drawn at run time.
 struct Value {
-  enum class Dist { kConst, kUniform, kExponential, kLogNormal };
+  enum class Dist : std::uint8_t { kConst, kUniform, kExponential, kLogNormal };
   Dist dist = Dist::kConst;
   std::uint64_t a = 0;   // const: the value; uniform: min; exponential: mean; lognormal: median
   std::uint64_t b = 0;   // uniform: max (inclusive)
@@ -65,15 +71,15 @@ struct Value {
 
 struct ProcessSpec;
 
-enum class OpKind {
-  kRun,        // ns: CPU time to consume (runnable until done)
-  kSleep,      // ns: voluntary sleep (e.g. waiting for an LLM response)
-  kIo,         // ns: block on I/O (wakes with the I/O-wakeup flag)
+enum class OpKind : std::uint8_t {
+  kRun,        // amount: CPU time to consume in ns (runnable until done)
+  kSleep,      // amount: voluntary sleep in ns (e.g. waiting for an LLM response)
+  kIo,         // amount: block on I/O for ns (wakes with the I/O-wakeup flag)
   kFork,       // pid (a listed process) or child (an inline template)
   kExec,       // name: new comm
   kWait,       // wait until all children forked so far have exited
   kExit,       // exit now (the end of ops exits too)
-  kMem,        // bytes: set this process's memory use (RSS)
+  kMem,        // amount: set this process's memory use (RSS) in bytes
   kRepeat,     // count x body
   kToolBegin,  // name: tool name (agent annotation)
   kToolEnd,    //
@@ -88,19 +94,21 @@ struct OpLoc {
   operator SourceLoc() const { return SourceLoc{line, std::string()}; }  // NOLINT: implicit by design
 };
 
-// Fields ordered so that the small ones share a word (184 bytes, was 224
-// with a SourceLoc: 500,000 ops in a 10,000-session trace).
+// Fields ordered so that the small ones share a word: 144 bytes (was 184
+// with separate `ns` and `bytes` Values, 224 with a SourceLoc; 500,000 ops
+// in a 10,000-session trace).
 struct Op {
-  OpKind kind = OpKind::kExit;
-  std::uint32_t count = 0;                   // repeat
-  OpLoc loc;                                 // the op's line in the parsed text
-  Value ns;                                  // run, sleep, io
-  Value bytes;                               // mem
+  // The op's quantity: run, sleep and io: ns (the JSON key "ns"); mem:
+  // bytes (the JSON key "bytes"). No op has both, so they share one Value.
+  Value amount;
   std::vector<Op> body;                      // repeat
-  std::int64_t pid = 0;                      // fork of a listed process
   std::shared_ptr<const ProcessSpec> child;  // fork of an inline template
   std::string name;                          // exec: comm; tool_begin: tool
+  std::int64_t pid = 0;                      // fork of a listed process
   std::uint64_t step = 0;                    // step
+  std::uint32_t count = 0;                   // repeat
+  OpLoc loc;                                 // the op's line in the parsed text
+  OpKind kind = OpKind::kExit;
 };
 
 struct AgentInfo {
@@ -206,6 +214,8 @@ class TraceError : public std::runtime_error {
 
 // JSON text -> validated Trace. `source` names the input in errors.
 Trace parse_trace(const std::string& text, const std::string& source);
+// A trace file, JSON or binary (see to_binary()): told apart by the first
+// byte, so every command that loads a trace takes either.
 Trace load_trace_file(const std::string& path);
 // Semantic checks on a Trace built in code (parse_trace calls it too):
 // unknown cgroups, duplicate pids, parent cycles, missing start times, ...
@@ -226,6 +236,39 @@ nlohmann::json to_json(const Trace& trace);
 // line), trailing newline. Same Trace -> same bytes.
 std::string to_json_text(const Trace& trace);
 void write_trace_file(const Trace& trace, const std::string& path);
+
+// The binary form of a trace (sim/trace/binary.cc; `trace convert`): the
+// same data as the canonical JSON, plus the lines of the JSON it was
+// converted from (every SourceLoc and op line, and the pointer -> line map
+// of LineIndex), so an error found later still names a line of that JSON
+// file. It loads in one pass over the file read in one go, with nothing
+// allocated beyond the file's bytes and the Trace itself. load_trace_file() recognises it by
+// its magic (never by its name); `.agtb` is the extension `trace convert`
+// writes it under. The layout:
+//   magic (8 bytes: 0x89 "AGTB" CR LF 0x1A), format version (u32 LE),
+//   then the trace: unsigned LEB128 numbers, zigzag for signed ones,
+//   strings as length + bytes, sigma as an IEEE double (8 bytes LE), every
+//   list as count + elements; `generator` and `gpu` as their JSON text.
+// A file that is cut short, corrupt or hostile gives a TraceError naming
+// the byte offset, the element being read and what was expected; every
+// count and length is bounded by the bytes left, and repeat bodies and fork
+// templates nest at most kMaxBinaryNesting deep. What it holds is then
+// checked by validate(), as a parsed JSON trace is.
+inline constexpr char kBinaryMagic[8] = {'\x89', 'A', 'G', 'T', 'B', '\r', '\n', '\x1a'};
+inline constexpr std::uint32_t kBinaryVersion = 1;
+inline constexpr const char* kBinaryExtension = ".agtb";
+// Repeat bodies plus fork templates, nested: the JSON parser's depth cap
+// allows at most (128 - 5) / 2 = 61 of them (2 JSON levels per repeat, 3 per
+// template), so every trace that parses as JSON converts.
+inline constexpr int kMaxBinaryNesting = 64;
+// True when `head` (the first bytes of a file) starts like a binary trace:
+// its first byte is the magic's 0x89, which no JSON text starts with.
+bool looks_binary(const char* head, std::size_t size);
+// Trace -> its binary form (deterministic: same Trace, same bytes).
+std::string to_binary(const Trace& trace);
+// Binary form -> validated Trace. `source` names the input in errors.
+Trace parse_binary_trace(const char* data, std::size_t size, const std::string& source);
+void write_binary_trace_file(const Trace& trace, const std::string& path);
 
 // Generators: KIND in agent, fork-storm, io, hogs, mixed (and GPU kinds added
 // by the GPU model). Options are the CLI's --key value pairs without dashes;

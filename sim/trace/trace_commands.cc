@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// `trace generate` / `trace validate`: argument handling (CLI11, as every
-// agentcg command line) around generate(),
-// write_trace_file() and load_trace_file(). Errors become messages and exit
+// `trace generate` / `trace validate` / `trace convert`: argument handling
+// (CLI11, as every agentcg command line) around generate(),
+// write_trace_file(), load_trace_file() and to_binary(). Errors become messages and exit
 // codes here (the CLI's edge), never exceptions. Called through
 // sim/cli/trace_cmd.h by agentcg-sim and directly by trace_commands_test.cc.
 #include "sim/trace/trace_commands.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
@@ -23,6 +25,12 @@ namespace {
 constexpr const char* kGenerateUsage =
     "usage: agentcg trace generate KIND [--seed N] -o FILE|- [--OPTION VALUE ...]\n"
     "       agentcg trace generate --help   (kinds and their options)\n";
+constexpr const char* kConvertUsage =
+    "usage: agentcg trace convert IN OUT\n"
+    "  JSON -> binary, or binary -> JSON: the form of IN (told by its first bytes) decides;\n"
+    "  OUT is the other form: NAME.agtb for binary, NAME.json (or - for stdout) for JSON.\n"
+    "  Every command that reads a trace takes either; the binary form loads several times\n"
+    "  faster and converts back to the canonical JSON byte for byte\n";
 constexpr const char* kValidateUsage =
     "usage: agentcg trace validate [--policy NAME] FILE...\n"
     "  every check `run` makes before simulating (the gpu section included);\n"
@@ -194,6 +202,70 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out, st
     }
   }
   return rc;
+}
+
+int convert_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"convert a trace between JSON and the binary form", "agentcg trace convert"};
+  app.set_help_flag("-h,--help", "this help");
+  std::string in_path, out_path;
+  app.add_option("IN", in_path, "the trace to read (JSON or binary)")->required();
+  app.add_option("OUT", out_path, "the file to write in the other form (JSON: - for stdout)")->required();
+  if (args.empty()) {
+    err << "agentcg trace convert: no files given\n" << kConvertUsage;
+    return 2;
+  }
+  if (const auto rc = parse(app, args, "convert", kConvertUsage, err, [&] { return cli::extras_message(&app); })) {
+    if (*rc == 0) out << kConvertUsage;
+    return *rc;
+  }
+  // The input's form, from its first byte (as load_trace_file tells them).
+  bool from_binary = false;
+  {
+    std::ifstream f(in_path, std::ios::binary);
+    char c = 0;
+    if (f.get(c)) from_binary = looks_binary(&c, 1);
+  }
+  const auto ends_with = [&](const std::string& ext) {
+    return out_path.size() >= ext.size() && out_path.compare(out_path.size() - ext.size(), ext.size(), ext) == 0;
+  };
+  if (!from_binary && out_path == "-") {  // binary bytes on a terminal, or through Python's text stdout
+    err << "agentcg trace convert: " << in_path << " is JSON, so the output is a binary trace, not for stdout; "
+        << "expected an OUT file name ending " << kBinaryExtension << "\n";
+    return 2;
+  }
+  if (!from_binary && ends_with(".json")) {
+    err << "agentcg trace convert: " << in_path << " is JSON, so " << out_path
+        << " would be a binary trace; expected an OUT name ending " << kBinaryExtension << "\n";
+    return 2;
+  }
+  if (from_binary && ends_with(kBinaryExtension)) {
+    err << "agentcg trace convert: " << in_path << " is a binary trace, so " << out_path
+        << " would be JSON; expected an OUT name ending .json (or - for stdout)\n";
+    return 2;
+  }
+  try {
+    const Trace t = load_trace_file(in_path);
+    const std::string bytes = from_binary ? to_json_text(t) : to_binary(t);
+    if (out_path == "-") {
+      out << bytes;
+      return 0;
+    }
+    std::ofstream f(out_path, std::ios::binary | std::ios::trunc);
+    if (!f) throw std::runtime_error(out_path + ": cannot open for writing");
+    f << bytes;
+    f.flush();
+    if (!f) throw std::runtime_error(out_path + ": write error");
+    out << out_path << ": " << (from_binary ? "JSON" : "binary trace") << ", " << bytes.size() << " bytes, from "
+        << in_path << " (" << (from_binary ? "binary" : "JSON") << ", " << std::filesystem::file_size(in_path)
+        << " bytes)\n";
+  } catch (const TraceError& e) {
+    err << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    err << "agentcg trace convert: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace agentcg::trace

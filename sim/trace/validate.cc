@@ -301,13 +301,13 @@ class Validator {
         case OpKind::kRun:
         case OpKind::kSleep:
         case OpKind::kIo:
-          check_value(op.ns, sub(loc, "/ns"), "ns");
-          if (!op.ns.is_random()) total = sat_add(total, op.ns.a);
-          if (op.kind == OpKind::kRun && !op.ns.is_random())
-            run_ns_ = sat_add(run_ns_, sat_mul(op.ns.a, multiplicity));
+          check_value(op.amount, sub(loc, "/ns"), "ns");
+          if (!op.amount.is_random()) total = sat_add(total, op.amount.a);
+          if (op.kind == OpKind::kRun && !op.amount.is_random())
+            run_ns_ = sat_add(run_ns_, sat_mul(op.amount.a, multiplicity));
           break;
         case OpKind::kMem:
-          check_value(op.bytes, sub(loc, "/bytes"), "bytes");
+          check_value(op.amount, sub(loc, "/bytes"), "bytes");
           break;
         case OpKind::kFork:
           if (op.child && op.pid != 0) fail(loc, "expected exactly one of pid or child");

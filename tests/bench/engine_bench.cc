@@ -196,7 +196,7 @@ agentcg::trace::Trace active_sessions(std::size_t n) {
     p.start_ns = 0;
     agentcg::trace::Op run;
     run.kind = agentcg::trace::OpKind::kRun;
-    run.ns = agentcg::trace::Value::fixed(*t.duration_ns);
+    run.amount = agentcg::trace::Value::fixed(*t.duration_ns);
     p.ops = {run};
     t.processes.push_back(p);
   }

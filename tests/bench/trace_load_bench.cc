@@ -4,9 +4,11 @@
 // first load's RSS peak is the one that counts: later loads reuse the freed
 // heap). CPU time is the figure to compare on a shared machine (wall time
 // there includes waiting for a core). Prints figures; asserts nothing about
-// speed.
+// speed. FILE may be JSON or the binary form (load_trace_file() takes
+// either; the first line printed says which).
 //   trace_load_bench FILE [REPEATS]
 // e.g. agentcg trace generate agent --sessions 10000 --cpus 64 --duration 30s -o agent10k.json
+//      agentcg trace convert agent10k.json agent10k.agtb
 #include <sys/resource.h>
 #include <time.h>
 
@@ -40,12 +42,18 @@ double cpu_seconds() {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s TRACE.json [REPEATS]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s TRACE.json|TRACE.agtb [REPEATS]\n", argv[0]);
     return 2;
   }
   const std::string path = argv[1];
   const int repeats = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
   const double file_mb = static_cast<double>(std::filesystem::file_size(path)) / 1e6;
+  bool binary = false;
+  {
+    std::ifstream f(path, std::ios::binary);
+    char c = 0;
+    binary = f.get(c) && agentcg::trace::looks_binary(&c, 1);
+  }
   const long before_kb = rss_kb("VmRSS:");
   std::vector<double> secs;
   std::vector<double> cpu;
@@ -65,7 +73,8 @@ int main(int argc, char** argv) {
   std::sort(secs.begin(), secs.end());
   std::sort(cpu.begin(), cpu.end());
   const double peak_mb = static_cast<double>(peak_kb - before_kb) / 1024.0;
-  std::printf("file %s: %.1f MB, %zu processes\n", path.c_str(), file_mb, processes);
+  std::printf("file %s (%s): %.1f MB, %zu processes\n", path.c_str(), binary ? "binary" : "JSON", file_mb,
+              processes);
   std::printf("load: median %.3f s (min %.3f, max %.3f, %d runs)\n", secs[secs.size() / 2], secs.front(),
               secs.back(), repeats);
   std::printf("load CPU time: median %.3f s (min %.3f, max %.3f)\n", cpu[cpu.size() / 2], cpu.front(), cpu.back());

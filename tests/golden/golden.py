@@ -12,6 +12,8 @@
 #
 # (CTest: golden_results.) Run from the source root. On a mismatch it
 # prints the first differing line of each file and the command above.
+# Each trace is also converted to its binary form (`trace convert`) and run
+# from that: the results must be the same golden bytes.
 import argparse
 import difflib
 import pathlib
@@ -25,8 +27,8 @@ HERE = pathlib.Path("tests/golden")
 UPDATE = "python3 tests/golden/golden.py --sim build/ci/sim/agentcg-sim --update"
 
 
-def run(sim, trace, policy, out):
-    cmd = [sim, "run", f"traces/{trace}.json", "--policy", policy, "--seed", "1", "--out", str(out), "--quiet"]
+def run(sim, trace_path, policy, out):
+    cmd = [sim, "run", str(trace_path), "--policy", policy, "--seed", "1", "--out", str(out), "--quiet"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()}")
@@ -43,10 +45,19 @@ def main():
     bad = []
     with tempfile.TemporaryDirectory() as tmp:
         for trace in TRACES:
+            binary = pathlib.Path(tmp) / f"{trace}.agtb"
+            cmd = [a.sim, "trace", "convert", f"traces/{trace}.json", str(binary)]
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            if p.returncode != 0:
+                raise SystemExit(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()}")
             for policy in POLICIES:
                 out = pathlib.Path(tmp) / f"{trace}.{policy}"
-                got = run(a.sim, trace, policy, out)
+                got = run(a.sim, f"traces/{trace}.json", policy, out)
                 golden = HERE / f"{trace}.{policy}.results.json"
+                from_binary = run(a.sim, binary, policy, pathlib.Path(tmp) / f"{trace}.{policy}.binary")
+                if from_binary != got:
+                    bad.append(f"{golden}: the run from the binary form of traces/{trace}.json differs from the "
+                               "run from the JSON")
                 if a.update:
                     golden.write_bytes(got)
                     continue
@@ -65,7 +76,8 @@ def main():
         print(f"{len(bad)} golden file(s) differ. If the change is intended, regenerate with: {UPDATE}",
               file=sys.stderr)
         return 1
-    print(f"{'updated' if a.update else 'matched'} {len(TRACES) * len(POLICIES)} golden results.json files")
+    print(f"{'updated' if a.update else 'matched'} {len(TRACES) * len(POLICIES)} golden results.json files "
+          "(each also from the trace's binary form)")
     return 0
 
 

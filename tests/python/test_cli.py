@@ -57,7 +57,7 @@ def test_help_on_every_subcommand(cmd) -> None:
     assert "usage" in res.stdout.lower()
 
 
-@pytest.mark.parametrize("sub", ["generate", "validate", "import", "stats", "merge"])
+@pytest.mark.parametrize("sub", ["generate", "validate", "convert", "import", "stats", "merge"])
 def test_help_on_trace_subcommands(sub) -> None:
     res = run_cli(["trace", sub, "--help"])
     assert res.returncode == 0, res.stderr
@@ -151,6 +151,40 @@ def test_trace_generate_validate(tmp_path) -> None:
     res = run_cli(["trace", "generate", "hogs", "--bogus", "1", "-o", str(tmp_path / "x.json")])
     assert res.returncode in (1, 2)
     assert "bogus" in res.stderr
+
+
+def test_trace_convert_round_trip_and_run(tmp_path) -> None:
+    # JSON -> binary -> JSON is byte for byte; run and validate take the
+    # binary form and give the same results.json as from the JSON.
+    src = tmp_path / "h.json"
+    res = run_cli(["trace", "generate", "hogs", "--seed", "2", "-o", str(src), "--duration", "100ms"])
+    assert res.returncode == 0, res.stderr
+    binary = tmp_path / "h.agtb"
+    res = run_cli(["trace", "convert", str(src), str(binary)])
+    assert res.returncode == 0, res.stderr
+    assert binary.read_bytes()[:8] == b"\x89AGTB\r\n\x1a"
+    assert binary.stat().st_size < src.stat().st_size
+    back = tmp_path / "back.json"
+    res = run_cli(["trace", "convert", str(binary), str(back)])
+    assert res.returncode == 0, res.stderr
+    assert back.read_bytes() == src.read_bytes()
+    res = run_cli(["trace", "validate", str(binary)])
+    assert res.returncode == 0 and "valid" in res.stdout, res.stderr
+    outs = []
+    for name, trace in (("j", src), ("b", binary)):
+        res = run_cli(["run", str(trace), "--policy", "cfs", "--out", str(tmp_path / name), "--quiet"])
+        assert res.returncode == 0, res.stderr
+        outs.append((tmp_path / name / "results.json").read_bytes())
+    assert outs[0] == outs[1]
+    # a binary file cut short: one line naming the file and the byte
+    cut = tmp_path / "cut.agtb"
+    cut.write_bytes(binary.read_bytes()[:20])
+    res = run_cli(["trace", "validate", str(cut)])
+    assert res.returncode == 1
+    assert f"{cut}: /" in res.stderr and "binary trace, byte" in res.stderr
+    res = run_cli(["trace", "convert", str(src), str(tmp_path / "wrong.json")])
+    assert res.returncode == 2
+    assert ".agtb" in res.stderr
 
 
 def test_sweep_cli_writes_csv(tmp_path) -> None:

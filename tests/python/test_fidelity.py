@@ -157,6 +157,19 @@ def test_machine_flag_equals_the_same_keys_set_by_hand(tmp_path: Path) -> None:
 
 # --- the command: fitted vs held out ------------------------------------------------
 
+def test_prepare_trace_takes_the_binary_form(tmp_path: Path) -> None:
+    """fidelity reads a trace's JSON itself (to cut and scale it): a binary
+    trace (trace convert) gives the same prepared file as its JSON."""
+    src = Path(REPO) / "traces" / "io.json"
+    binary = tmp_path / "io.agtb"
+    res = run_cli(["trace", "convert", str(src), str(binary)])
+    assert res.returncode == 0, res.stderr
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    fidelity.prepare_trace(src, a, fidelity.parse_duration("1s"), 0.5)
+    fidelity.prepare_trace(binary, b, fidelity.parse_duration("1s"), 0.5)
+    assert a.read_bytes() == b.read_bytes()
+
+
 def _fake_live(tmp_path: Path, names: List[str], wakeup_ns: int, reps: int = 1) -> Path:
     """Test double of the VM: each 'live' repetition is a simulation on 2
     CPUs with wakeup_overhead_ns WAKEUP_NS (seed = repetition)."""

@@ -19,7 +19,7 @@ namespace agentcg::trace::testing {
 inline Op op_ns(OpKind k, std::uint64_t ns) {
   Op o;
   o.kind = k;
-  o.ns = Value::fixed(ns);
+  o.amount = Value::fixed(ns);
   return o;
 }
 inline Op run_op(std::uint64_t ns) { return op_ns(OpKind::kRun, ns); }
@@ -28,7 +28,7 @@ inline Op io_op(std::uint64_t ns) { return op_ns(OpKind::kIo, ns); }
 inline Op mem_op(std::uint64_t bytes) {
   Op o;
   o.kind = OpKind::kMem;
-  o.bytes = Value::fixed(bytes);
+  o.amount = Value::fixed(bytes);
   return o;
 }
 inline Op repeat_op(std::uint32_t n, std::vector<Op> body) {
