@@ -203,7 +203,7 @@ TEST(ScxAcceptance, ForkStormIsDownWeightedAndRecovers) {
   EXPECT_LT(at, ft);
 }
 
-// retag_stale (simulator only, off by default) on the bundled fork-storm
+// retag_stale (on by default) on the bundled fork-storm
 // trace (traces/fork-storm.json is `trace generate fork-storm`, seed 1), run
 // seed 3: without it the victim agent's worst wakeups wait behind a dozen
 // storm children whose start tags were 165 ms old (8.2 ms); with it the
@@ -214,8 +214,9 @@ TEST(ScxAcceptance, RetagStaleKeepsAStormsOldTagsFromDelayingTheVictim) {
   RunOptions o;
   o.policy = "agentcg";
   o.seed = 3;
+  o.config.scheduler.features = AGENTCG_F_DEFAULT & ~AGENTCG_F_RETAG_STALE;
   const auto a = run(t, o);
-  o.config.scheduler.features |= AGENTCG_F_RETAG_STALE;
+  o.config.scheduler.features = AGENTCG_F_DEFAULT;
   const auto r = run(t, o);
   const auto amax = a["cgroups"]["/victim"]["wakeup_latency_ns"]["max"].get<std::uint64_t>();
   const auto rmax = r["cgroups"]["/victim"]["wakeup_latency_ns"]["max"].get<std::uint64_t>();

@@ -48,7 +48,7 @@ def sh(cmd):
 FEATURES = ["mem_penalty", "auto_boost", "wakeup_boost", "fork_aware", "min_slice", "latency", "retag_stale"]
 # Features off by default (core/include/agentcg/tunables.h AGENTCG_F_DEFAULT):
 # their ablation variant switches them ON instead.
-OFF_BY_DEFAULT = {"mem_penalty", "retag_stale"}  # retag_stale: simulator only
+OFF_BY_DEFAULT = {"mem_penalty"}
 
 
 def run_json(cmd_out):

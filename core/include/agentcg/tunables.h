@@ -20,14 +20,15 @@ enum agentcg_feature {
 	AGENTCG_F_FORK_AWARE = 1u << 3,
 	AGENTCG_F_MIN_SLICE = 1u << 4,
 	AGENTCG_F_LATENCY = 1u << 5, /* short requests after a quiet spell (agentcg.h) */
-	AGENTCG_F_ALL = (1u << 6) - 1,
 	/*
-	 * Mechanism, not an agent feature, and SIMULATOR ONLY for now (off by
-	 * default; bpf/agentcg.bpf.c does not implement it and agentcgroupd
-	 * masks it off with a warning): re-tag a queued request whose group
-	 * ran past its share since it was queued (eevdf.h agentcg_eevdf_stale).
+	 * Re-tag at dispatch a queued request whose group ran past its share
+	 * since it was queued (eevdf.h agentcg_eevdf_stale; ops.dispatch in
+	 * BPF, the class's dispatch in the simulator). A fix of the one-queue
+	 * mechanism more than an agent feature, but a flag like them, so flatcg
+	 * (every flag off) stays what it was and the ablation can measure it.
 	 */
 	AGENTCG_F_RETAG_STALE = 1u << 6,
+	AGENTCG_F_ALL = (1u << 7) - 1,
 	/*
 	 * The default set: all but mem_penalty. Measured on the crowded
 	 * machine (README, "Crowded machine", ablation): dividing a session's
