@@ -133,6 +133,11 @@ TEST(WalkCgroups, SortedRelativePathsWithInodeIds) {
   std::set<std::uint64_t> ids;
   for (const auto& e : list) ids.insert(e.id);
   EXPECT_EQ(ids.size(), 4u);
+  // the same paths for a root given with a trailing slash (relative paths
+  // are computed lexically: no lookup that a removed cgroup could fail)
+  std::vector<std::string> slashed;
+  for (const auto& e : walk_cgroups(root.string() + "/")) slashed.push_back(e.path);
+  EXPECT_EQ(slashed, paths);
   EXPECT_TRUE(walk_cgroups((root / "missing").string()).empty());
   std::filesystem::remove_all(root);
 }

@@ -19,7 +19,13 @@ void walk(const std::filesystem::path& root, const std::filesystem::path& dir, i
           std::vector<CgroupEntry>& out) {
   struct stat st{};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
-  std::string rel = "/" + std::filesystem::relative(dir, root).generic_string();
+  // Lexical, not std::filesystem::relative(): that one resolves the path
+  // on disk and throws when the cgroup is removed between the stat() above
+  // and this line (seen in the VM: a fork-storm scenario's cgroup removed
+  // while /metrics walked the tree, and the sanitized agentcgroupd died of
+  // the uncaught filesystem_error). `dir` is `root` joined with the names
+  // directory_iterator gave, symlinks skipped, so lexical is the same path.
+  std::string rel = "/" + dir.lexically_relative(root).generic_string();
   if (rel == "/.") rel = "/";
   out.push_back({rel, static_cast<std::uint64_t>(st.st_ino)});
   if (depth >= kMaxDepth) return;
