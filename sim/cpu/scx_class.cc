@@ -14,6 +14,10 @@
 //    the features' credit and slice); V follows the start of the picked
 //    request (agentcg_eevdf_picked); a group going idle saves its lag and
 //    is placed at V - lag when it comes back.
+//  - retag_stale: dispatch re-tags a head whose group ran past its share
+//    since it was queued (eevdf.h agentcg_eevdf_stale), at most
+//    AGENTCG_RETAG_MAX per dispatch, after parking throttled heads (BPF:
+//    ops.dispatch, with scx_bpf_dsq_move_vtime).
 //  - every request is placed by agentcg_place_task() (place.h), as in BPF:
 //    a wakeup (and fork) is checked (the base rule of eevdf.h) against the
 //    task running on the CPU select_cpu chose (an idle one, else the
