@@ -28,8 +28,9 @@ TEST(Tunables, FlatcgModeClearsEveryFeature) {
   config::Config d = config::load_string("scheduler: {features: {fork_aware: false}}\n", "t.yaml");
   EXPECT_EQ(mode_of(d), AGENTCG_MODE_AGENTCG);
   EXPECT_EQ(tunables_of(d).features, static_cast<u32>(AGENTCG_F_DEFAULT & ~AGENTCG_F_FORK_AWARE));
-  config::Config r = config::load_string("scheduler: {features: {retag_stale: true}}\n", "t.yaml");
-  EXPECT_EQ(tunables_of(r).features, static_cast<u32>(AGENTCG_F_DEFAULT | AGENTCG_F_RETAG_STALE));
+  // on by default: switching it off must reach the BPF tunables
+  config::Config r = config::load_string("scheduler: {features: {retag_stale: false}}\n", "t.yaml");
+  EXPECT_EQ(tunables_of(r).features, static_cast<u32>(AGENTCG_F_DEFAULT & ~AGENTCG_F_RETAG_STALE));
 }
 
 TEST(Config, ShippedConfigLoadsAndBadOneNamesLineAndKey) {
