@@ -152,7 +152,7 @@ struct Gpu {
   static constexpr std::size_t kRateMemo = 7;
   std::array<RateMemo, kRateMemo> rate_memo{};
   std::uint64_t last_ns = 0;  // kernels in service progressed up to here (update())
-  bool dirty = false;         // its kernels in service changed since its done event was set
+  bool dirty = false;         // its kernels in service changed in this event (GpuSim::mark_dirty)
   EventId done_event;
   std::uint64_t done_at = 0;
   std::uint64_t busy_ns = 0;
@@ -268,8 +268,11 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     // the others' stands (progress is linear between changes), and their
     // progress is brought up to date at their next change (issue 21: every
     // event used to walk every kernel of every GPU).
-    for (std::uint32_t g = 0; g < gpus_.size(); ++g)
-      if (gpus_[g].dirty) reschedule(g, now);
+    // Ascending GPU order, as a scan of every GPU gave: the done events'
+    // sequence numbers (ties at one instant) stay as they were.
+    if (dirty_.size() > 1) std::sort(dirty_.begin(), dirty_.end());
+    for (std::uint32_t g : dirty_) reschedule(g, now);
+    dirty_.clear();
     last_event_ns_ = now;
     if (log_) log_residency(now);
   }
@@ -424,9 +427,10 @@ class GpuSim final : public GpuSimulation, public EventHandler {
   }
 
   // Job i's resident bytes become `bytes` (it is placed): its GPU's total follows.
-  void set_resident(std::size_t i, std::uint64_t bytes) {
-    Job& j = jobs_[i];
-    Gpu& G = gpus_[*j.gpu];
+  void set_resident(std::size_t i, std::uint64_t bytes) { set_resident(gpus_[*jobs_[i].gpu], jobs_[i], bytes); }
+  // The same where the caller holds the job and its GPU (the eviction walk
+  // and the kernel start: no second lookup of the job's GPU).
+  static void set_resident(Gpu& G, Job& j, std::uint64_t bytes) {
     G.resident = G.resident - j.resident + bytes;
     j.resident = bytes;
   }
@@ -481,13 +485,14 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     if (G.resident + need <= cap) return need;
     std::uint64_t over = G.resident + need - cap;
     for (std::size_t k = G.lru_head; k != kNoJob;) {
-      const std::size_t next = jobs_[k].lru_next;
-      if (k != self && jobs_[k].resident > 0) {
-        const std::uint64_t take = std::min(over, jobs_[k].resident);
-        set_resident(k, jobs_[k].resident - take);
+      Job& victim = jobs_[k];
+      const std::size_t next = victim.lru_next;
+      if (k != self && victim.resident > 0) {
+        const std::uint64_t take = std::min(over, victim.resident);
+        set_resident(G, victim, victim.resident - take);
         G.bytes_evicted += take;
         over -= take;
-        if (jobs_[k].resident == 0) lru_unlink(k);  // nothing left to evict: out of the walk
+        if (victim.resident == 0) lru_unlink(k);  // nothing left to evict: out of the walk
         if (over == 0) return need;
       }
       k = next;
@@ -635,8 +640,8 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     // Iteration boundary: host work (the job keeps the lock, as nvshare's
     // client does, until idle_release_ms passes).
     const std::uint64_t k = j.spec.kernels_per_iteration;
-    if (j.submitted == j.done_kernels && j.done_kernels > 0 && j.done_kernels % k == 0 &&
-        j.spec.host_ns > 0 && j.host_done < j.done_kernels / k && j.done_kernels < j.total_kernels) {
+    if (j.spec.host_ns > 0 && j.submitted == j.done_kernels && j.done_kernels > 0 && j.done_kernels % k == 0 &&
+        j.host_done < j.done_kernels / k && j.done_kernels < j.total_kernels) {
       j.state = JobState::kHost;
       j.host_started = now;
       sim_.schedule_in(Time::from_ns(j.spec.host_ns), this, kHostDone, i);
@@ -670,7 +675,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     double fault_ns = 0;
     if (fault > 0) {
       const std::uint64_t room = make_room(g, fault, i);
-      set_resident(i, std::min(j.ws, j.resident + room));
+      set_resident(G, j, std::min(j.ws, j.resident + room));
       j.fault_bytes += fault;
       G.bytes_migrated += fault;
       fault_ns = G.spec.pcie.demand_ns(fault, G.demand_ns_per_byte);
@@ -682,8 +687,18 @@ class GpuSim final : public GpuSimulation, public EventHandler {
                                      [](const Gpu::InService& a, const Gpu::InService& b) { return a.job < b.job; }),
                     k);
     G.sm_pct_sum += j.spec.sm_pct;
-    refresh_rate(G);
-    G.dirty = true;
+    mark_dirty(g);
+  }
+
+  // GPU g's kernels in service changed in this event: its rate is refreshed
+  // and its done event set once, at the event's end (reschedule()), however
+  // many kernels started or finished (a `none` event ends ~4 and starts as
+  // many). Time does not pass within an event, so update() never runs on a
+  // stale rate.
+  void mark_dirty(std::uint32_t g) {
+    if (gpus_[g].dirty) return;
+    gpus_[g].dirty = true;
+    dirty_.push_back(g);
   }
 
   // Co-running kernels: while the SMs they occupy (the jobs' sm_pct) add up
@@ -691,8 +706,10 @@ class GpuSim final : public GpuSimulation, public EventHandler {
   // GPU is shared as a processor (each of n full kernels at 1/n), slowed by
   // corun_interference_pct. A job's sm_pct defaults to 100 (it fills the
   // GPU): then this is plain processor sharing.
-  // Kept in G.load / G.rate, recomputed only when the kernels in service
-  // change (not on every update: the GPU model's per-event cost, issue 21).
+  // Kept in G.load / G.rate, recomputed once at the end of an event in
+  // which the kernels in service changed (reschedule()), not on every
+  // update nor on every kernel start (the GPU model's per-event cost,
+  // issue 21).
   // The two divisions are memoised per sum (Gpu::RateMemo): a kernel
   // finishing and the next one starting move the sum between the same two
   // values, and the divisions were the GPU model's costliest lines.
@@ -731,6 +748,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     Gpu& G = gpus_[g];
     G.dirty = false;
     update(g, now);
+    refresh_rate(G);
     if (G.active.empty()) {
       if (G.done_event.valid()) sim_.cancel(G.done_event);
       G.done_event = EventId{};
@@ -749,7 +767,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
   void kernel_done(std::uint32_t g, std::uint64_t now) {
     Gpu& G = gpus_[g];
     G.done_event = EventId{};
-    G.dirty = true;
+    mark_dirty(g);
     update(g, now);
     std::vector<std::size_t>& finished = finished_;  // reused: no allocation per event
     finished.clear();
@@ -765,7 +783,6 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       }
     }
     G.active.resize(kept);
-    refresh_rate(G);
     for (std::size_t i : finished) {
       Job& j = jobs_[i];
       j.in_service = false;
@@ -809,6 +826,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
   std::vector<Job> jobs_;
   std::vector<std::size_t> work_;
   std::vector<std::size_t> finished_;  // kernel_done()'s scratch list
+  std::vector<std::uint32_t> dirty_;   // the GPUs with Gpu::dirty set, for on_event()'s end
   EventId tick_event_;
   std::optional<std::uint64_t> tick_at_;
   std::size_t jobs_done_ = 0;         // jobs in JobState::kDone (done() in O(1))
