@@ -139,7 +139,7 @@ struct Gpu {
     double share_start;  // `share` when it started
     std::uint32_t sm_pct;  // its job's
   };
-  std::vector<InService> active;  // kernels in service, by job index ascending
+  std::vector<InService> active;  // kernels in service, in the order they started
   double vt = 0, share = 0;
   std::uint64_t sm_pct_sum = 0;  // the sm_pct of the kernels in `active`
   double load = 1.0, rate = 1.0;  // GpuSim::refresh_rate() of them
@@ -683,9 +683,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     touch(i, now);
     j.in_service = true;
     const Gpu::InService k{i, G.vt + static_cast<double>(j.spec.kernel_ns) + fault_ns, G.share, j.spec.sm_pct};
-    G.active.insert(std::upper_bound(G.active.begin(), G.active.end(), k,
-                                     [](const Gpu::InService& a, const Gpu::InService& b) { return a.job < b.job; }),
-                    k);
+    G.active.push_back(k);
     G.sm_pct_sum += j.spec.sm_pct;
     mark_dirty(g);
   }
@@ -771,7 +769,6 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     update(g, now);
     std::vector<std::size_t>& finished = finished_;  // reused: no allocation per event
     finished.clear();
-    // the finished kernels leave `active` in job order (it stays sorted)
     std::size_t kept = 0;
     for (const Gpu::InService& k : G.active) {
       if (k.finish_vt - G.vt <= 0.5) {
@@ -783,6 +780,8 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       }
     }
     G.active.resize(kept);
+    // The finished jobs go on in job order (`active` is in start order).
+    if (finished.size() > 1) std::sort(finished.begin(), finished.end());
     for (std::size_t i : finished) {
       Job& j = jobs_[i];
       j.in_service = false;
