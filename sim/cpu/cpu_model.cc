@@ -339,11 +339,11 @@ void CpuModel::wakeup_work(const Task& t) {
   rearm_cpu(t.cpu);
 }
 
-void CpuModel::do_wake(Task& t) {
+void CpuModel::do_wake(Task& t, bool sync) {
   t.runnable_since = sim_.now();
   procs_[t.id].woken = true;
   if (log_) log_->wakeups.push_back({t.pid, static_cast<std::uint32_t>(t.cpu < 0 ? 0 : t.cpu), sim_.now().ns(), false});
-  if (machine_.wakeup_overhead_ns > 0) {
+  if (machine_.wakeup_overhead_ns > 0 && !sync) {
     sim_.schedule_in(Time::from_ns(machine_.wakeup_overhead_ns), this, kEnqueue, t.id);
   } else {
     do_enqueue(t);
@@ -635,7 +635,7 @@ void CpuModel::exit_task(Task& t) {
     if (parent.live_children > 0) parent.live_children--;
     if (parent.live_children == 0 && parent.waiting && pt.state == TaskState::kBlocked) {
       parent.waiting = false;
-      do_wake(pt);
+      do_wake(pt, true);
     }
   }
   // Orphans are not reparented to init: nobody waits for them.

@@ -13,7 +13,10 @@
 //  - A CPU that switches to a different task pays machine.context_switch_ns
 //    before the task runs; a wakeup reaches the class
 //    machine.wakeup_overhead_ns after the task became runnable (the ttwu
-//    path); both count in the wakeup latency.
+//    path from a timer or I/O interrupt); both count in the wakeup latency.
+//    A child's exit wakes its waiting parent synchronously: the exiting
+//    task runs the ttwu itself, so the parent is queued before that CPU
+//    picks its next task, without the interrupt path's delay.
 //  - Slices end by an event at the slice's end (tickless); kicks (IPIs) are
 //    delivered as events at the current time, after the current event.
 //  - Memory: per-cgroup usage (hierarchical) against memory.high/max from
@@ -226,7 +229,8 @@ class CpuModel final : public SchedContext, public EventHandler {
   void start_task(std::uint32_t id, bool fork, int parent_cpu, std::optional<Time> runnable_since = std::nullopt);
   Next advance(Task& t);
   void wakeup_work(const Task& t);
-  void do_wake(Task& t);
+  // sync: woken by a task (a child's exit), queued now; else after wakeup_overhead_ns
+  void do_wake(Task& t, bool sync = false);
   void do_enqueue(Task& t);
   void dispatch(int cpu, Task* prev);
   void charge(Cpu& c, int cpu);

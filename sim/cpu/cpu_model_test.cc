@@ -610,6 +610,40 @@ TEST(ExtCost, ChargedOnlyUnderSchedExt) {
   EXPECT_NEAR(static_cast<double>(p50(run_machine(w.t, "eevdf", c))), 100000.0, 20000.0);
 }
 
+// A child's exit wakes its waiting parent synchronously: the exiting task
+// runs the parent's try_to_wake_up itself, before its CPU schedules again,
+// so the parent is queued when that CPU picks its next task;
+// machine.wakeup_overhead_ns (the path from an interrupt to the enqueue)
+// does not delay it. One CPU, wakeup_overhead_ns 1 ms: a parent that forks a
+// 5 ms child and waits, 10 times, runs right after each exit (the model used
+// to leave the CPU idle for the 1 ms, or, on a busy machine, hand it to
+// whatever was queued: the fork storm's victim waited a whole storm
+// child's slice). A timer wakeup (io) still pays the 1 ms.
+TEST(ExitWakeup, ParentIsQueuedBeforeTheExitingCpuPicksAgain) {
+  trace::Op wait;
+  wait.kind = trace::OpKind::kWait;
+  Builder b(1, 1 * kSec);
+  b.cgroup("/a", 100);
+  b.process("/a", {repeat_op(10, {fork_op({run_op(5 * kMs)}), wait, run_op(1 * kMs)})});
+  Builder io(1, 1 * kSec);
+  io.cgroup("/a", 100);
+  io.process("/a", {repeat_op(10, {io_op(5 * kMs), run_op(1 * kMs)})});
+  config::MachineConfig m;
+  m.wakeup_overhead_ns = 1 * kMs;
+  m.wakeup_overhead_ns_set = true;
+  const auto lat = [](const nlohmann::json& r, const char* q) {
+    return r["cgroups"]["/a"]["wakeup_latency_ns"][q].get<std::uint64_t>();
+  };
+  for (const char* policy : {"cfs", "eevdf", "flatcg", "agentcg"}) {
+    SCOPED_TRACE(policy);
+    const auto r = run_machine(b.t, policy, m);
+    // the parent's start, 10 children's first runs, 10 wakeups from wait
+    EXPECT_EQ(r["cgroups"]["/a"]["wakeup_latency_ns"]["count"].get<std::uint64_t>(), 21u);
+    EXPECT_LT(lat(r, "max"), 1 * kMs);
+    EXPECT_GE(lat(run_machine(io.t, policy, m), "p50"), 1 * kMs);
+  }
+}
+
 // machine.wakeup_work_ns: a timer wakeup's work is done on the CPU the
 // sleeper last ran on, by whatever runs there, charged to its cgroup. One
 // CPU: /w has 200 ms of work, /io sleeps 1 ms and runs 0.1 ms 100 times,
