@@ -264,10 +264,15 @@ struct {
  * wakeup-preemption check of other CPUs: a racy snapshot is fine there. */
 struct cpu_curr {
 	u64 deadline;      /* the running request's virtual deadline */
+	u64 start;         /* its start tag, slice and group: curr_deadline() */
+	u64 req_slice_ns;
+	u64 cgid;
 	u64 started_at_ns;
 	u64 slice_ns;
 	u32 ours;          /* 1 while a fair task of ours runs */
 	u32 timer_armed;
+	u32 kicked;        /* a preempting kick is on its way (cleared by running/stopping) */
+	u32 pad;
 	struct bpf_timer timer; /* the min_slice re-check ("not before T") */
 };
 
@@ -540,6 +545,81 @@ s32 BPF_STRUCT_OPS(agentcg_select_cpu, struct task_struct *p, s32 prev_cpu, u64 
 }
 
 /*
+ * What the request running on a CPU competes at (eevdf.h
+ * agentcg_eevdf_eff_deadline: a stale one as if re-tagged now), and a
+ * queued task's key likewise; sim/cpu/scx_class.cc's curr_deadline() and
+ * queued_key().
+ */
+static __always_inline u64 curr_deadline(const struct cpu_curr *cc, const struct agentcg_tunables *tn)
+{
+	struct agentcg_req r = {};
+	struct cgrp_state *cs = cgrp_lookup(cc->cgid);
+
+	r.start = cc->start;
+	r.deadline = cc->deadline;
+	r.slice_ns = cc->req_slice_ns;
+	return agentcg_eevdf_eff_deadline(&r, cs ? &cs->cg : NULL, &glob, tn);
+}
+
+static __always_inline u64 queued_key(struct task_struct *p, const struct agentcg_tunables *tn)
+{
+	struct task_ctx *t = task_ctx(p);
+	struct cgrp_state *cs;
+	u64 d;
+
+	if (!t)
+		return p->scx.dsq_vtime;
+	cs = cgrp_lookup(t->cgid);
+	if (!cs)
+		return p->scx.dsq_vtime;
+	d = agentcg_eevdf_eff_deadline(&t->req, &cs->cg, &glob, tn);
+	return d == t->req.deadline ? p->scx.dsq_vtime : d;
+}
+
+static __always_inline void preempt_kick(s32 cpu, struct cpu_curr *cc)
+{
+	if (cc)
+		cc->kicked = 1;
+	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	count_events(AGENTCG_EV(preemptions));
+}
+
+/*
+ * place.h's victim scan: the other CPU (at most AGENTCG_VICTIM_SCAN after
+ * `cpu`, in order) whose running request the request of `in` preempts at
+ * once, the one with the latest deadline; -1 if none. A racy snapshot of
+ * cpu_currs, as the chosen CPU's check.
+ */
+static __always_inline s32 find_victim(u32 cpu, const struct agentcg_place_in *in,
+				       const struct agentcg_tunables *tn)
+{
+	u64 best_deadline = 0;
+	s32 best = -1;
+	u32 i, n = nr_cpus;
+
+	bpf_for(i, 1, AGENTCG_VICTIM_SCAN + 1) {
+		struct cpu_curr *cc;
+		u32 c;
+		u64 d;
+
+		if (i >= n)
+			break;
+		c = (cpu + i) % n;
+		cc = bpf_map_lookup_elem(&cpu_currs, &c);
+		if (!cc || !cc->ours || cc->kicked)
+			continue;
+		d = curr_deadline(cc, tn);
+		if (!agentcg_place_victim(in, d, cc->started_at_ns, cc->slice_ns, tn))
+			continue;
+		if (best < 0 || agentcg_before(best_deadline, d)) {
+			best = c;
+			best_deadline = d;
+		}
+	}
+	return best;
+}
+
+/*
  * Places a request made by ops.enqueue (place.h): straight into the local
  * DSQ of the CPU select_cpu chose (idle, or preempting what runs there by
  * the base rule), or into the shared DSQ (with a kick or a re-check timer
@@ -567,18 +647,31 @@ static __always_inline void place(struct task_struct *p, struct task_ctx *t, u64
 		cc = bpf_map_lookup_elem(&cpu_currs, &cpu);
 	if (cc && cc->ours) {
 		in.curr_ours = 1;
-		in.curr_deadline = cc->deadline;
+		in.curr_deadline = curr_deadline(cc, tn);
 		in.curr_started_ns = cc->started_at_ns;
 		in.curr_slice_ns = cc->slice_ns;
 	}
-	if (in.cpu_idle || in.last || in.curr_ours) {
+	if (in.cpu_idle || in.last || in.curr_ours || in.wakeup) {
 		head = scx_bpf_dsq_peek(AGENTCG_SHARED_DSQ);
 		if (head) {
 			in.has_head = 1;
-			in.head_key = head->scx.dsq_vtime;
+			in.head_key = queued_key(head, tn);
 		}
 	}
 	r = agentcg_place_task(&in, tn);
+	/* the chosen CPU does not take it: another CPU may (place.h) */
+	if (agentcg_place_retarget(&in, r, tn)) {
+		s32 victim = find_victim(cpu, &in, tn);
+
+		if (victim >= 0) {
+			u32 v = victim;
+
+			bstat_inc(AGENTCG_BS_victim_preempts);
+			scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, slice, key, enq_flags);
+			preempt_kick(victim, bpf_map_lookup_elem(&cpu_currs, &v));
+			return;
+		}
+	}
 	/*
 	 * Queued in the shared DSQ while another CPU idles: wake that one (the
 	 * kernel does not for a custom DSQ; it would stay idle until its next
@@ -600,14 +693,15 @@ static __always_inline void place(struct task_struct *p, struct task_ctx *t, u64
 		return;
 	case AGENTCG_PLACE_LOCAL_PREEMPT:
 		bstat_inc(AGENTCG_BS_wakeup_preempt_checks);
+		if (cc)
+			cc->kicked = 1;
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags | SCX_ENQ_PREEMPT);
 		count_events(AGENTCG_EV(preemptions));
 		return;
 	case AGENTCG_PLACE_SHARED_PREEMPT:
 		bstat_inc(AGENTCG_BS_wakeup_preempt_checks);
 		scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, slice, key, enq_flags);
-		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
-		count_events(AGENTCG_EV(preemptions));
+		preempt_kick(cpu, cc);
 		return;
 	case AGENTCG_PLACE_SHARED_AT:
 		bstat_inc(AGENTCG_BS_wakeup_preempt_checks);
@@ -953,9 +1047,13 @@ void BPF_STRUCT_OPS(agentcg_running, struct task_struct *p)
 	cc = bpf_map_lookup_elem(&cpu_currs, &cpu);
 	if (cc) {
 		cc->deadline = t->req.deadline;
+		cc->start = t->req.start;
+		cc->req_slice_ns = t->req.slice_ns;
+		cc->cgid = t->cgid;
 		cc->started_at_ns = now;
 		cc->slice_ns = p->scx.slice;
 		cc->ours = 1;
+		cc->kicked = 0;
 	}
 	/* cpu.max at every level: never run past what the pools still hold */
 	if (nr_bw_limited <= 0)
@@ -988,8 +1086,10 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 		return;
 	cpu = bpf_get_smp_processor_id();
 	cc = bpf_map_lookup_elem(&cpu_currs, &cpu);
-	if (cc)
+	if (cc) {
 		cc->ours = 0;
+		cc->kicked = 0;
+	}
 	t = task_ctx(p);
 	if (!t || !t->at.started_at_ns)
 		return;
@@ -1369,12 +1469,11 @@ static int preempt_timer_fn(void *map, u32 *key, struct cpu_curr *cc)
 	head = scx_bpf_dsq_peek(AGENTCG_SHARED_DSQ);
 	if (!head)
 		return 0;
-	head_deadline = head->scx.dsq_vtime;
-	r = agentcg_eevdf_preempt(head_deadline, cc->deadline, cc->started_at_ns, cc->slice_ns, now,
-				  tun());
+	head_deadline = queued_key(head, tun());
+	r = agentcg_eevdf_preempt(head_deadline, curr_deadline(cc, tun()), cc->started_at_ns,
+				  cc->slice_ns, now, tun());
 	if (r.verdict == AGENTCG_PREEMPT_NOW) {
-		scx_bpf_kick_cpu(*key, SCX_KICK_PREEMPT);
-		count_events(AGENTCG_EV(preemptions));
+		preempt_kick(*key, cc);
 	} else if (r.verdict == AGENTCG_PREEMPT_AT) {
 		cc->timer_armed = 1;
 		bpf_timer_start(&cc->timer, r.at_ns > now ? r.at_ns - now : 0, 0);

@@ -40,7 +40,7 @@ void parse_scheduler_section(const YAML::Node& n, const Reader& r, agentcg_tunab
   }
   if (n["features"]) {
     const YAML::Node f = n["features"];
-    r.only_keys(f, "scheduler.features", "mem_penalty,auto_boost,wakeup_boost,fork_aware,min_slice,latency,retag_stale");
+    r.only_keys(f, "scheduler.features", "mem_penalty,auto_boost,wakeup_boost,fork_aware,min_slice,latency,retag_stale,victim_preempt");
     auto flag = [&](const char* key, u32 bit) {
       if (!f[key]) return;
       if (r.boolean(f, "scheduler.features", key)) t.features |= bit; else t.features &= ~bit;
@@ -51,7 +51,8 @@ void parse_scheduler_section(const YAML::Node& n, const Reader& r, agentcg_tunab
     flag("fork_aware", AGENTCG_F_FORK_AWARE);
     flag("min_slice", AGENTCG_F_MIN_SLICE);
     flag("latency", AGENTCG_F_LATENCY);
-    flag("retag_stale", AGENTCG_F_RETAG_STALE);  // simulator only (tunables.h)
+    flag("retag_stale", AGENTCG_F_RETAG_STALE);
+    flag("victim_preempt", AGENTCG_F_VICTIM_PREEMPT);
   }
 }
 

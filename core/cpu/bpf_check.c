@@ -141,7 +141,8 @@ u64 check_eevdf(struct agentcg_cgrp *cg, struct agentcg_global *g, u64 now, u64 
 	if (agentcg_eevdf_eligible(&r, g))
 		agentcg_eevdf_picked(g, &r);
 	agentcg_eevdf_advance(g, 1000);
-	p = agentcg_eevdf_preempt(r.deadline, curr_deadline, now - 1000, 4000000, now, &t);
+	p = agentcg_eevdf_preempt(r.deadline, agentcg_eevdf_eff_deadline(&r, cg, g, &t) + curr_deadline,
+				  now - 1000, 4000000, now, &t);
 	return p.at_ns + ev;
 }
 
@@ -165,5 +166,8 @@ u64 check_place(u64 key, u64 head, u64 curr, u64 now, u32 flags)
 	in.curr_slice_ns = 4000000;
 	in.now_ns = now;
 	r = agentcg_place_task(&in, &t);
+	if (agentcg_place_retarget(&in, r, &t) &&
+	    agentcg_place_victim(&in, curr + 1, now - 1000000, 4000000, &t))
+		return 99;
 	return r.kind + r.at_ns;
 }

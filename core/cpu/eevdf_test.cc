@@ -394,3 +394,64 @@ TEST(Place, IdleLocalPreemptSharedAndTimer) {
   in.curr_ours = 0;
   EXPECT_EQ(agentcg_place_task(&in, &t).kind, AGENTCG_PLACE_SHARED);
 }
+
+// The victim scan (place.h): a wakeup the chosen CPU does not take at once
+// and that would head the shared queue looks for another CPU; one qualifies
+// when the base rule says NOW against what runs there.
+TEST(Place, RetargetAndVictim) {
+  agentcg_tunables t = agentcg_tunables_default();
+  agentcg_place_in in{};
+  in.key = 100 * kMs;
+  in.now_ns = 50 * kMs;
+  in.wakeup = 1;
+  in.curr_ours = 1;
+  in.curr_deadline = 90 * kMs;  // the chosen CPU runs an earlier request (its parent)
+  in.curr_started_ns = in.now_ns - 600 * kUs;
+  in.curr_slice_ns = 4 * kMs;
+  agentcg_place r = agentcg_place_task(&in, &t);
+  ASSERT_EQ(r.kind, AGENTCG_PLACE_SHARED);
+  EXPECT_TRUE(agentcg_place_retarget(&in, r, &t));
+  in.has_head = 1;
+  in.head_key = 99 * kMs;  // an earlier request waits: that one is the next to run
+  EXPECT_FALSE(agentcg_place_retarget(&in, r, &t));
+  in.head_key = 101 * kMs;
+  EXPECT_TRUE(agentcg_place_retarget(&in, r, &t));
+  in.curr_started_ns = in.now_ns - 100 * kUs;  // a later request, protected there: AT, still worth a scan
+  in.curr_deadline = 104 * kMs;
+  r = agentcg_place_task(&in, &t);
+  ASSERT_EQ(r.kind, AGENTCG_PLACE_SHARED_AT);
+  EXPECT_TRUE(agentcg_place_retarget(&in, r, &t));
+  in.wakeup = 0;  // a slice end does not preempt anywhere
+  EXPECT_FALSE(agentcg_place_retarget(&in, r, &t));
+  in.wakeup = 1;
+  t.features &= ~AGENTCG_F_VICTIM_PREEMPT;  // the feature off: no scan
+  EXPECT_FALSE(agentcg_place_retarget(&in, r, &t));
+  t.features |= AGENTCG_F_VICTIM_PREEMPT;
+  // a victim: a later deadline past its protection; not an earlier one, nor a protected one
+  const u64 now = in.now_ns;
+  EXPECT_TRUE(agentcg_place_victim(&in, 104 * kMs, now - 600 * kUs, 4 * kMs, &t));
+  EXPECT_FALSE(agentcg_place_victim(&in, 99 * kMs, now - 600 * kUs, 4 * kMs, &t));
+  EXPECT_FALSE(agentcg_place_victim(&in, 104 * kMs, now - 100 * kUs, 4 * kMs, &t));
+}
+
+// A stale request (its group ran past its share since it was tagged)
+// competes at the deadline a re-tag would give it; a fresh one at its own.
+TEST(Eevdf, EffectiveDeadlineOfAStaleRequest) {
+  agentcg_tunables t = agentcg_tunables_default();
+  agentcg_global g{};
+  g.cvtime_now = 1000 * kMs;
+  agentcg_cgrp cg{};
+  cg.cvtime = 1010 * kMs;  // past V + slice
+  agentcg_req r{};
+  r.start = 990 * kMs;
+  r.slice_ns = 4 * kMs;
+  r.deadline = 994 * kMs;
+  EXPECT_EQ(agentcg_eevdf_eff_deadline(&r, &cg, &g, &t), 1014 * kMs);
+  t.features &= ~AGENTCG_F_RETAG_STALE;
+  EXPECT_EQ(agentcg_eevdf_eff_deadline(&r, &cg, &g, &t), 994 * kMs);
+  t.features |= AGENTCG_F_RETAG_STALE;
+  cg.cvtime = 1003 * kMs;  // within V + slice: not stale
+  EXPECT_EQ(agentcg_eevdf_eff_deadline(&r, &cg, &g, &t), 994 * kMs);
+  EXPECT_EQ(agentcg_eevdf_eff_deadline(&r, nullptr, &g, &t), 994 * kMs);
+}
+

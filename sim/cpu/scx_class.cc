@@ -138,10 +138,17 @@ class ScxClass final : public SchedClass {
   Dispatch dispatch(int cpu, Task*) override {
     const std::uint64_t now = ctx_->now().ns();
     int retags = 0;
+    // a task placed in this CPU's local queue (place(): LOCAL, LOCAL_PREEMPT)
+    // runs first, as from BPF's local DSQ, unless another CPU took it
+    std::uint32_t local = curr_.at(static_cast<std::size_t>(cpu)).local;
+    curr_.at(static_cast<std::size_t>(cpu)).local = kNoTask;
+    if (local != kNoTask && !tasks_[local].queued) local = kNoTask;
     while (!heap_.empty()) {
-      const std::uint32_t id = heap_.front().id;
+      const std::uint32_t id = local != kNoTask ? local : heap_.front().id;
       TaskCtx& tc = tasks_[id];
-      if (nr_throttled_now_) {
+      if (local != kNoTask) {
+        local = kNoTask;  // placed after enqueue's throttle check, with its final tags
+      } else if (nr_throttled_now_) {
         const CgroupId thr = throttled_level(tc.cg);
         if (thr != kNoGroup) {
           unqueue_task(id, tc);
@@ -149,7 +156,7 @@ class ScxClass final : public SchedClass {
           continue;
         }
       }
-      if (retags < AGENTCG_RETAG_MAX && agentcg_feat(&t_, AGENTCG_F_RETAG_STALE) &&
+      if (id == heap_.front().id && retags < AGENTCG_RETAG_MAX && agentcg_feat(&t_, AGENTCG_F_RETAG_STALE) &&
           agentcg_eevdf_stale(&tc.req, &groups_[tc.cg].cg, &g_)) {
         ++retags;  // a stale head: tag it again from its group's service, and look again
         heap_erase(tc);
@@ -179,6 +186,8 @@ class ScxClass final : public SchedClass {
       }
       CpuCurr& cc = curr_.at(static_cast<std::size_t>(cpu));
       cc.deadline = tc.req.deadline;
+      cc.req = tc.req;
+      cc.cg = tc.cg;
       cc.started_ns = now;
       cc.slice_ns = slice;
       cc.ours = true;
@@ -191,12 +200,14 @@ class ScxClass final : public SchedClass {
     task_ctx(p).t.started_at_ns = p.started_at.ns();
     // protection counts from when it runs, after the context switch (BPF: ops.running)
     curr_.at(static_cast<std::size_t>(cpu)).started_ns = p.started_at.ns();
+    curr_.at(static_cast<std::size_t>(cpu)).kicked = false;
   }
 
   void stopping(Task& p, int cpu, bool runnable) override {
     const std::uint64_t now = ctx_->now().ns();
     TaskCtx& tc = task_ctx(p);
     curr_.at(static_cast<std::size_t>(cpu)).ours = false;
+    curr_.at(static_cast<std::size_t>(cpu)).kicked = false;
     const std::uint64_t ran = (ctx_->now() - p.started_at).ns();
     Group& gr = groups_[tc.cg];
     if (agentcg_fork_tick(&gr.cg, now, &t_)) sync_weight(tc.cg);
@@ -350,8 +361,12 @@ class ScxClass final : public SchedClass {
   };
   struct CpuCurr {
     std::uint64_t deadline = 0, started_ns = 0, slice_ns = 0;
+    agentcg_req req{};   // the running request (its deadline is `deadline`)
+    CgroupId cg = 0;     // and its group: for curr_deadline()
     std::uint64_t timer = 0;  // armed re-check
     bool ours = false;
+    bool kicked = false;  // a preempting kick is on its way (cleared when it stops or runs)
+    std::uint32_t local = kNoTask;  // a task placed in its local queue (BPF: SCX_DSQ_LOCAL)
   };
 
   TaskCtx& task_ctx(const Task& p) {
@@ -525,10 +540,12 @@ class ScxClass final : public SchedClass {
   }
 
   // The placement of place.h with the inputs bpf/agentcg.bpf.c's place()
-  // gathers. The model has one queue (no per-CPU local queues yet), so a
-  // LOCAL verdict is the queue's head for the idle CPU select_cpu chose
-  // (the model wakes it), and LOCAL_PREEMPT is the queue's head plus a
-  // preempting kick of that CPU: the same task runs there next, as in BPF.
+  // gathers. A LOCAL verdict puts the task in the chosen CPU's local slot
+  // (CpuCurr::local; it stays in the shared heap too, so another CPU may
+  // take it first), which that CPU's next dispatch takes before the heap,
+  // as BPF's local DSQ; LOCAL_PREEMPT also kicks the CPU. Since the heads
+  // are compared at their effective keys (queued_key: a stale head as if
+  // re-tagged), the local task need not be the heap's head.
   void place(Task& p, TaskCtx& tc, bool wakeup, std::uint64_t now) {
     agentcg_place_in in{};
     const int cpu = p.cpu;  // select_cpu's choice: an idle CPU, else the previous one
@@ -542,7 +559,7 @@ class ScxClass final : public SchedClass {
     const CpuCurr& cc = curr_.at(static_cast<std::size_t>(cpu));
     if (cc.ours && !in.cpu_idle) {
       in.curr_ours = 1;
-      in.curr_deadline = cc.deadline;
+      in.curr_deadline = curr_deadline(cc);
       in.curr_started_ns = cc.started_ns;
       in.curr_slice_ns = cc.slice_ns;
     }
@@ -550,17 +567,29 @@ class ScxClass final : public SchedClass {
     // is the heap's root, the head is the smaller of the root's children)
     if (const QEntry* h = head_except(p.id)) {
       in.has_head = 1;
-      in.head_key = h->key;
+      in.head_key = queued_key(*h);
     }
     const agentcg_place r = agentcg_place_task(&in, &t_);
+    // the chosen CPU does not take it: another CPU may (place.h)
+    if (agentcg_place_retarget(&in, r, &t_)) {
+      const int v = pick_victim(cpu, in);
+      if (v >= 0) {
+        preempt_kick(v);
+        return;
+      }
+    }
     switch (static_cast<agentcg_place_kind>(r.kind)) {
       case AGENTCG_PLACE_SHARED:
+        return;
       case AGENTCG_PLACE_LOCAL:
+        curr_.at(static_cast<std::size_t>(cpu)).local = p.id;
         return;
       case AGENTCG_PLACE_LOCAL_PREEMPT:
+        curr_.at(static_cast<std::size_t>(cpu)).local = p.id;
+        preempt_kick(cpu);
+        return;
       case AGENTCG_PLACE_SHARED_PREEMPT:
-        ctx_->kick_cpu(cpu, true);
-        bump(AGENTCG_EV(preemptions));
+        preempt_kick(cpu);
         return;
       case AGENTCG_PLACE_SHARED_AT: {
         CpuCurr& c = curr_.at(static_cast<std::size_t>(cpu));
@@ -573,15 +602,48 @@ class ScxClass final : public SchedClass {
     }
   }
 
+  // The other CPU (at most AGENTCG_VICTIM_SCAN after `cpu`, in order) that
+  // the request of `in` preempts at once, the one running the latest
+  // deadline; -1 if none (bpf/agentcg.bpf.c's find_victim alike).
+  int pick_victim(int cpu, const agentcg_place_in& in) const {
+    const int n = ctx_->nr_cpus();
+    const int scan = std::min(n - 1, AGENTCG_VICTIM_SCAN);
+    int best = -1;
+    std::uint64_t best_deadline = 0;
+    for (int i = 1; i <= scan; ++i) {
+      const int c = (cpu + i) % n;
+      const CpuCurr& cc = curr_[static_cast<std::size_t>(c)];
+      if (!cc.ours || cc.kicked || ctx_->cpu_idle(c)) continue;
+      const std::uint64_t d = curr_deadline(cc);
+      if (!agentcg_place_victim(&in, d, cc.started_ns, cc.slice_ns, &t_)) continue;
+      if (best < 0 || agentcg_before(best_deadline, d)) {
+        best = c;
+        best_deadline = d;
+      }
+    }
+    return best;
+  }
+
+  // What a running or queued request competes at (eevdf.h
+  // agentcg_eevdf_eff_deadline: a stale one as if re-tagged now).
+  std::uint64_t curr_deadline(const CpuCurr& cc) const {
+    return agentcg_eevdf_eff_deadline(&cc.req, &groups_[cc.cg].cg, &g_, &t_);
+  }
+
+  void preempt_kick(int cpu) {
+    curr_.at(static_cast<std::size_t>(cpu)).kicked = true;
+    ctx_->kick_cpu(cpu, true);
+    bump(AGENTCG_EV(preemptions));
+  }
+
   // The base rule on `cpu` for a request with `deadline` (eevdf.h).
   void wakeup_preempt(int cpu, std::uint64_t deadline, std::uint64_t now) {
     CpuCurr& cc = curr_.at(static_cast<std::size_t>(cpu));
     if (!cc.ours) return;
     const agentcg_preempt r =
-        agentcg_eevdf_preempt(deadline, cc.deadline, cc.started_ns, cc.slice_ns, now, &t_);
+        agentcg_eevdf_preempt(deadline, curr_deadline(cc), cc.started_ns, cc.slice_ns, now, &t_);
     if (r.verdict == AGENTCG_PREEMPT_NOW) {
-      ctx_->kick_cpu(cpu, true);
-      bump(AGENTCG_EV(preemptions));
+      preempt_kick(cpu);
     } else if (r.verdict == AGENTCG_PREEMPT_AT && !cc.timer) {
       cc.timer = ctx_->arm_timer(Time::from_ns(r.at_ns), cookie(kTimerPreempt, static_cast<std::uint64_t>(cpu)));
       bump(AGENTCG_EV(min_slice_deferrals));
@@ -678,6 +740,12 @@ class ScxClass final : public SchedClass {
     else sift_down(i);
   }
   // The first request in queue order other than `id`'s, or null.
+  // (a queued one's key, or its re-tag deadline when stale)
+  std::uint64_t queued_key(const QEntry& e) const {
+    const TaskCtx& tc = tasks_[e.id];
+    const std::uint64_t d = agentcg_eevdf_eff_deadline(&tc.req, &groups_[tc.cg].cg, &g_, &t_);
+    return d == tc.req.deadline ? e.key : d;
+  }
   const QEntry* head_except(std::uint32_t id) const {
     if (heap_.empty()) return nullptr;
     if (heap_[0].id != id) return &heap_[0];

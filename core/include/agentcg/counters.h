@@ -64,6 +64,7 @@
 	G(12, unparked, "parked tasks put back in the queue at a cpu.max refill")                \
 	G(13, idle_kicks, "idle CPUs woken for a task queued in the shared queue")               \
 	G(14, stale_retags, "stale queue heads re-tagged at dispatch (retag_stale)")            \
+	G(15, victim_preempts, "wakeups that preempted another CPU (place.h victim scan)")       \
 	W(0, agent_steps, "agent steps started (the trace's step annotations)")                  \
 	W(1, oom_kills, "processes killed by the memory.max OOM killer")
 

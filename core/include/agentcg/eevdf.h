@@ -299,6 +299,28 @@ static inline bool agentcg_eevdf_stale(const struct agentcg_req *r, const struct
 	       agentcg_before(r->start, cg->cvtime);
 }
 
+/*
+ * The deadline a queued or running request competes at, for placement and
+ * wakeup preemption: its own, or, when it is stale (above) and
+ * AGENTCG_F_RETAG_STALE is on, the one re-tagging would give it now (its
+ * group's cvtime + its slice, agentcg_eevdf_request for a wakeup without
+ * the features' credit). Dispatch re-tags stale heads, at most
+ * AGENTCG_RETAG_MAX per call; a stale request that got past that bound is
+ * already running, or still heads the queue, with its old early deadline,
+ * and an eligible wakeup compared with that waited out its slice (the
+ * storm victim agent behind storm children whose group was 13 ms of
+ * virtual time past V). In fair.c the running entity's group is simply
+ * not eligible, and the eligible wakee preempts it.
+ */
+static inline u64 agentcg_eevdf_eff_deadline(const struct agentcg_req *r, const struct agentcg_cgrp *cg,
+					     const struct agentcg_global *g,
+					     const struct agentcg_tunables *t)
+{
+	if (cg && agentcg_feat(t, AGENTCG_F_RETAG_STALE) && agentcg_eevdf_stale(r, cg, g))
+		return cg->cvtime + r->slice_ns;
+	return r->deadline;
+}
+
 /* Whether a request may run now (S <= V + its slice). */
 static inline bool agentcg_eevdf_eligible(const struct agentcg_req *r, const struct agentcg_global *g)
 {

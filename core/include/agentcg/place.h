@@ -15,6 +15,21 @@
  *     waits there: the CPU re-picks from the shared queue) or a re-check
  *     timer at T (the rule says "not before T").
  *
+ * When the chosen CPU does not take a waking or forked request (the rule
+ * says NO or "not before T" there: typically the CPU of its parent, which
+ * runs the parent itself) and the request would head the shared queue,
+ * the caller looks for another CPU to preempt (AGENTCG_F_VICTIM_PREEMPT): agentcg_place_retarget()
+ * says whether one is worth scanning for, agentcg_place_victim() whether a
+ * CPU qualifies (the same base rule: NOW against what runs there), and
+ * the caller kicks the qualifying CPU whose request has the latest
+ * deadline (at most AGENTCG_VICTIM_SCAN CPUs looked at, none kicked twice
+ * before it re-picks). It is what fair.c's fork and wake balancing give a
+ * task: an agent forking 4 tool workers has them spread over the CPUs and
+ * each checked against what runs there, where the chosen-CPU-only rule
+ * queued all 4 behind the parent's CPU while the other CPUs ran a fork
+ * storm's children to the end of their slices (the storm victim's new-task
+ * latency, README "Crowded machine").
+ *
  * Why: under the shared-queue-only design of v2 every wakeup, even onto an
  * idle CPU, was queued, the CPU kicked, ops.dispatch called and the task
  * moved to the local queue: three extra steps per wakeup that the kernel's
@@ -108,6 +123,36 @@ static inline struct agentcg_place agentcg_place_task(const struct agentcg_place
 		return r;
 	}
 	return r;
+}
+
+/* At most this many other CPUs are looked at for a victim per request. */
+#define AGENTCG_VICTIM_SCAN 16
+
+/*
+ * Whether a request placed as `r` is worth a scan of the other CPUs: a
+ * wakeup or fork the chosen CPU did not take at once, that would head the
+ * shared queue (else the CPU that takes the earlier head is the one to
+ * kick, and a scan would only let this one overtake it).
+ */
+static inline bool agentcg_place_retarget(const struct agentcg_place_in *in, struct agentcg_place r,
+					  const struct agentcg_tunables *t)
+{
+	return agentcg_feat(t, AGENTCG_F_VICTIM_PREEMPT) && in->wakeup && !in->cpu_idle && !in->last &&
+	       (r.kind == AGENTCG_PLACE_SHARED || r.kind == AGENTCG_PLACE_SHARED_AT) &&
+	       !agentcg_place_head_first(in, in->key);
+}
+
+/*
+ * Whether another CPU, running a request of ours with deadline
+ * `curr_deadline` (started at `curr_started_ns`, slice `curr_slice_ns`), is
+ * preempted at once by the request of `in` under the base rule.
+ */
+static inline bool agentcg_place_victim(const struct agentcg_place_in *in, u64 curr_deadline,
+					u64 curr_started_ns, u64 curr_slice_ns,
+					const struct agentcg_tunables *t)
+{
+	return agentcg_eevdf_preempt_short(in->key, in->slice_ns, curr_deadline, curr_started_ns,
+					   curr_slice_ns, in->now_ns, t).verdict == AGENTCG_PREEMPT_NOW;
 }
 
 #endif /* AGENTCG_PLACE_H */

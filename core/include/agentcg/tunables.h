@@ -28,7 +28,16 @@ enum agentcg_feature {
 	 * (every flag off) stays what it was and the ablation can measure it.
 	 */
 	AGENTCG_F_RETAG_STALE = 1u << 6,
-	AGENTCG_F_ALL = (1u << 7) - 1,
+	/*
+	 * A wakeup or fork that the CPU select_cpu chose does not take (its
+	 * running request is protected or ordered first: often the waker
+	 * itself) preempts another CPU whose running request it is ordered
+	 * before (place.h agentcg_place_retarget / agentcg_place_victim): the
+	 * fork and wake balancing fair.c does by spreading a forking task's
+	 * children over the CPUs.
+	 */
+	AGENTCG_F_VICTIM_PREEMPT = 1u << 7,
+	AGENTCG_F_ALL = (1u << 8) - 1,
 	/*
 	 * The default set: all but mem_penalty. Measured on the crowded
 	 * machine (README, "Crowded machine", ablation): dividing a session's
