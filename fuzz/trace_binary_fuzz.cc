@@ -3,8 +3,13 @@
 // validate.cc). Invariants: any input either loads or throws TraceError (no
 // other exception, no crash, memory bounded by the file's size: every count
 // is checked against the bytes left and a file-wide budget, nesting is
-// capped); a loaded trace written again is a fixed point of the binary form,
-// and its JSON text parses back to the same JSON text.
+// capped); the file reader (read_binary_trace(), through a 7-byte window so
+// that reads cross window ends) gives the same trace or the same error; a
+// loaded trace written again is a fixed point of the binary form, and its
+// JSON text parses back to the same JSON text.
+#include <stdio.h>  // fmemopen
+
+#include <memory>
 #include <string>
 
 #include "fuzz/fuzz_target.h"
@@ -12,13 +17,26 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace agentcg::trace;
+  // What the file reader makes of the same bytes: to_binary() of its trace, or its error.
+  std::string from_file;
+  if (size > 0) {  // (fmemopen takes no empty buffer)
+    std::unique_ptr<FILE, int (*)(FILE*)> f(fmemopen(const_cast<std::uint8_t*>(data), size, "rb"), &fclose);
+    AGENTCG_FUZZ_CHECK(f != nullptr, "fmemopen failed");
+    try {
+      from_file = to_binary(read_binary_trace(f.get(), size, "fuzz.agtb", 7));
+    } catch (const TraceError& e) {
+      from_file = e.what();
+    }
+  }
   Trace t;
   try {
     t = parse_binary_trace(reinterpret_cast<const char*>(data), size, "fuzz.agtb");
-  } catch (const TraceError&) {
+  } catch (const TraceError& e) {
+    AGENTCG_FUZZ_CHECK(size == 0 || from_file == e.what(), "the file reader gives another error than the bytes' one");
     return 0;  // rejected with file/byte/pointer: the expected outcome for most inputs
   }
   const std::string bin = to_binary(t);
+  AGENTCG_FUZZ_CHECK(size == 0 || from_file == bin, "the file reader gives another trace than the bytes' one");
   Trace again;
   try {
     again = parse_binary_trace(bin.data(), bin.size(), "again.agtb");

@@ -92,8 +92,8 @@ TEST(SimStrategies, WeightPctKeepsVirtualTimeWithTheGroups) {
   sleep.amount = trace::Value::fixed(20 * kSec / 1000);
   trace::Op loop;
   loop.kind = trace::OpKind::kRepeat;
-  loop.count = 1000;
-  loop.body = {sleep, run_op(kSec / 1000)};
+  loop.set_count(1000);
+  loop.set_body({sleep, run_op(kSec / 1000)});
   p.ops = {loop};
   t.processes.push_back(std::move(p));
   trace::validate(t);

@@ -328,13 +328,13 @@ void do_fork(Proc& p, const trace::Op& op) {
   const trace::ProcessSpec* spec;
   std::int64_t pid;
   CgroupId cg;
-  if (op.child) {
-    spec = op.child.get();
+  if (op.child()) {
+    spec = op.child().get();
     pid = static_cast<std::int64_t>(W.sh->next_pid.fetch_add(1));
     cg = spec->cgroup.empty() ? p.cg : W.tree->find(spec->cgroup);
   } else {
-    spec = &W.tr->processes.at(W.listed.at(op.pid));
-    pid = op.pid;
+    spec = &W.tr->processes.at(W.listed.at(op.pid()));
+    pid = op.pid();
     cg = W.tree->find(spec->cgroup);
   }
   const std::uint64_t slot = W.sh->nprocs.fetch_add(1);
@@ -383,13 +383,13 @@ void run_ops(Proc& p, const std::vector<trace::Op>& ops, int depth) {
         do_fork(p, op);
         break;
       case trace::OpKind::kExec:
-        prctl(PR_SET_NAME, op.name.c_str(), 0, 0, 0);
+        prctl(PR_SET_NAME, op.name().c_str(), 0, 0, 0);
         break;
       case trace::OpKind::kMem:
         set_mem(p, op.amount.sample(p.rng));
         break;
       case trace::OpKind::kRepeat:
-        for (std::uint32_t i = 0; i < op.count && !p.exited; ++i) run_ops(p, op.body, depth + 1);
+        for (std::uint32_t i = 0; i < op.count() && !p.exited; ++i) run_ops(p, op.body(), depth + 1);
         break;
       case trace::OpKind::kToolBegin:
         p.tool_start = mono_ns();

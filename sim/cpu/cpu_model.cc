@@ -93,9 +93,10 @@ void CpuModel::start() {
     body_sleep.amount = trace::Value::fixed(kPeriodNs - run_ns);
     trace::Op rep;
     rep.kind = trace::OpKind::kRepeat;
-    rep.count = UINT32_MAX;
-    rep.body = {run};
-    if (run_ns < kPeriodNs) rep.body.push_back(body_sleep);
+    rep.set_count(UINT32_MAX);
+    std::vector<trace::Op> body{run};
+    if (run_ns < kPeriodNs) body.push_back(body_sleep);
+    rep.set_body(std::move(body));
     spec->ops = {rep};
     background_specs_.push_back(std::move(spec));
     const std::uint32_t id = new_task(*background_specs_.back(), next_pid_++, kRootCgroup, -1);
@@ -232,30 +233,30 @@ CpuModel::Next CpuModel::advance(Task& t) {
         p.fork_paid = false;
         const trace::ProcessSpec* spec = nullptr;
         std::int64_t pid;
-        if (op.child) {
-          spec = op.child.get();
+        if (op.child()) {
+          spec = op.child().get();
           pid = next_pid_++;
         } else {
-          const auto it = listed_by_pid_.find(op.pid);
-          if (it == listed_by_pid_.end()) fail(op.loc, "fork of unknown pid " + std::to_string(op.pid));
+          const auto it = listed_by_pid_.find(op.pid());
+          if (it == listed_by_pid_.end()) fail(op.loc, "fork of unknown pid " + std::to_string(op.pid()));
           spec = &trace_.processes[it->second];
-          pid = op.pid;
+          pid = op.pid();
         }
-        const CgroupId cg = op.child ? cgroup_of_template(*spec, t.cgroup) : tree_.find(spec->cgroup);
+        const CgroupId cg = op.child() ? cgroup_of_template(*spec, t.cgroup) : tree_.find(spec->cgroup);
         cg_[cg].forks++;
         const std::uint32_t child = new_task(*spec, pid, cg, t.id);
         start_task(child, true, t.cpu, paid ? std::optional<Time>(p.fork_began) : std::nullopt);
         break;
       }
       case trace::OpKind::kExec:
-        p.comm = op.name;
+        p.comm = op.name();
         break;
       case trace::OpKind::kMem:
         set_mem(t, op.amount.sample(p.rng));
         if (p.stack.empty()) return Next::kExit;  // OOM-killed
         break;
       case trace::OpKind::kRepeat:
-        if (op.count > 0 && !op.body.empty()) p.stack.push_back(Frame{&op.body, 0, op.count});
+        if (op.count() > 0 && !op.body().empty()) p.stack.push_back(Frame{&op.body(), 0, op.count()});
         break;
       case trace::OpKind::kToolBegin: {
         p.tool_start = sim_.now();

@@ -112,10 +112,10 @@ TEST(CpuModel, ForkWaitAndToolCallLatency) {
   child->ops = {run_op(10 * kMs)};
   Op fork;
   fork.kind = OpKind::kFork;
-  fork.child = child;
+  fork.set_child(child);
   Op begin, end, wait, sleep;
   begin.kind = OpKind::kToolBegin;
-  begin.name = "Bash";
+  begin.set_name("Bash");
   end.kind = OpKind::kToolEnd;
   wait.kind = OpKind::kWait;
   sleep.kind = OpKind::kSleep;
@@ -247,7 +247,7 @@ TEST(Eevdf, BaseSlicesAndBoundedWakeupLatency) {
   tmpl->ops = {run_op(2 * kMs)};
   trace::Op child;
   child.kind = trace::OpKind::kFork;
-  child.child = tmpl;
+  child.set_child(tmpl);
   f.process("/storm", {repeat_op(1000, {child, io_op(2 * kMs)})});
   const auto fe = run(f.t, "eevdf");
   const auto fc = run(f.t, "cfs");
@@ -382,7 +382,7 @@ TEST(PerCpuQueues, BalancerSpreadsHogsOverCpus) {
     child->comm = "hog";
     child->cgroup = "";  // the parent's
     child->ops = {run_op(3 * kSec)};
-    f.child = child;
+    f.set_child(child);
     forks.push_back(f);
   }
   b.process("/a", forks);
@@ -488,7 +488,7 @@ TEST(Nice, WeighsTasksAsTheKernelDoes) {
     b.t.processes.back().nice = hog_nice;
     Op begin;
     begin.kind = OpKind::kToolBegin;
-    begin.name = "Bash";
+    begin.set_name("Bash");
     Op end;
     end.kind = OpKind::kToolEnd;
     Op wait;

@@ -390,7 +390,7 @@ class RecordImporter {
       }
       p.cgroup = in.cgroup;
       std::erase_if(p.ops, [&](const trace::Op& op) {
-        return op.kind == trace::OpKind::kFork && op.pid != 0 && !info[op.pid].keep;
+        return op.kind == trace::OpKind::kFork && op.pid() != 0 && !info[op.pid()].keep;
       });
       kept.push_back(std::move(p));
     }

@@ -70,22 +70,22 @@ class ProcessBuilder {
     if (exited_) return;
     trace::Op op;
     op.kind = trace::OpKind::kFork;
-    op.pid = child_pid;
+    op.set_pid(child_pid);
     spec_->ops.push_back(std::move(op));
   }
   void exec(const std::string& comm) {
     if (exited_) return;
     trace::Op op;
     op.kind = trace::OpKind::kExec;
-    op.name = utf8_or_replace(comm);
+    op.set_name(utf8_or_replace(comm));
     spec_->ops.push_back(std::move(op));
   }
   void simple(trace::OpKind kind, const std::string& name = {}, std::uint64_t step = 0) {
     if (exited_) return;
     trace::Op op;
     op.kind = kind;
-    op.name = name;
-    op.step = step;
+    op.set_name(name);
+    op.set_step(step);
     spec_->ops.push_back(std::move(op));
   }
   void exit() {

@@ -48,15 +48,15 @@ std::string ops_str(const std::vector<trace::Op>& ops) {
       case trace::OpKind::kRun: o << "run:" << op.amount.a; break;
       case trace::OpKind::kSleep: o << "sleep:" << op.amount.a; break;
       case trace::OpKind::kIo: o << "io:" << op.amount.a; break;
-      case trace::OpKind::kFork: o << "fork:" << op.pid; break;
-      case trace::OpKind::kExec: o << "exec:" << op.name; break;
+      case trace::OpKind::kFork: o << "fork:" << op.pid(); break;
+      case trace::OpKind::kExec: o << "exec:" << op.name(); break;
       case trace::OpKind::kWait: o << "wait"; break;
       case trace::OpKind::kExit: o << "exit"; break;
       case trace::OpKind::kMem: o << "mem:" << op.amount.a; break;
       case trace::OpKind::kRepeat: o << "repeat"; break;
-      case trace::OpKind::kToolBegin: o << "tool_begin:" << op.name; break;
+      case trace::OpKind::kToolBegin: o << "tool_begin:" << op.name(); break;
       case trace::OpKind::kToolEnd: o << "tool_end"; break;
-      case trace::OpKind::kStep: o << "step:" << op.step; break;
+      case trace::OpKind::kStep: o << "step:" << op.step(); break;
     }
   }
   return o.str();
@@ -72,7 +72,7 @@ std::uint64_t total_run_ns(const std::vector<trace::Op>& ops) {
   std::uint64_t s = 0;
   for (const trace::Op& op : ops) {
     if (op.kind == trace::OpKind::kRun) s += op.amount.a;
-    if (op.child) s += total_run_ns(op.child->ops);
+    if (op.child()) s += total_run_ns(op.child()->ops);
   }
   return s;
 }

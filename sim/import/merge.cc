@@ -29,13 +29,13 @@ struct Renumber {
   }
   void ops(std::vector<trace::Op>& list) const {
     for (trace::Op& op : list) {
-      if (op.kind == trace::OpKind::kFork && !op.child) op.pid = pid(op.pid);
-      if (op.kind == trace::OpKind::kFork && op.child) {
-        auto copy = std::make_shared<trace::ProcessSpec>(*op.child);
+      if (op.kind == trace::OpKind::kFork && !op.child()) op.set_pid(pid(op.pid()));
+      if (op.kind == trace::OpKind::kFork && op.child()) {
+        auto copy = std::make_shared<trace::ProcessSpec>(*op.child());
         process(*copy);
-        op.child = copy;
+        op.set_child(std::move(copy));
       }
-      if (!op.body.empty()) ops(op.body);
+      if (std::vector<trace::Op>* body = op.mutable_body()) ops(*body);
     }
   }
   void process(trace::ProcessSpec& p) const {

@@ -75,9 +75,9 @@ class Walker {
           st.t += mean(op.amount);
           break;
         case trace::OpKind::kFork: {
-          const trace::ProcessSpec* child = op.child.get();
+          const trace::ProcessSpec* child = op.child().get();
           if (child == nullptr) {
-            auto it = by_pid_.find(op.pid);
+            auto it = by_pid_.find(op.pid());
             if (it == by_pid_.end()) break;
             child = it->second;
           }
@@ -101,8 +101,8 @@ class Walker {
           break;
         }
         case trace::OpKind::kRepeat:
-          for (std::uint32_t i = 0; i < op.count; ++i)
-            if (!ops(op.body, st)) return false;
+          for (std::uint32_t i = 0; i < op.count(); ++i)
+            if (!ops(op.body(), st)) return false;
           break;
         case trace::OpKind::kToolBegin:
           ++s_.tool_calls;

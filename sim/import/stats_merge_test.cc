@@ -106,7 +106,7 @@ TEST(Merge, SessionsCgroupsPidsStagger) {
   EXPECT_EQ(bash3.start_ns, std::optional<std::uint64_t>(10010 * kMs));
   std::vector<std::int64_t> forked;
   for (const trace::Op& op : bash3.ops)
-    if (op.kind == trace::OpKind::kFork) forked.push_back(op.pid);
+    if (op.kind == trace::OpKind::kFork) forked.push_back(op.pid());
   EXPECT_EQ(forked, (std::vector<std::int64_t>{9, 10}));
   EXPECT_NO_THROW(trace::validate(m));
   const TraceStats s = compute_stats(m);

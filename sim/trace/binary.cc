@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Trace format v1, binary form: Trace <-> bytes (issue 21: traces that load
 // at disk speed). trace.h documents the layout and why it exists; this file
-// is the writer (to_binary) and the reader (parse_binary_trace), which
-// load_trace_file() calls for a file whose first byte is the magic's.
+// is the writer (to_binary) and the reader (parse_binary_trace of bytes in
+// memory; read_binary_trace of a file, which load_trace_file() calls for a
+// regular file whose first byte is the magic's).
 //
 // The binary form holds exactly what the canonical JSON holds (a Value is
 // stored as value_json() writes it, a template without pid/parent/start_ns,
@@ -11,8 +12,10 @@
 // the bytes of to_json_text() of the JSON's Trace, and a run from either
 // file gives the same results.
 //
-// Reader invariants (hostile input): one forward pass over the bytes, every
-// read checked against the end first; every count is checked against the
+// Reader invariants (hostile input): one forward pass over the bytes (from
+// a file: through a 1 MiB window, so the file is not resident beside the
+// Trace; the size is known first, so the checks and errors are those of the
+// same bytes in memory), every read checked against the end first; every count is checked against the
 // bytes left (each element takes at least a known number of bytes) and
 // against one budget of elements for the whole file, so the vectors reserved
 // from stored counts total at most a constant times the file size; strings
@@ -135,24 +138,24 @@ class Writer {
           value(op.amount);
           break;
         case OpKind::kFork:
-          if (op.child) {
+          if (op.child()) {
             u8(kForkChild);
-            process(*op.child, true);
+            process(*op.child(), true);
           } else {
             u8(kForkPid);
-            svarint(op.pid);
+            svarint(op.pid());
           }
           break;
         case OpKind::kExec:
         case OpKind::kToolBegin:
-          str(op.name);
+          str(op.name());
           break;
         case OpKind::kRepeat:
-          varint(op.count);
-          ops(op.body);
+          varint(op.count());
+          ops(op.body());
           break;
         case OpKind::kStep:
-          varint(op.step);
+          varint(op.step());
           break;
         case OpKind::kWait:
         case OpKind::kExit:
@@ -171,12 +174,18 @@ struct PathSegment {
 
 class Reader {
  public:
+  // All the bytes in memory.
   Reader(const char* data, std::size_t size, const std::string& source)
-      : begin_(reinterpret_cast<const std::uint8_t*>(data)),
-        p_(begin_),
-        end_(begin_ + size),
+      : p_(reinterpret_cast<const std::uint8_t*>(data)),
+        lim_(p_ + size),
+        lim_pos_(size),
+        size_(size),
         source_(source),
         budget_(size) {}
+  // `size` bytes of `file`, read `window` bytes at a time when the bytes in
+  // hand run out.
+  Reader(std::FILE* file, std::size_t size, std::size_t window, const std::string& source)
+      : size_(size), source_(source), budget_(size), file_(file), window_(std::max<std::size_t>(1, std::min(size, window))) {}
 
   Trace read() {
     header();
@@ -203,8 +212,8 @@ class Reader {
     lines(t);
     cgroups(t);
     processes(t);
-    if (p_ != end_)
-      fail(pos(), std::to_string(end_ - p_) + " bytes after the end of the trace; expected the file to end there");
+    if (left() != 0)
+      fail(pos(), std::to_string(left()) + " bytes after the end of the trace; expected the file to end there");
     validate(t);
     return t;
   }
@@ -222,8 +231,27 @@ class Reader {
     Reader* r_;
   };
 
-  std::size_t pos() const { return static_cast<std::size_t>(p_ - begin_); }
-  std::size_t left() const { return static_cast<std::size_t>(end_ - p_); }
+  std::size_t pos() const { return lim_pos_ - static_cast<std::size_t>(lim_ - p_); }
+  std::size_t left() const { return size_ - pos(); }
+
+  // The bytes in hand are used up: read the next window of the file; false
+  // at the end of the bytes. A file that ends before `size_` bytes (or fails
+  // to read) is a read error, as for a JSON file.
+  bool more() {
+    if (lim_pos_ == size_ || file_ == nullptr) return false;
+    const std::size_t want = std::min(window_.size(), size_ - lim_pos_);
+    if (std::fread(window_.data(), 1, want, file_) != want) throw TraceError(source_, 0, "", "read error");
+    p_ = window_.data();
+    lim_ = p_ + want;
+    lim_pos_ += want;
+    return true;
+  }
+  bool at_end() { return p_ == lim_ && !more(); }
+  // The next byte, which the caller knows is there (left() > 0).
+  std::uint8_t byte() {
+    if (p_ == lim_) more();
+    return *p_++;
+  }
 
   std::string pointer() const {
     std::string out;
@@ -242,26 +270,23 @@ class Reader {
   }
 
   void header() {
-    if (left() < sizeof kBinaryMagic || std::memcmp(p_, kBinaryMagic, sizeof kBinaryMagic) != 0) {
-      const std::size_t n = std::min(left(), sizeof kBinaryMagic);
-      for (std::size_t i = 0; i < n; ++i)
-        if (p_[i] != static_cast<std::uint8_t>(kBinaryMagic[i]))
-          fail(i, "not an agentcg binary trace; expected the magic bytes 89 41 47 54 42 0d 0a 1a (\\x89AGTB\\r\\n\\x1a) "
-                  "at the start, or JSON text");
-      truncated(n, "the magic bytes");
-    }
-    p_ += sizeof kBinaryMagic;
+    const std::size_t n = std::min(left(), sizeof kBinaryMagic);
+    for (std::size_t i = 0; i < n; ++i)
+      if (byte() != static_cast<std::uint8_t>(kBinaryMagic[i]))
+        fail(i, "not an agentcg binary trace; expected the magic bytes 89 41 47 54 42 0d 0a 1a (\\x89AGTB\\r\\n\\x1a) "
+                "at the start, or JSON text");
+    if (n < sizeof kBinaryMagic) truncated(n, "the magic bytes");
     if (left() < 4) truncated(pos(), "the format version");
-    const std::uint32_t v = static_cast<std::uint32_t>(p_[0]) | static_cast<std::uint32_t>(p_[1]) << 8 |
-                            static_cast<std::uint32_t>(p_[2]) << 16 | static_cast<std::uint32_t>(p_[3]) << 24;
+    const std::size_t at = pos();
+    std::uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(byte()) << (8 * i);
     if (v != kBinaryVersion)
-      fail(pos(), "binary format version " + std::to_string(v) + "; this build reads version " +
-                      std::to_string(kBinaryVersion) + " only (convert the JSON trace again with its trace convert)");
-    p_ += 4;
+      fail(at, "binary format version " + std::to_string(v) + "; this build reads version " +
+                   std::to_string(kBinaryVersion) + " only (convert the JSON trace again with its trace convert)");
   }
 
   std::uint8_t u8(const char* what) {
-    if (p_ == end_) truncated(pos(), what);
+    if (at_end()) truncated(pos(), what);
     return *p_++;
   }
   std::uint8_t flags_byte(const char* what, std::uint8_t allowed) {
@@ -276,7 +301,7 @@ class Reader {
     const std::size_t at = pos();
     std::uint64_t v = 0;
     for (unsigned shift = 0;; shift += 7) {
-      if (p_ == end_) truncated(at, what);
+      if (at_end()) truncated(at, what);
       const std::uint8_t b = *p_++;
       if (shift == 63 && b > 1) fail(at, std::string("expected ") + what + " (a number below 2^64), got more");
       v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
@@ -296,8 +321,7 @@ class Reader {
   double f64(const char* what) {
     if (left() < 8) truncated(pos(), what);
     std::uint64_t bits = 0;
-    for (int i = 0; i < 8; ++i) bits |= static_cast<std::uint64_t>(p_[i]) << (8 * i);
-    p_ += 8;
+    for (int i = 0; i < 8; ++i) bits |= static_cast<std::uint64_t>(byte()) << (8 * i);
     double d = 0;
     std::memcpy(&d, &bits, sizeof d);
     return d;
@@ -332,8 +356,14 @@ class Reader {
       fail(len_at, std::string(what) + " of " + std::to_string(n) + " bytes runs past the end of the file (" +
                        std::to_string(left()) + " bytes left); expected a string that fits (a truncated file?)");
     const std::size_t at = pos();
-    std::string s(reinterpret_cast<const char*>(p_), n);
-    p_ += n;
+    std::string s;
+    s.reserve(n);
+    while (s.size() < n) {
+      if (p_ == lim_) more();
+      const std::size_t k = std::min(n - s.size(), static_cast<std::size_t>(lim_ - p_));
+      s.append(reinterpret_cast<const char*>(p_), k);
+      p_ += k;
+    }
     if (!valid_utf8(s)) fail(at, std::string(what) + ": not valid UTF-8; expected UTF-8 text");
     return s;
   }
@@ -362,7 +392,7 @@ class Reader {
   void extra(Trace& t) {
     Enter e(this, "gpu");
     const std::size_t at = pos();
-    if (left() > 0 && *p_ == 0) {  // the empty string: no carried sections
+    if (!at_end() && *p_ == 0) {  // the empty string: no carried sections
       ++p_;
       return;
     }
@@ -485,11 +515,11 @@ class Reader {
         const std::size_t t_at = pos();
         const std::uint8_t target = u8("a fork's target");
         if (target == kForkPid) {
-          op.pid = svarint("a forked pid");
+          op.set_pid(svarint("a forked pid"));
         } else if (target == kForkChild) {
           nest(nesting);
           Enter e(this, "child");
-          op.child = std::make_shared<const ProcessSpec>(process(true, nesting + 1));
+          op.set_child(std::make_shared<const ProcessSpec>(process(true, nesting + 1)));
         } else {
           fail(t_at, "expected a fork's target (0: a listed pid, 1: a child template), got " + std::to_string(target));
         }
@@ -497,17 +527,19 @@ class Reader {
       }
       case OpKind::kExec:
       case OpKind::kToolBegin:
-        op.name = str(op.kind == OpKind::kExec ? "an exec comm" : "a tool name");
+        op.set_name(str(op.kind == OpKind::kExec ? "an exec comm" : "a tool name"));
         break;
       case OpKind::kRepeat: {
-        op.count = static_cast<std::uint32_t>(bounded("a repeat count", std::numeric_limits<std::uint32_t>::max()));
+        op.set_count(static_cast<std::uint32_t>(bounded("a repeat count", std::numeric_limits<std::uint32_t>::max())));
         nest(nesting);
         Enter e(this, "body");
-        ops(op.body, nesting + 1);
+        std::vector<Op> body;
+        ops(body, nesting + 1);
+        op.set_body(std::move(body));
         break;
       }
       case OpKind::kStep:
-        op.step = varint("a step number");
+        op.set_step(varint("a step number"));
         break;
       case OpKind::kWait:
       case OpKind::kExit:
@@ -544,13 +576,18 @@ class Reader {
     return v;
   }
 
-  const std::uint8_t* begin_;
-  const std::uint8_t* p_;
-  const std::uint8_t* end_;
+  // The bytes in hand: [p_, lim_), the window ending at byte lim_pos_ of
+  // the size_ bytes (all of them when read from memory).
+  const std::uint8_t* p_ = nullptr;
+  const std::uint8_t* lim_ = nullptr;
+  std::size_t lim_pos_ = 0;
+  std::size_t size_;
   const std::string& source_;
   std::size_t budget_;        // bytes the remaining reserved elements may still claim
   std::size_t mark_ = 0;      // where the embedded JSON text being parsed starts
   std::vector<PathSegment> path_;
+  std::FILE* file_ = nullptr;         // null: every byte is in memory
+  std::vector<std::uint8_t> window_;  // the bytes read from file_
 };
 
 }  // namespace
@@ -609,6 +646,10 @@ std::string to_binary(const Trace& t) {
 
 Trace parse_binary_trace(const char* data, std::size_t size, const std::string& source) {
   return Reader(data, size, source).read();
+}
+
+Trace read_binary_trace(std::FILE* file, std::size_t size, const std::string& source, std::size_t window) {
+  return Reader(file, size, window, source).read();
 }
 
 void write_binary_trace_file(const Trace& trace, const std::string& path) {

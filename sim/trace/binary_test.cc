@@ -11,7 +11,9 @@
 #include <filesystem>
 #include <map>
 #include <fstream>
+#include <memory>
 #include <sstream>
+#include <vector>
 
 #include "sim/api.h"
 #include "sim/trace/trace.h"
@@ -69,13 +71,13 @@ void expect_same_ops(const std::vector<Op>& a, const std::vector<Op>& b, const s
     EXPECT_EQ(a[i].amount.b, b[i].amount.b) << w;
     EXPECT_EQ(a[i].amount.sigma, b[i].amount.sigma) << w;
     EXPECT_EQ(a[i].amount.max, b[i].amount.max) << w;
-    EXPECT_EQ(a[i].pid, b[i].pid) << w;
-    EXPECT_EQ(a[i].name, b[i].name) << w;
-    EXPECT_EQ(a[i].step, b[i].step) << w;
-    EXPECT_EQ(a[i].count, b[i].count) << w;
-    ASSERT_EQ(a[i].child != nullptr, b[i].child != nullptr) << w;
-    if (a[i].child) expect_same_process(*a[i].child, *b[i].child, w + "/child");
-    expect_same_ops(a[i].body, b[i].body, w + "/body");
+    EXPECT_EQ(a[i].pid(), b[i].pid()) << w;
+    EXPECT_EQ(a[i].name(), b[i].name()) << w;
+    EXPECT_EQ(a[i].step(), b[i].step()) << w;
+    EXPECT_EQ(a[i].count(), b[i].count()) << w;
+    ASSERT_EQ(a[i].child() != nullptr, b[i].child() != nullptr) << w;
+    if (a[i].child()) expect_same_process(*a[i].child(), *b[i].child(), w + "/child");
+    expect_same_ops(a[i].body(), b[i].body(), w + "/body");
   }
 }
 
@@ -149,7 +151,7 @@ TEST(Binary, HandFormattedJsonConvertsToWhatWriteWouldWrite) {
   expect_same_trace(t, back);
   EXPECT_EQ(back.processes[0].loc.line, 5u);
   EXPECT_EQ(back.processes[0].ops[1].loc.line, 6u);
-  EXPECT_EQ(back.processes[0].ops[1].child->loc.line, 7u);
+  EXPECT_EQ(back.processes[0].ops[1].child()->loc.line, 7u);
   EXPECT_EQ(back.cgroups[0].path, "/a");  // parents first, as parsed
   EXPECT_EQ(back.cgroups[0].loc.pointer, "/cgroups/1");
   EXPECT_EQ(line_of(back, "/machine/context_switch_ns"), 2u);
@@ -261,6 +263,53 @@ TEST(Binary, TruncationAtEveryByteIsAnErrorNamingTheByte) {
   std::filesystem::remove(path);
   EXPECT_EQ(binary_error(bin + "x"), "t.agtb: /: binary trace, byte " + std::to_string(bin.size()) +
                                           ": 1 bytes after the end of the trace; expected the file to end there");
+}
+
+// What read_binary_trace() makes of `bytes` in a file, read `window` bytes
+// at a time: to_binary() of its trace, or its error.
+std::string read_through_window(const std::string& bytes, std::size_t window) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::tmpfile(), &std::fclose);
+  if (!f || std::fwrite(bytes.data(), 1, bytes.size(), f.get()) != bytes.size()) return "tmpfile failed";
+  std::rewind(f.get());
+  try {
+    return to_binary(read_binary_trace(f.get(), bytes.size(), "t.agtb", window));
+  } catch (const TraceError& e) {
+    return e.what();
+  }
+}
+
+TEST(Binary, FileReadThroughAWindowGivesWhatTheBytesGive) {
+  // load_trace_file() reads a binary file through a 1 MiB window: through
+  // windows of a few bytes, so that reads of every kind cross window ends,
+  // the small trace, every prefix of it, every byte of it changed and bytes
+  // after its end give the same trace or the same error as in memory.
+  const std::string bin = small_binary();
+  std::vector<std::string> inputs{bin, bin + "x"};
+  for (std::size_t n = 0; n < bin.size(); ++n) inputs.push_back(bin.substr(0, n));
+  for (std::size_t i = 0; i < bin.size(); ++i) {
+    for (const char flip : {'\x01', '\x80'}) {
+      std::string m = bin;
+      m[i] = static_cast<char>(m[i] ^ flip);
+      inputs.push_back(m);
+    }
+  }
+  for (const std::string& in : inputs) {
+    std::string want = binary_error(in);
+    if (want.empty()) want = to_binary(parse_binary_trace(in.data(), in.size(), "t.agtb"));
+    for (const std::size_t window : {std::size_t{1}, std::size_t{3}, std::size_t{7}, kBinaryReadWindow})
+      ASSERT_EQ(read_through_window(in, window), want) << in.size() << " bytes, window " << window;
+  }
+  // A file shorter than the size it was said to have (changed while read).
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::tmpfile(), &std::fclose);
+  ASSERT_TRUE(f);
+  ASSERT_EQ(std::fwrite(bin.data(), 1, bin.size(), f.get()), bin.size());
+  std::rewind(f.get());
+  try {
+    (void)read_binary_trace(f.get(), bin.size() + 10, "t.agtb", 16);
+    ADD_FAILURE() << "loaded";
+  } catch (const TraceError& e) {
+    EXPECT_EQ(std::string(e.what()), "t.agtb: /: read error");
+  }
 }
 
 TEST(Binary, StringPastTheEndSaysWhereAndWhat) {
@@ -392,14 +441,14 @@ TEST(Binary, NestingIsCapped) {
     Op f;
     f.kind = OpKind::kFork;
     if (inner) {
-      f.child = inner;
+      f.set_child(inner);
       c.ops.push_back(f);
     }
     inner = std::make_shared<const ProcessSpec>(c);
   }
   Op f;
   f.kind = OpKind::kFork;
-  f.child = inner;
+  f.set_child(inner);
   p.ops.push_back(f);
   t.processes.push_back(p);
   const std::string e = binary_error(to_binary(t));

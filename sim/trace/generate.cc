@@ -263,20 +263,20 @@ Op simple(OpKind k) {
 Op named(OpKind k, std::string name) {
   Op o;
   o.kind = k;
-  o.name = std::move(name);
+  o.set_name(std::move(name));
   return o;
 }
 Op step(std::uint64_t n) {
   Op o;
   o.kind = OpKind::kStep;
-  o.step = n;
+  o.set_step(n);
   return o;
 }
 Op repeat(std::uint32_t count, std::vector<Op> body) {
   Op o;
   o.kind = OpKind::kRepeat;
-  o.count = count;
-  o.body = std::move(body);
+  o.set_count(count);
+  o.set_body(std::move(body));
   return o;
 }
 Op fork_child(std::string comm, std::vector<Op> ops) {
@@ -287,7 +287,7 @@ Op fork_child(std::string comm, std::vector<Op> ops) {
   c->ops = std::move(ops);
   Op o;
   o.kind = OpKind::kFork;
-  o.child = std::move(c);
+  o.set_child(std::move(c));
   return o;
 }
 Value fixed(std::uint64_t v) { return Value::fixed(v); }

@@ -100,16 +100,16 @@ TEST(Generate, ForkStormRateWindowAndVictim) {
   ASSERT_TRUE(storm && victim);
   EXPECT_EQ(storm->start_ns, 1000000000u);
   ASSERT_EQ(storm->ops[0].kind, OpKind::kRepeat);
-  EXPECT_EQ(storm->ops[0].count, 300u);  // 100/s for 3 s
-  EXPECT_EQ(storm->ops[0].body[0].kind, OpKind::kFork);
-  EXPECT_DOUBLE_EQ(storm->ops[0].body[1].amount.mean(), 10000000.0);  // one fork per 10 ms on average
+  EXPECT_EQ(storm->ops[0].count(), 300u);  // 100/s for 3 s
+  EXPECT_EQ(storm->ops[0].body()[0].kind, OpKind::kFork);
+  EXPECT_DOUBLE_EQ(storm->ops[0].body()[1].amount.mean(), 10000000.0);  // one fork per 10 ms on average
   ASSERT_TRUE(victim->agent);
   // The victim's tool calls fork one worker per CPU: alone it could use the
   // whole machine while a tool call runs.
   bool saw_tool = false;
   for (const Op& op : victim->ops)
     if (op.kind == OpKind::kRepeat) {
-      EXPECT_EQ(op.count, t.machine.cpus);
+      EXPECT_EQ(op.count(), t.machine.cpus);
       saw_tool = true;
     }
   EXPECT_TRUE(saw_tool);
@@ -121,8 +121,8 @@ double expected_cpu_ns(const std::vector<Op>& ops) {
   double sum = 0;
   for (const Op& op : ops) {
     if (op.kind == OpKind::kRun) sum += op.amount.mean();
-    if (op.kind == OpKind::kRepeat) sum += op.count * expected_cpu_ns(op.body);
-    if (op.kind == OpKind::kFork && op.child) sum += expected_cpu_ns(op.child->ops);
+    if (op.kind == OpKind::kRepeat) sum += op.count() * expected_cpu_ns(op.body());
+    if (op.kind == OpKind::kFork && op.child()) sum += expected_cpu_ns(op.child()->ops);
   }
   return sum;
 }
@@ -199,7 +199,7 @@ TEST(Generate, DurationsAndDistributionsAcceptTheDocumentedForms) {
   const auto child_run = [](const std::string& spec) {
     const Trace t = generate("fork-storm", 1, {{"child-run", spec}});
     for (const ProcessSpec& p : t.processes)
-      if (p.cgroup == "/storm") return p.ops[0].body[0].child->ops[0].amount;
+      if (p.cgroup == "/storm") return p.ops[0].body()[0].child()->ops[0].amount;
     return Value{};
   };
   const Value fixed = child_run("1000ns");
@@ -348,11 +348,11 @@ TEST(Generate, CrowdedAndBuildsKinds) {
                                                                            const std::string& comm) {
     int n = 0;
     for (const Op& op : ops) {
-      if (op.kind == OpKind::kRepeat && !op.body.empty() && op.body[0].kind == OpKind::kFork &&
-          op.body[0].child && op.body[0].child->comm == comm)
-        n += op.count == 6 ? 1 : 0;
-      if (op.kind == OpKind::kRepeat) n += fans(op.body, comm);
-      if (op.kind == OpKind::kFork && op.child) n += fans(op.child->ops, comm);
+      if (op.kind == OpKind::kRepeat && !op.body().empty() && op.body()[0].kind == OpKind::kFork &&
+          op.body()[0].child() && op.body()[0].child()->comm == comm)
+        n += op.count() == 6 ? 1 : 0;
+      if (op.kind == OpKind::kRepeat) n += fans(op.body(), comm);
+      if (op.kind == OpKind::kFork && op.child()) n += fans(op.child()->ops, comm);
     }
     return n;
   };

@@ -798,14 +798,14 @@ class Parser {
       if (j.contains("pid") == j.contains("child"))
         fail(ptr, "expected exactly one of \"pid\" (a listed process) or \"child\" (an inline process template)");
       if (j.contains("pid")) {
-        op.pid = get_pid(j["pid"], ptr + "/pid");
+        op.set_pid(get_pid(j["pid"], ptr + "/pid"));
       } else {
-        op.child = std::make_shared<const ProcessSpec>(parse_process(j["child"], ptr + "/child", true));
+        op.set_child(std::make_shared<const ProcessSpec>(parse_process(j["child"], ptr + "/child", true)));
       }
     } else if (k == "exec") {
       check_keys(j, ptr, {"op", "comm"});
       op.kind = OpKind::kExec;
-      op.name = get_string(require(j, ptr, "comm"), ptr + "/comm", true);
+      op.set_name(get_string(require(j, ptr, "comm"), ptr + "/comm", true));
     } else if (k == "wait" || k == "exit" || k == "tool_end") {
       check_keys(j, ptr, {"op"});
       op.kind = k == "wait" ? OpKind::kWait : k == "exit" ? OpKind::kExit : OpKind::kToolEnd;
@@ -818,17 +818,17 @@ class Parser {
       op.kind = OpKind::kRepeat;
       if (repeat_depth + 1 > kMaxRepeatDepth)
         fail(ptr, "repeat nested more than " + std::to_string(kMaxRepeatDepth) + " deep");
-      op.count = static_cast<std::uint32_t>(
-          get_u64_range(require(j, ptr, "count"), ptr + "/count", 1, std::numeric_limits<std::uint32_t>::max()));
-      op.body = parse_ops(require(j, ptr, "body"), ptr + "/body", repeat_depth + 1);
+      op.set_count(static_cast<std::uint32_t>(
+          get_u64_range(require(j, ptr, "count"), ptr + "/count", 1, std::numeric_limits<std::uint32_t>::max())));
+      op.set_body(parse_ops(require(j, ptr, "body"), ptr + "/body", repeat_depth + 1));
     } else if (k == "tool_begin") {
       check_keys(j, ptr, {"op", "tool"});
       op.kind = OpKind::kToolBegin;
-      op.name = get_string(require(j, ptr, "tool"), ptr + "/tool", true);
+      op.set_name(get_string(require(j, ptr, "tool"), ptr + "/tool", true));
     } else if (k == "step") {
       check_keys(j, ptr, {"op", "step"});
       op.kind = OpKind::kStep;
-      op.step = get_u64(require(j, ptr, "step"), ptr + "/step");
+      op.set_step(get_u64(require(j, ptr, "step"), ptr + "/step"));
     } else {
       fail(ptr + "/op", "unknown op \"" + k + "\"; expected " + kOps);
     }
@@ -910,14 +910,15 @@ Trace parse_trace(const std::string& text, const std::string& source) {
 
 namespace {
 
-// The rest of a binary trace file, read in one go (its size from fstat when
-// it has one), after its first byte `first`.
+// A binary trace file whose first byte `first` has been read: a regular
+// file from its start through read_binary_trace()'s window (its size from
+// fstat), anything else (a pipe) read whole in 64 KiB chunks.
 Trace load_binary(std::FILE* file, char first, const std::string& path) {
-  std::string bytes(1, first);
   struct stat st {};
-  std::size_t chunk = std::size_t{1} << 16;
-  if (fstat(fileno(file), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 1)
-    chunk = std::max(chunk, static_cast<std::size_t>(st.st_size));  // one read (and one more to see the end)
+  if (fstat(fileno(file), &st) == 0 && S_ISREG(st.st_mode) && std::fseek(file, 0, SEEK_SET) == 0)
+    return read_binary_trace(file, static_cast<std::size_t>(st.st_size), path);
+  std::string bytes(1, first);
+  const std::size_t chunk = std::size_t{1} << 16;
   while (true) {
     const std::size_t had = bytes.size();
     bytes.resize(had + chunk);

@@ -81,30 +81,30 @@ TEST(Parse, ReadsEveryField) {
   EXPECT_EQ(p.agent->session, "s1");
   ASSERT_EQ(p.ops.size(), 12u);
   EXPECT_EQ(p.ops[0].kind, OpKind::kStep);
-  EXPECT_EQ(p.ops[0].step, 1u);
+  EXPECT_EQ(p.ops[0].step(), 1u);
   EXPECT_EQ(p.ops[1].kind, OpKind::kSleep);
   EXPECT_EQ(p.ops[1].amount.dist, Value::Dist::kLogNormal);
   EXPECT_EQ(p.ops[1].amount.a, 3000000u);
   EXPECT_DOUBLE_EQ(p.ops[1].amount.sigma, 0.5);
   EXPECT_EQ(p.ops[1].amount.max, 9000000u);
-  EXPECT_EQ(p.ops[2].name, "Bash");
-  EXPECT_EQ(p.ops[3].pid, 2);
-  ASSERT_TRUE(p.ops[4].child);
-  EXPECT_EQ(p.ops[4].child->cgroup, "/a/b");
-  EXPECT_EQ(p.ops[4].child->ops[0].amount.dist, Value::Dist::kUniform);
-  EXPECT_EQ(p.ops[4].child->ops[0].amount.b, 20u);
-  ASSERT_TRUE(p.ops[5].child);
-  EXPECT_EQ(p.ops[5].child->cgroup, "");  // the parent's cgroup
-  EXPECT_EQ(p.ops[5].child->ops[0].amount.dist, Value::Dist::kExponential);
-  EXPECT_EQ(p.ops[5].child->ops[0].amount.max, 4000u);
+  EXPECT_EQ(p.ops[2].name(), "Bash");
+  EXPECT_EQ(p.ops[3].pid(), 2);
+  ASSERT_TRUE(p.ops[4].child());
+  EXPECT_EQ(p.ops[4].child()->cgroup, "/a/b");
+  EXPECT_EQ(p.ops[4].child()->ops[0].amount.dist, Value::Dist::kUniform);
+  EXPECT_EQ(p.ops[4].child()->ops[0].amount.b, 20u);
+  ASSERT_TRUE(p.ops[5].child());
+  EXPECT_EQ(p.ops[5].child()->cgroup, "");  // the parent's cgroup
+  EXPECT_EQ(p.ops[5].child()->ops[0].amount.dist, Value::Dist::kExponential);
+  EXPECT_EQ(p.ops[5].child()->ops[0].amount.max, 4000u);
   EXPECT_EQ(p.ops[8].kind, OpKind::kRepeat);
-  EXPECT_EQ(p.ops[8].count, 3u);
-  EXPECT_EQ(p.ops[8].body.size(), 2u);
+  EXPECT_EQ(p.ops[8].count(), 3u);
+  EXPECT_EQ(p.ops[8].body().size(), 2u);
   EXPECT_EQ(p.ops[9].amount.dist, Value::Dist::kLogNormal);
-  EXPECT_EQ(p.ops[10].name, "node");
+  EXPECT_EQ(p.ops[10].name(), "node");
   EXPECT_EQ(p.ops[11].kind, OpKind::kExit);
   EXPECT_EQ(p.ops[8].loc.line, 26u);  // ops keep their line, not their pointer
-  EXPECT_EQ(p.ops[4].child->loc.line, 21u);  // a template: the line of its "child" key
+  EXPECT_EQ(p.ops[4].child()->loc.line, 21u);  // a template: the line of its "child" key
   EXPECT_EQ(t.processes[1].loc.pointer, "/processes/1");
   EXPECT_EQ(t.processes[1].loc.line, 31u);
   EXPECT_FALSE(t.processes[1].start_ns);
@@ -233,7 +233,7 @@ TEST(Parse, RoundTripIsAFixedPoint) {
   // Absent optional fields stay absent; the gpu section is unchanged.
   EXPECT_FALSE(t2.processes[1].start_ns);
   EXPECT_EQ(t2.extra["gpu"], t.extra["gpu"]);
-  EXPECT_EQ(t2.processes[0].ops[5].child->cgroup, "");
+  EXPECT_EQ(t2.processes[0].ops[5].child()->cgroup, "");
 }
 
 TEST(Parse, ErrorMessageNamesFileLinePointerAndExpectation) {
@@ -260,7 +260,7 @@ TEST(Parse, NiceIsReadWrittenAndChecked) {
                    "  {\"op\": \"fork\", \"child\": {\"nice\": -5, \"ops\": [{\"op\": \"run\", \"ns\": 5}]}}]}]}\n";
   const Trace t = parse_trace(ok, "nice.json");
   EXPECT_EQ(t.processes[0].nice, std::optional<std::int32_t>(10));
-  EXPECT_EQ(t.processes[0].ops[0].child->nice, std::optional<std::int32_t>(-5));
+  EXPECT_EQ(t.processes[0].ops[0].child()->nice, std::optional<std::int32_t>(-5));
   EXPECT_EQ(to_json(parse_trace(to_json_text(t), "again.json")), to_json(t));
   for (const char* bad : {"20", "-21", "1.5", "\"low\""}) {
     const std::string text = std::string("{\"format\": \"agentcg-trace\", \"version\": 1, \"machine\": {\"cpus\": 1},\n"

@@ -19,11 +19,14 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -94,22 +97,67 @@ struct OpLoc {
   operator SourceLoc() const { return SourceLoc{line, std::string()}; }  // NOLINT: implicit by design
 };
 
-// Fields ordered so that the small ones share a word: 144 bytes (was 184
-// with separate `ns` and `bytes` Values, 224 with a SourceLoc; 500,000 ops
-// in a 10,000-session trace).
+// 96 bytes (was 144 with separate `name`, `body`, `child`, `pid`, `step`
+// and `count` members, 184 with separate `ns` and `bytes` Values, 224 with a
+// SourceLoc; 500,418 ops in a 10,000-session trace). No op uses more than
+// one of name / body / child, nor more than one of pid / step / count, so
+// each group shares one member, read and written through the accessors
+// below (a setter replaces whatever else of its group the op held). An
+// accessor of a field the op does not hold reads as the old member's
+// default: "", an empty body, a null child; pid(), count() and step() all
+// read the one number word, so each means something on its own kind only.
 struct Op {
   // The op's quantity: run, sleep and io: ns (the JSON key "ns"); mem:
   // bytes (the JSON key "bytes"). No op has both, so they share one Value.
   Value amount;
-  std::vector<Op> body;                      // repeat
-  std::shared_ptr<const ProcessSpec> child;  // fork of an inline template
-  std::string name;                          // exec: comm; tool_begin: tool
-  std::int64_t pid = 0;                      // fork of a listed process
-  std::uint64_t step = 0;                    // step
-  std::uint32_t count = 0;                   // repeat
-  OpLoc loc;                                 // the op's line in the parsed text
+  OpLoc loc;  // the op's line in the parsed text
   OpKind kind = OpKind::kExit;
+
+  // exec: the new comm; tool_begin: the tool name. "" when the op has none.
+  const std::string& name() const;
+  void set_name(std::string name) { payload_ = std::move(name); }
+  // repeat: the ops repeated count() times. Empty when the op has none.
+  const std::vector<Op>& body() const;
+  // The body to change in place; null when the op has none.
+  std::vector<Op>* mutable_body() { return std::get_if<std::vector<Op>>(&payload_); }
+  void set_body(std::vector<Op> body) { payload_ = std::move(body); }
+  // fork of an inline template: the template. Null when the op has none.
+  const std::shared_ptr<const ProcessSpec>& child() const;
+  void set_child(std::shared_ptr<const ProcessSpec> child) { payload_ = std::move(child); }
+
+  // fork of a listed process: its pid (0 = none: a fork of child()).
+  std::int64_t pid() const { return static_cast<std::int64_t>(number_); }
+  void set_pid(std::int64_t pid) { number_ = static_cast<std::uint64_t>(pid); }
+  // repeat: how many times body() runs.
+  std::uint32_t count() const { return static_cast<std::uint32_t>(number_); }
+  void set_count(std::uint32_t count) { number_ = count; }
+  // step: the agent step number.
+  std::uint64_t step() const { return number_; }
+  void set_step(std::uint64_t step) { number_ = step; }
+
+ private:
+  // name (string), body (vector) or child (shared_ptr); monostate: none.
+  std::variant<std::monostate, std::string, std::vector<Op>, std::shared_ptr<const ProcessSpec>> payload_;
+  std::uint64_t number_ = 0;  // pid (fork), count (repeat) or step (step)
 };
+// Every byte of an op counts 500,000 times in a large trace (issue 21).
+static_assert(sizeof(Op) <= 96, "Op grew: see the comment above it");
+
+inline const std::string& Op::name() const {
+  static const std::string kNone;
+  const auto* p = std::get_if<std::string>(&payload_);
+  return p != nullptr ? *p : kNone;
+}
+inline const std::vector<Op>& Op::body() const {
+  static const std::vector<Op> kNone;
+  const auto* p = std::get_if<std::vector<Op>>(&payload_);
+  return p != nullptr ? *p : kNone;
+}
+inline const std::shared_ptr<const ProcessSpec>& Op::child() const {
+  static const std::shared_ptr<const ProcessSpec> kNone;
+  const auto* p = std::get_if<std::shared_ptr<const ProcessSpec>>(&payload_);
+  return p != nullptr ? *p : kNone;
+}
 
 struct AgentInfo {
   std::string session;  // agent session id (several processes may share one)
@@ -241,10 +289,10 @@ void write_trace_file(const Trace& trace, const std::string& path);
 // same data as the canonical JSON, plus the lines of the JSON it was
 // converted from (every SourceLoc and op line, and the pointer -> line map
 // of LineIndex), so an error found later still names a line of that JSON
-// file. It loads in one pass over the file read in one go, with nothing
-// allocated beyond the file's bytes and the Trace itself. load_trace_file() recognises it by
-// its magic (never by its name); `.agtb` is the extension `trace convert`
-// writes it under. The layout:
+// file. It loads in one pass over the file, read through a 1 MiB window,
+// with nothing allocated beyond that window and the Trace itself.
+// load_trace_file() recognises it by its magic (never by its name); `.agtb`
+// is the extension `trace convert` writes it under. The layout:
 //   magic (8 bytes: 0x89 "AGTB" CR LF 0x1A), format version (u32 LE),
 //   then the trace: unsigned LEB128 numbers, zigzag for signed ones,
 //   strings as length + bytes, sigma as an IEEE double (8 bytes LE), every
@@ -268,6 +316,13 @@ bool looks_binary(const char* head, std::size_t size);
 std::string to_binary(const Trace& trace);
 // Binary form -> validated Trace. `source` names the input in errors.
 Trace parse_binary_trace(const char* data, std::size_t size, const std::string& source);
+// The same from a file: its next `size` bytes, read `window` bytes at a
+// time (load_trace_file() passes a regular file and its size). Gives what
+// parse_binary_trace() gives for those bytes, errors included; a file that
+// ends early or fails to read is a TraceError "read error".
+inline constexpr std::size_t kBinaryReadWindow = std::size_t{1} << 20;
+Trace read_binary_trace(std::FILE* file, std::size_t size, const std::string& source,
+                        std::size_t window = kBinaryReadWindow);
 void write_binary_trace_file(const Trace& trace, const std::string& path);
 
 // Generators: KIND in agent, fork-storm, io, hogs, mixed (and GPU kinds added

@@ -310,9 +310,9 @@ class Validator {
           check_value(op.amount, sub(loc, "/bytes"), "bytes");
           break;
         case OpKind::kFork:
-          if (op.child && op.pid != 0) fail(loc, "expected exactly one of pid or child");
-          if (op.child) {
-            const ProcessSpec& c = *op.child;
+          if (op.child() && op.pid() != 0) fail(loc, "expected exactly one of pid or child");
+          if (op.child()) {
+            const ProcessSpec& c = *op.child();
             SourceLoc cloc = c.loc.pointer.empty() ? sub(loc, "/child") : c.loc;
             if (c.pid != 0 || c.parent || c.start_ns)
               fail(cloc, "an inline child template takes no pid, parent or start_ns");
@@ -324,33 +324,33 @@ class Validator {
             check_ops(c.ops, cloc.pointer + "/ops", cloc, 0, true, multiplicity, child_tool_open);
             repeat_depth_ = saved_depth;
           } else {
-            check_pid(op.pid, sub(loc, "/pid"));
-            if (pids_.count(op.pid) == 0)
-              fail(sub(loc, "/pid"), "fork of unknown pid " + std::to_string(op.pid) + "; expected a listed pid");
+            check_pid(op.pid(), sub(loc, "/pid"));
+            if (pids_.count(op.pid()) == 0)
+              fail(sub(loc, "/pid"), "fork of unknown pid " + std::to_string(op.pid()) + "; expected a listed pid");
             if (templ)
-              fail(sub(loc, "/pid"), "fork of listed pid " + std::to_string(op.pid) +
+              fail(sub(loc, "/pid"), "fork of listed pid " + std::to_string(op.pid()) +
                                          " from an inline template (which may run many times); expected an inline child");
             if (multiplicity > 1)
-              fail(sub(loc, "/pid"), "fork of listed pid " + std::to_string(op.pid) +
+              fail(sub(loc, "/pid"), "fork of listed pid " + std::to_string(op.pid()) +
                                          " inside a repeat would start it more than once; expected an inline child");
-            if (op.pid == pid) fail(sub(loc, "/pid"), "a process cannot fork itself");
-            auto [it, inserted] = forked_by_.emplace(op.pid, Forker{pid, loc});
+            if (op.pid() == pid) fail(sub(loc, "/pid"), "a process cannot fork itself");
+            auto [it, inserted] = forked_by_.emplace(op.pid(), Forker{pid, loc});
             if (!inserted)
-              fail(loc, "pid " + std::to_string(op.pid) + " is forked twice (first at " + it->second.loc.pointer +
+              fail(loc, "pid " + std::to_string(op.pid()) + " is forked twice (first at " + it->second.loc.pointer +
                             "); expected one fork op per listed process");
           }
           break;
         case OpKind::kExec:
-          if (op.name.empty()) fail(sub(loc, "/comm"), "expected a non-empty comm");
-          check_text(op.name, sub(loc, "/comm"));
+          if (op.name().empty()) fail(sub(loc, "/comm"), "expected a non-empty comm");
+          check_text(op.name(), sub(loc, "/comm"));
           break;
         case OpKind::kWait:
         case OpKind::kExit:
         case OpKind::kStep:
           break;
         case OpKind::kToolBegin:
-          if (op.name.empty()) fail(sub(loc, "/tool"), "expected a non-empty tool name");
-          check_text(op.name, sub(loc, "/tool"));
+          if (op.name().empty()) fail(sub(loc, "/tool"), "expected a non-empty tool name");
+          check_text(op.name(), sub(loc, "/tool"));
           if (tool_open) fail(loc, "tool_begin while a tool call is open; expected tool_end first");
           tool_open = true;
           break;
@@ -359,16 +359,16 @@ class Validator {
           tool_open = false;
           break;
         case OpKind::kRepeat: {
-          if (op.count < 1) fail(sub(loc, "/count"), "expected a repeat count >= 1");
+          if (op.count() < 1) fail(sub(loc, "/count"), "expected a repeat count >= 1");
           if (++repeat_depth_ > 8) fail(loc, "repeat nested more than 8 deep");
           const bool before = tool_open;
-          const std::uint64_t body = check_ops(op.body, loc.pointer + "/body", loc, pid, templ,
-                                               sat_mul(multiplicity, op.count), tool_open);
-          if (op.count > 1 && tool_open != before)
+          const std::uint64_t body = check_ops(op.body(), loc.pointer + "/body", loc, pid, templ,
+                                               sat_mul(multiplicity, op.count()), tool_open);
+          if (op.count() > 1 && tool_open != before)
             fail(loc, "the repeat body leaves a tool call open/closed differently than it found it; "
                       "expected tool_begin and tool_end paired inside the body");
           --repeat_depth_;
-          total = sat_add(total, sat_mul(body, op.count));
+          total = sat_add(total, sat_mul(body, op.count()));
           break;
         }
       }

@@ -58,17 +58,17 @@ json ops_json(const std::vector<Op>& ops) {
       case OpKind::kSleep: j = {{"op", "sleep"}, {"ns", value_json(op.amount)}}; break;
       case OpKind::kIo: j = {{"op", "io"}, {"ns", value_json(op.amount)}}; break;
       case OpKind::kFork:
-        if (op.child) j = {{"op", "fork"}, {"child", process_json(*op.child, true)}};
-        else j = {{"op", "fork"}, {"pid", op.pid}};
+        if (op.child()) j = {{"op", "fork"}, {"child", process_json(*op.child(), true)}};
+        else j = {{"op", "fork"}, {"pid", op.pid()}};
         break;
-      case OpKind::kExec: j = {{"op", "exec"}, {"comm", op.name}}; break;
+      case OpKind::kExec: j = {{"op", "exec"}, {"comm", op.name()}}; break;
       case OpKind::kWait: j = {{"op", "wait"}}; break;
       case OpKind::kExit: j = {{"op", "exit"}}; break;
       case OpKind::kMem: j = {{"op", "mem"}, {"bytes", value_json(op.amount)}}; break;
-      case OpKind::kRepeat: j = {{"op", "repeat"}, {"count", op.count}, {"body", ops_json(op.body)}}; break;
-      case OpKind::kToolBegin: j = {{"op", "tool_begin"}, {"tool", op.name}}; break;
+      case OpKind::kRepeat: j = {{"op", "repeat"}, {"count", op.count()}, {"body", ops_json(op.body())}}; break;
+      case OpKind::kToolBegin: j = {{"op", "tool_begin"}, {"tool", op.name()}}; break;
       case OpKind::kToolEnd: j = {{"op", "tool_end"}}; break;
-      case OpKind::kStep: j = {{"op", "step"}, {"step", op.step}}; break;
+      case OpKind::kStep: j = {{"op", "step"}, {"step", op.step()}}; break;
     }
     out.push_back(std::move(j));
   }

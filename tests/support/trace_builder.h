@@ -34,8 +34,8 @@ inline Op mem_op(std::uint64_t bytes) {
 inline Op repeat_op(std::uint32_t n, std::vector<Op> body) {
   Op o;
   o.kind = OpKind::kRepeat;
-  o.count = n;
-  o.body = std::move(body);
+  o.set_count(n);
+  o.set_body(std::move(body));
   return o;
 }
 // Forks a child (in the parent's cgroup) that runs `ops`.
@@ -46,13 +46,13 @@ inline Op fork_op(std::vector<Op> ops) {
   child->ops = std::move(ops);
   Op o;
   o.kind = OpKind::kFork;
-  o.child = child;
+  o.set_child(std::move(child));
   return o;
 }
 inline Op tool_op(bool begin) {
   Op o;
   o.kind = begin ? OpKind::kToolBegin : OpKind::kToolEnd;
-  if (begin) o.name = "Bash";
+  if (begin) o.set_name("Bash");
   return o;
 }
 
