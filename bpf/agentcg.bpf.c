@@ -590,7 +590,8 @@ static __always_inline void preempt_kick(s32 cpu, struct cpu_curr *cc)
  * once, the one with the latest deadline; -1 if none. A racy snapshot of
  * cpu_currs, as the chosen CPU's check.
  */
-static __always_inline s32 find_victim(u32 cpu, const struct agentcg_place_in *in,
+static __always_inline s32 find_victim(struct task_struct *p, u32 cpu,
+				       const struct agentcg_place_in *in,
 				       const struct agentcg_tunables *tn)
 {
 	u64 best_deadline = 0;
@@ -605,6 +606,8 @@ static __always_inline s32 find_victim(u32 cpu, const struct agentcg_place_in *i
 		if (i >= n)
 			break;
 		c = (cpu + i) % n;
+		if (!bpf_cpumask_test_cpu(c, p->cpus_ptr))
+			continue;
 		cc = bpf_map_lookup_elem(&cpu_currs, &c);
 		if (!cc || !cc->ours || cc->kicked)
 			continue;
@@ -659,24 +662,13 @@ static __always_inline void place(struct task_struct *p, struct task_ctx *t, u64
 		}
 	}
 	r = agentcg_place_task(&in, tn);
-	/* the chosen CPU does not take it: another CPU may (place.h) */
-	if (agentcg_place_retarget(&in, r, tn)) {
-		s32 victim = find_victim(cpu, &in, tn);
-
-		if (victim >= 0) {
-			u32 v = victim;
-
-			bstat_inc(AGENTCG_BS_victim_preempts);
-			scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, slice, key, enq_flags);
-			preempt_kick(victim, bpf_map_lookup_elem(&cpu_currs, &v));
-			return;
-		}
-	}
 	/*
 	 * Queued in the shared DSQ while another CPU idles: wake that one (the
 	 * kernel does not for a custom DSQ; it would stay idle until its next
 	 * wakeup, which cost stress-ng's fork storm ~25 % of its throughput).
 	 * Picking clears its idle bit, so two enqueues do not wake one CPU.
+	 * With no CPU idle, a wakeup the chosen CPU does not take may preempt
+	 * another one (place.h, victim_preempt).
 	 */
 	if (r.kind <= AGENTCG_PLACE_SHARED_AT && !in.cpu_idle) {
 		s32 idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
@@ -684,6 +676,17 @@ static __always_inline void place(struct task_struct *p, struct task_ctx *t, u64
 		if (idle >= 0) {
 			bstat_inc(AGENTCG_BS_idle_kicks);
 			scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+		} else if (agentcg_place_retarget(&in, r, tn)) {
+			s32 victim = find_victim(p, cpu, &in, tn);
+
+			if (victim >= 0) {
+				u32 v = victim;
+
+				bstat_inc(AGENTCG_BS_victim_preempts);
+				scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, slice, key, enq_flags);
+				preempt_kick(victim, bpf_map_lookup_elem(&cpu_currs, &v));
+				return;
+			}
 		}
 	}
 	switch (r.kind) {

@@ -655,7 +655,7 @@ class ScxClass final : public SchedClass {
     CpuCurr& cc = curr_.at(static_cast<std::size_t>(cpu));
     cc.timer = 0;
     if (!cc.ours || heap_.empty()) return;
-    wakeup_preempt(cpu, heap_.front().key, ctx_->now().ns());
+    wakeup_preempt(cpu, queued_key(heap_.front()), ctx_->now().ns());
   }
 
   // The memory monitor (agentcgroupd's poll loop).
@@ -739,13 +739,14 @@ class ScxClass final : public SchedClass {
     if (i > 0 && less(last, heap_[(i - 1) / 2])) sift_up(i);
     else sift_down(i);
   }
-  // The first request in queue order other than `id`'s, or null.
-  // (a queued one's key, or its re-tag deadline when stale)
+  // A queued request's key, or its re-tag deadline when stale (eevdf.h
+  // agentcg_eevdf_eff_deadline; bpf/agentcg.bpf.c's queued_key alike).
   std::uint64_t queued_key(const QEntry& e) const {
     const TaskCtx& tc = tasks_[e.id];
     const std::uint64_t d = agentcg_eevdf_eff_deadline(&tc.req, &groups_[tc.cg].cg, &g_, &t_);
     return d == tc.req.deadline ? e.key : d;
   }
+  // The first request in queue order other than `id`'s, or null.
   const QEntry* head_except(std::uint32_t id) const {
     if (heap_.empty()) return nullptr;
     if (heap_[0].id != id) return &heap_[0];
