@@ -658,7 +658,15 @@ static __always_inline void place(struct task_struct *p, struct task_ctx *t, u64
 		head = scx_bpf_dsq_peek(AGENTCG_SHARED_DSQ);
 		if (head) {
 			in.has_head = 1;
-			in.head_key = queued_key(head, tn);
+			/*
+			 * The head's effective key is never earlier than its
+			 * queue key, and place.h only asks whether the head is
+			 * ordered first: look it up (two map lookups) only when
+			 * its queue key says so.
+			 */
+			in.head_key = head->scx.dsq_vtime;
+			if (agentcg_before(in.head_key, key))
+				in.head_key = queued_key(head, tn);
 		}
 	}
 	r = agentcg_place_task(&in, tn);
