@@ -46,7 +46,10 @@
  *   normally the task's previous CPU, as in fair.c), or into that
  *   CPU's local DSQ with SCX_ENQ_PREEMPT
  *   when the base rule says NOW (earlier deadline, the running request
- *   past its protected time or the waking one's slice shorter); only a
+ *   past its protected time or the waking one's slice shorter; against
+ *   another group's request the time counts from when the CPU took the
+ *   running group, cpu_currs' group_since_ns, eevdf.h
+ *   agentcg_group_run_since); only a
  *   request that must wait goes into the shared DSQ, with an idle CPU
  *   kicked if there is one, a preemption kick (an earlier request already
  *   waits there) or the CPU's BPF timer re-checking at T (still
@@ -269,6 +272,9 @@ struct cpu_curr {
 	u64 cgid;
 	u64 started_at_ns;
 	u64 slice_ns;
+	u64 group_since_ns; /* since when this CPU runs cgid (eevdf.h agentcg_group_run_since) */
+	u64 stopped_ns;     /* when its last run of ours ended, and that run's group */
+	u64 last_cgid;
 	u32 ours;          /* 1 while a fair task of ours runs */
 	u32 timer_armed;
 	u32 kicked;        /* a preempting kick is on its way (cleared by running/stopping) */
@@ -576,6 +582,12 @@ static __always_inline u64 queued_key(struct task_struct *p, const struct agentc
 	return d == t->req.deadline ? p->scx.dsq_vtime : d;
 }
 
+/* Where cc's protection counts from against a request of group `cgid`. */
+static __always_inline u64 protect_since(const struct cpu_curr *cc, u64 cgid)
+{
+	return agentcg_protect_since(cc->started_at_ns, cc->group_since_ns, cc->cgid == cgid);
+}
+
 static __always_inline void preempt_kick(s32 cpu, struct cpu_curr *cc)
 {
 	if (cc)
@@ -585,23 +597,21 @@ static __always_inline void preempt_kick(s32 cpu, struct cpu_curr *cc)
 }
 
 /*
- * place.h's victim scan: the other CPU (at most AGENTCG_VICTIM_SCAN after
- * `cpu`, in order) whose running request the request of `in` preempts at
- * once, the one with the latest deadline; -1 if none. A racy snapshot of
- * cpu_currs, as the chosen CPU's check.
+ * place.h's victim scan over the other CPUs (at most AGENTCG_VICTIM_SCAN
+ * after `cpu`, in order) against the request of `in` of group `cgid`
+ * (agentcg_victim_consider: the CPU to preempt at once, else the one to
+ * re-check first). A racy snapshot of cpu_currs, as the chosen CPU's check.
  */
-static __always_inline s32 find_victim(struct task_struct *p, u32 cpu,
-				       const struct agentcg_place_in *in,
-				       const struct agentcg_tunables *tn)
+static __always_inline struct agentcg_victim_scan find_victim(struct task_struct *p, u32 cpu, u64 cgid,
+							      const struct agentcg_place_in *in,
+							      const struct agentcg_tunables *tn)
 {
-	u64 best_deadline = 0;
-	s32 best = -1;
+	struct agentcg_victim_scan s = {-1, -1, 0, 0};
 	u32 i, n = nr_cpus;
 
 	bpf_for(i, 1, AGENTCG_VICTIM_SCAN + 1) {
 		struct cpu_curr *cc;
 		u32 c;
-		u64 d;
 
 		if (i >= n)
 			break;
@@ -611,15 +621,21 @@ static __always_inline s32 find_victim(struct task_struct *p, u32 cpu,
 		cc = bpf_map_lookup_elem(&cpu_currs, &c);
 		if (!cc || !cc->ours || cc->kicked)
 			continue;
-		d = curr_deadline(cc, tn);
-		if (!agentcg_place_victim(in, d, cc->started_at_ns, cc->slice_ns, tn))
-			continue;
-		if (best < 0 || agentcg_before(best_deadline, d)) {
-			best = c;
-			best_deadline = d;
-		}
+		agentcg_victim_consider(&s, in, c, curr_deadline(cc, tn), protect_since(cc, cgid),
+					cc->slice_ns, tn);
 	}
-	return best;
+	return s;
+}
+
+/* A "not before at_ns" re-check of the CPU of `cc` (preempt_timer_fn),
+ * unless one is armed there already. */
+static __always_inline void arm_recheck(struct cpu_curr *cc, u64 at_ns, u64 now)
+{
+	if (!cc || cc->timer_armed)
+		return;
+	cc->timer_armed = 1;
+	bpf_timer_start(&cc->timer, at_ns > now ? at_ns - now : 0, 0);
+	count_events(AGENTCG_EV(min_slice_deferrals));
 }
 
 /*
@@ -651,7 +667,7 @@ static __always_inline void place(struct task_struct *p, struct task_ctx *t, u64
 	if (cc && cc->ours) {
 		in.curr_ours = 1;
 		in.curr_deadline = curr_deadline(cc, tn);
-		in.curr_started_ns = cc->started_at_ns;
+		in.curr_started_ns = protect_since(cc, t->cgid);
 		in.curr_slice_ns = cc->slice_ns;
 	}
 	if (in.cpu_idle || in.last || in.curr_ours || in.wakeup) {
@@ -685,15 +701,20 @@ static __always_inline void place(struct task_struct *p, struct task_ctx *t, u64
 			bstat_inc(AGENTCG_BS_idle_kicks);
 			scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
 		} else if (agentcg_place_retarget(&in, r, tn)) {
-			s32 victim = find_victim(p, cpu, &in, tn);
+			struct agentcg_victim_scan vs = find_victim(p, cpu, t->cgid, &in, tn);
 
-			if (victim >= 0) {
-				u32 v = victim;
+			if (vs.now_cpu >= 0) {
+				u32 v = vs.now_cpu;
 
 				bstat_inc(AGENTCG_BS_victim_preempts);
 				scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, slice, key, enq_flags);
-				preempt_kick(victim, bpf_map_lookup_elem(&cpu_currs, &v));
+				preempt_kick(vs.now_cpu, bpf_map_lookup_elem(&cpu_currs, &v));
 				return;
+			}
+			if (agentcg_victim_defer(&vs, r)) {
+				u32 v = vs.at_cpu;
+
+				arm_recheck(bpf_map_lookup_elem(&cpu_currs, &v), vs.at_ns, now);
 			}
 		}
 	}
@@ -717,11 +738,7 @@ static __always_inline void place(struct task_struct *p, struct task_ctx *t, u64
 	case AGENTCG_PLACE_SHARED_AT:
 		bstat_inc(AGENTCG_BS_wakeup_preempt_checks);
 		scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, slice, key, enq_flags);
-		if (cc && !cc->timer_armed) {
-			cc->timer_armed = 1;
-			bpf_timer_start(&cc->timer, r.at_ns > now ? r.at_ns - now : 0, 0);
-			count_events(AGENTCG_EV(min_slice_deferrals));
-		}
+		arm_recheck(cc, r.at_ns, now);
 		return;
 	case AGENTCG_PLACE_SHARED:
 		scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, slice, key, enq_flags);
@@ -1060,6 +1077,8 @@ void BPF_STRUCT_OPS(agentcg_running, struct task_struct *p)
 		cc->deadline = t->req.deadline;
 		cc->start = t->req.start;
 		cc->req_slice_ns = t->req.slice_ns;
+		cc->group_since_ns = agentcg_group_run_since(cc->group_since_ns, cc->stopped_ns,
+							     cc->last_cgid == t->cgid, now, tn);
 		cc->cgid = t->cgid;
 		cc->started_at_ns = now;
 		cc->slice_ns = p->scx.slice;
@@ -1105,6 +1124,10 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 	if (!t || !t->at.started_at_ns)
 		return;
 	now = bpf_ktime_get_ns();
+	if (cc) {
+		cc->stopped_ns = now;
+		cc->last_cgid = t->cgid;
+	}
 	ran = now - t->at.started_at_ns;
 	t->at.started_at_ns = 0;
 	if (runnable)
@@ -1469,6 +1492,7 @@ void BPF_STRUCT_OPS(agentcg_cgroup_set_bandwidth, struct cgroup *cgrp, u64 perio
 static int preempt_timer_fn(void *map, u32 *key, struct cpu_curr *cc)
 {
 	struct task_struct *head;
+	struct task_ctx *ht;
 	u64 now = bpf_ktime_get_ns();
 	struct agentcg_preempt r;
 	u64 head_deadline;
@@ -1481,14 +1505,13 @@ static int preempt_timer_fn(void *map, u32 *key, struct cpu_curr *cc)
 	if (!head)
 		return 0;
 	head_deadline = queued_key(head, tun());
-	r = agentcg_eevdf_preempt(head_deadline, curr_deadline(cc, tun()), cc->started_at_ns,
-				  cc->slice_ns, now, tun());
-	if (r.verdict == AGENTCG_PREEMPT_NOW) {
+	ht = task_ctx(head);
+	r = agentcg_eevdf_preempt(head_deadline, curr_deadline(cc, tun()),
+				  protect_since(cc, ht ? ht->cgid : 0), cc->slice_ns, now, tun());
+	if (r.verdict == AGENTCG_PREEMPT_NOW)
 		preempt_kick(*key, cc);
-	} else if (r.verdict == AGENTCG_PREEMPT_AT) {
-		cc->timer_armed = 1;
-		bpf_timer_start(&cc->timer, r.at_ns > now ? r.at_ns - now : 0, 0);
-	}
+	else if (r.verdict == AGENTCG_PREEMPT_AT)
+		arm_recheck(cc, r.at_ns, now);
 	return 0;
 }
 

@@ -166,8 +166,15 @@ u64 check_place(u64 key, u64 head, u64 curr, u64 now, u32 flags)
 	in.curr_slice_ns = 4000000;
 	in.now_ns = now;
 	r = agentcg_place_task(&in, &t);
-	if (agentcg_place_retarget(&in, r, &t) &&
-	    agentcg_place_victim(&in, curr + 1, now - 1000000, 4000000, &t))
-		return 99;
+	if (agentcg_place_retarget(&in, r, &t)) {
+		struct agentcg_victim_scan vs = {-1, -1, 0, 0};
+
+		agentcg_victim_consider(&vs, &in, 1, curr + 1, now - 1000000, 4000000, &t);
+		agentcg_victim_consider(&vs, &in, 2, curr + 2, now - 1000, 4000000, &t);
+		if (vs.now_cpu >= 0)
+			return 99;
+		if (agentcg_victim_defer(&vs, r))
+			return 98 + vs.at_ns;
+	}
 	return r.kind + r.at_ns;
 }

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <utility>
@@ -427,11 +429,39 @@ TEST(Place, RetargetAndVictim) {
   t.features &= ~AGENTCG_F_VICTIM_PREEMPT;  // the feature off: no scan
   EXPECT_FALSE(agentcg_place_retarget(&in, r, &t));
   t.features |= AGENTCG_F_VICTIM_PREEMPT;
-  // a victim: a later deadline past its protection; not an earlier one, nor a protected one
+  // a victim: a later deadline past its protection; not an earlier one; a
+  // protected one only deferred, to the end of its protection
   const u64 now = in.now_ns;
-  EXPECT_TRUE(agentcg_place_victim(&in, 104 * kMs, now - 600 * kUs, 4 * kMs, &t));
-  EXPECT_FALSE(agentcg_place_victim(&in, 99 * kMs, now - 600 * kUs, 4 * kMs, &t));
-  EXPECT_FALSE(agentcg_place_victim(&in, 104 * kMs, now - 100 * kUs, 4 * kMs, &t));
+  const auto scan = [&](std::initializer_list<std::array<u64, 3>> cpus) {
+    agentcg_victim_scan s{-1, -1, 0, 0};
+    s32 c = 1;
+    for (const auto& cc : cpus) agentcg_victim_consider(&s, &in, c++, cc[0], cc[1], cc[2], &t);
+    return s;
+  };
+  agentcg_victim_scan s = scan({{104 * kMs, now - 600 * kUs, 4 * kMs}});
+  EXPECT_EQ(s.now_cpu, 1);
+  s = scan({{99 * kMs, now - 600 * kUs, 4 * kMs}});
+  EXPECT_EQ(s.now_cpu, -1);
+  EXPECT_EQ(s.at_cpu, -1);
+  s = scan({{104 * kMs, now - 100 * kUs, 4 * kMs}});
+  EXPECT_EQ(s.now_cpu, -1);
+  EXPECT_EQ(s.at_cpu, 1);
+  EXPECT_EQ(s.at_ns, now + 400 * kUs);
+  // of two at once the later deadline; of two protected ones the first to end
+  s = scan({{104 * kMs, now - 600 * kUs, 4 * kMs}, {108 * kMs, now - 700 * kUs, 4 * kMs}});
+  EXPECT_EQ(s.now_cpu, 2);
+  s = scan({{104 * kMs, now - 100 * kUs, 4 * kMs}, {108 * kMs, now - 300 * kUs, 4 * kMs}});
+  EXPECT_EQ(s.at_cpu, 2);
+  EXPECT_EQ(s.at_ns, now + 200 * kUs);
+  // one at once beats a deferred one
+  s = scan({{104 * kMs, now - 100 * kUs, 4 * kMs}, {108 * kMs, now - 600 * kUs, 4 * kMs}});
+  EXPECT_EQ(s.now_cpu, 2);
+  EXPECT_FALSE(agentcg_victim_defer(&s, agentcg_place{AGENTCG_PLACE_SHARED, 0, 0}));
+  // deferred: worth a timer unless the chosen CPU's own re-check comes first
+  s = scan({{104 * kMs, now - 100 * kUs, 4 * kMs}});
+  EXPECT_TRUE(agentcg_victim_defer(&s, agentcg_place{AGENTCG_PLACE_SHARED, 0, 0}));
+  EXPECT_TRUE(agentcg_victim_defer(&s, agentcg_place{AGENTCG_PLACE_SHARED_AT, 0, now + 450 * kUs}));
+  EXPECT_FALSE(agentcg_victim_defer(&s, agentcg_place{AGENTCG_PLACE_SHARED_AT, 0, now + 400 * kUs}));
 }
 
 // A stale request (its group ran past its share since it was tagged)

@@ -283,6 +283,49 @@ TEST(ScxAcceptance, StormVictimWakeupsUnderHalfOfEevdf) {
   }
 }
 
+// cyclictest next to a fork storm, as `live compare` runs it (2 threads
+// waking every 1 ms in /victim, stress-ng --fork 4 in /storm) on the VM's
+// fitted machine profile (2 CPUs, 1 ms wakeup path, 4 ms tick, 30 %
+// background in the root group, 13 ms per fork). Each storm child is a new
+// request, so counted per task the storm was almost always inside a
+// min_slice protection, and a woken thread whose own CPU ran an earlier
+// request had no other CPU to go to until a slice ended: /victim wakeup
+// p999 3.06 ms against eevdf's 1.00 ms, max 4.13 against 3.02. With the
+// protection counted from when the CPU took the group (eevdf.h
+// agentcg_group_run_since) and a deferred victim's re-check (place.h
+// agentcg_victim_defer), no worse than eevdf at p99, p999 and the maximum.
+TEST(ScxAcceptance, PeriodicWakerNextToAForkStormNoWorseThanEevdf) {
+  trace::Op wait;
+  wait.kind = trace::OpKind::kWait;
+  Builder b(2, 8 * kSec);
+  b.cgroup("/victim", 100);
+  b.cgroup("/storm", 100);
+  for (int i = 0; i < 2; i++) b.process("/victim", {repeat_op(100000, {sleep_op(1 * kMs), run_op(20 * kUs)})});
+  for (int i = 0; i < 4; i++) b.process("/storm", {repeat_op(100000, {fork_op({run_op(200 * kUs)}), wait})});
+  RunOptions o;
+  o.config.machine.wakeup_overhead_ns = 1 * kMs;
+  o.config.machine.wakeup_overhead_ns_set = true;
+  o.config.machine.background_cpu_pct = 30;
+  o.config.machine.ext_busy_pct = 5;
+  o.config.machine.fork_cost_ns = 13 * kMs;
+  o.config.machine.tick_ns = 4 * kMs;
+  o.policy = "eevdf";
+  const auto e = run(b.t, o);
+  o.policy = "agentcg";
+  const auto a = run(b.t, o);
+  const auto w = [](const nlohmann::json& r, const char* k) {
+    return r["cgroups"]["/victim"]["wakeup_latency_ns"][k].get<std::uint64_t>();
+  };
+  std::printf("cyclictest beside a fork storm: /victim wakeup p99/p999/max eevdf %llu/%llu/%llu, agentcg %llu/%llu/%llu ns\n",
+              (unsigned long long)w(e, "p99"), (unsigned long long)w(e, "p999"), (unsigned long long)w(e, "max"),
+              (unsigned long long)w(a, "p99"), (unsigned long long)w(a, "p999"), (unsigned long long)w(a, "max"));
+  ASSERT_GT(w(e, "p99"), 1 * kMs) << "the wakeup path of the VM profile must be in the figures";
+  EXPECT_LE(w(a, "p99"), w(e, "p99") + 50 * kUs);
+  EXPECT_LE(w(a, "p999"), w(e, "p999") + 50 * kUs);
+  EXPECT_LE(w(a, "max"), w(e, "max") + 100 * kUs);
+  EXPECT_GT(a["cgroups"]["/storm"]["forks"].get<std::uint64_t>(), 500u) << "the storm must storm";
+}
+
 // Wakeup boost on the io generator's trace: /io's wakeup p99 is lower with
 // the feature than without it (the rest of agentcg alike). Against flatcg
 // it is not asserted: since the v3 base rule flatcg's /io p99 is 56 us and
@@ -300,7 +343,12 @@ TEST(ScxAcceptance, WakeupBoostLowersIoWakeupLatency) {
 }
 
 // A SchedClass decorator that checks min_slice: every stop of a runnable
-// task before its slice ended is a preemption, and must come after 500 us.
+// task before its slice ended is a preemption, and must come after its
+// CPU has run the task's group for 500 us. The group's time counts from
+// when the CPU took the group: a CPU whose previous run was of the same
+// group and ended at most 500 us before keeps counting (eevdf.h
+// agentcg_group_run_since; a request of another group may preempt a task
+// that started just now if its group held the CPU longer).
 class MinSliceProbe final : public SchedClass {
  public:
   explicit MinSliceProbe(std::unique_ptr<SchedClass> inner) : inner_(std::move(inner)) {}
@@ -315,14 +363,23 @@ class MinSliceProbe final : public SchedClass {
     if (d.task) slice_[d.task->id] = d.slice;
     return d;
   }
-  void running(Task& p, int cpu) override { inner_->running(p, cpu); }
+  void running(Task& p, int cpu) override {
+    Held& h = held_[cpu];
+    if (!(h.any && h.cg == p.cgroup && p.started_at - h.stopped <= Time::from_us(500))) h.since = p.started_at;
+    h.cg = p.cgroup;
+    inner_->running(p, cpu);
+  }
   void stopping(Task& p, int cpu, bool runnable) override {
+    Held& h = held_[cpu];
     const Time ran = ctx_->now() - p.started_at;
+    const Time group_ran = ctx_->now() - h.since;
     if (runnable && ran < slice_[p.id]) {
       preempted++;
-      if (ran < Time::from_us(500)) early++;
-      min_ran = std::min(min_ran, ran);
+      if (group_ran < Time::from_us(500)) early++;
+      min_ran = std::min(min_ran, group_ran);
     }
+    h.any = true;
+    h.stopped = ctx_->now();
     inner_->stopping(p, cpu, runnable);
   }
   void init_task(Task& p, bool fork) override { inner_->init_task(p, fork); }
@@ -342,6 +399,12 @@ class MinSliceProbe final : public SchedClass {
   std::unique_ptr<SchedClass> inner_;
   SchedContext* ctx_ = nullptr;
   std::map<std::uint32_t, Time> slice_;
+  struct Held {
+    bool any = false;
+    CgroupId cg = 0;
+    Time since, stopped;
+  };
+  std::map<int, Held> held_;
 };
 
 void run_probe(const trace::Trace& t, MinSliceProbe& probe) {
@@ -364,7 +427,7 @@ TEST(ScxAcceptance, NoBoostPreemptsBeforeMinSlice) {
   nolat.features &= ~(AGENTCG_F_LATENCY | AGENTCG_F_AUTO_BOOST | AGENTCG_F_WAKEUP_BOOST);
   MinSliceProbe probe(make_agentcg_class(nolat));
   run_probe(io, probe);
-  std::printf("min_slice: %llu preemptions, shortest run before one %llu ns\n",
+  std::printf("min_slice: %llu preemptions, shortest hold of a CPU by a group before one %llu ns\n",
               (unsigned long long)probe.preempted, (unsigned long long)probe.min_ran.ns());
   EXPECT_GT(probe.preempted, 100u) << "the test must exercise wakeup preemption";
   EXPECT_EQ(probe.early, 0u);
@@ -456,17 +519,20 @@ TEST(AgentcgLatency, BandIsOrderedByShareNotByLag) {
 }
 
 // latency (agentcg.h): a shell (300 us bursts after 100 ms sleeps) beside
-// 4 hogs on 2 CPUs. Its wakeups are latency requests: a 500 us slice that
-// preempts a running 4 ms request at once (eevdf.h's PREEMPT_SHORT), so
-// even its longest wakeup is the model's wakeup path plus a context switch
-// (under 100 us), where without the feature a wakeup that comes in the
-// running request's 500 us protected time waits for it.
+// 4 hogs in two groups on 2 CPUs. Its wakeups are latency requests: a
+// 500 us slice that preempts a running 4 ms request at once (eevdf.h's
+// PREEMPT_SHORT), so even its longest wakeup is the model's wakeup path
+// plus a context switch (under 100 us), where without the feature a wakeup
+// that comes in the 500 us after a CPU changed groups (the hogs' groups
+// take turns) waits for the protection to end.
 // Its share stays its demand (it adds no CPU time).
 TEST(ScxAcceptance, LatencyRequestsPreemptWithoutWaitingForMinSlice) {
   Builder b(2, 10 * kSec);
   b.cgroup("/batch");
+  b.cgroup("/batch2");
   b.cgroup("/interactive");
-  b.hogs("/batch", 4, 10 * kSec);
+  b.hogs("/batch", 2, 10 * kSec);
+  b.hogs("/batch2", 2, 10 * kSec);
   // sleeps of 100 ms + i x 137 us: the wakeups fall at every phase of the
   // hogs' 4 ms slices, some inside the first 500 us of one
   std::vector<trace::Op> shell;

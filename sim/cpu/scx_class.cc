@@ -197,17 +197,25 @@ class ScxClass final : public SchedClass {
   }
 
   void running(Task& p, int cpu) override {
-    task_ctx(p).t.started_at_ns = p.started_at.ns();
+    const std::uint64_t started = p.started_at.ns();
+    task_ctx(p).t.started_at_ns = started;
     // protection counts from when it runs, after the context switch (BPF: ops.running)
-    curr_.at(static_cast<std::size_t>(cpu)).started_ns = p.started_at.ns();
-    curr_.at(static_cast<std::size_t>(cpu)).kicked = false;
+    CpuCurr& cc = curr_.at(static_cast<std::size_t>(cpu));
+    cc.started_ns = started;
+    cc.group_since_ns = agentcg_group_run_since(cc.group_since_ns, cc.stopped_ns,
+                                                cc.stopped_any && cc.last_cg == cc.cg, started, &t_);
+    cc.kicked = false;
   }
 
   void stopping(Task& p, int cpu, bool runnable) override {
     const std::uint64_t now = ctx_->now().ns();
     TaskCtx& tc = task_ctx(p);
-    curr_.at(static_cast<std::size_t>(cpu)).ours = false;
-    curr_.at(static_cast<std::size_t>(cpu)).kicked = false;
+    CpuCurr& cc = curr_.at(static_cast<std::size_t>(cpu));
+    cc.ours = false;
+    cc.kicked = false;
+    cc.stopped_ns = now;
+    cc.last_cg = tc.cg;
+    cc.stopped_any = true;
     const std::uint64_t ran = (ctx_->now() - p.started_at).ns();
     Group& gr = groups_[tc.cg];
     if (agentcg_fork_tick(&gr.cg, now, &t_)) sync_weight(tc.cg);
@@ -361,6 +369,10 @@ class ScxClass final : public SchedClass {
   };
   struct CpuCurr {
     std::uint64_t deadline = 0, started_ns = 0, slice_ns = 0;
+    // since when this CPU runs cg (agentcg_group_run_since), from the last stop
+    std::uint64_t group_since_ns = 0, stopped_ns = 0;
+    CgroupId last_cg = 0;
+    bool stopped_any = false;
     agentcg_req req{};   // the running request (its deadline is `deadline`)
     CgroupId cg = 0;     // and its group: for curr_deadline()
     std::uint64_t timer = 0;  // armed re-check
@@ -560,7 +572,7 @@ class ScxClass final : public SchedClass {
     if (cc.ours && !in.cpu_idle) {
       in.curr_ours = 1;
       in.curr_deadline = curr_deadline(cc);
-      in.curr_started_ns = cc.started_ns;
+      in.curr_started_ns = protect_since(cc, tc.cg);
       in.curr_slice_ns = cc.slice_ns;
     }
     // the head before this request (it is queued already: skip it; if it
@@ -570,13 +582,15 @@ class ScxClass final : public SchedClass {
       in.head_key = queued_key(*h);
     }
     const agentcg_place r = agentcg_place_task(&in, &t_);
-    // the chosen CPU does not take it: another CPU may (place.h)
+    // the chosen CPU does not take it: another CPU may, at once or once
+    // its running request's protection ends (place.h)
     if (agentcg_place_retarget(&in, r, &t_)) {
-      const int v = pick_victim(cpu, in);
-      if (v >= 0) {
-        preempt_kick(v);
+      const agentcg_victim_scan v = scan_victims(cpu, tc.cg, in);
+      if (v.now_cpu >= 0) {
+        preempt_kick(v.now_cpu);
         return;
       }
+      if (agentcg_victim_defer(&v, r)) arm_recheck(v.at_cpu, v.at_ns);
     }
     switch (static_cast<agentcg_place_kind>(r.kind)) {
       case AGENTCG_PLACE_SHARED:
@@ -591,37 +605,35 @@ class ScxClass final : public SchedClass {
       case AGENTCG_PLACE_SHARED_PREEMPT:
         preempt_kick(cpu);
         return;
-      case AGENTCG_PLACE_SHARED_AT: {
-        CpuCurr& c = curr_.at(static_cast<std::size_t>(cpu));
-        if (!c.timer) {
-          c.timer = ctx_->arm_timer(Time::from_ns(r.at_ns), cookie(kTimerPreempt, static_cast<std::uint64_t>(cpu)));
-          bump(AGENTCG_EV(min_slice_deferrals));
-        }
+      case AGENTCG_PLACE_SHARED_AT:
+        arm_recheck(cpu, r.at_ns);
         return;
-      }
     }
   }
 
-  // The other CPU (at most AGENTCG_VICTIM_SCAN after `cpu`, in order) that
-  // the request of `in` preempts at once, the one running the latest
-  // deadline; -1 if none (bpf/agentcg.bpf.c's find_victim alike).
-  int pick_victim(int cpu, const agentcg_place_in& in) const {
+  // The other CPUs (at most AGENTCG_VICTIM_SCAN after `cpu`, in order)
+  // against the request of `in` (place.h's agentcg_victim_consider;
+  // bpf/agentcg.bpf.c's find_victim alike).
+  agentcg_victim_scan scan_victims(int cpu, CgroupId cg, const agentcg_place_in& in) const {
     const int n = ctx_->nr_cpus();
     const int scan = std::min(n - 1, AGENTCG_VICTIM_SCAN);
-    int best = -1;
-    std::uint64_t best_deadline = 0;
+    agentcg_victim_scan s{-1, -1, 0, 0};
     for (int i = 1; i <= scan; ++i) {
       const int c = (cpu + i) % n;
       const CpuCurr& cc = curr_[static_cast<std::size_t>(c)];
       if (!cc.ours || cc.kicked || ctx_->cpu_idle(c)) continue;
-      const std::uint64_t d = curr_deadline(cc);
-      if (!agentcg_place_victim(&in, d, cc.started_ns, cc.slice_ns, &t_)) continue;
-      if (best < 0 || agentcg_before(best_deadline, d)) {
-        best = c;
-        best_deadline = d;
-      }
+      agentcg_victim_consider(&s, &in, c, curr_deadline(cc), protect_since(cc, cg), cc.slice_ns, &t_);
     }
-    return best;
+    return s;
+  }
+
+  // A "not before at_ns" re-check of `cpu` (recheck_preempt), unless one
+  // is armed there already.
+  void arm_recheck(int cpu, std::uint64_t at_ns) {
+    CpuCurr& c = curr_.at(static_cast<std::size_t>(cpu));
+    if (c.timer) return;
+    c.timer = ctx_->arm_timer(Time::from_ns(at_ns), cookie(kTimerPreempt, static_cast<std::uint64_t>(cpu)));
+    bump(AGENTCG_EV(min_slice_deferrals));
   }
 
   // What a running or queued request competes at (eevdf.h
@@ -637,16 +649,20 @@ class ScxClass final : public SchedClass {
   }
 
   // The base rule on `cpu` for a request with `deadline` (eevdf.h).
-  void wakeup_preempt(int cpu, std::uint64_t deadline, std::uint64_t now) {
+  // Where cc's protection counts from against a request of group cg.
+  static std::uint64_t protect_since(const CpuCurr& cc, CgroupId cg) {
+    return agentcg_protect_since(cc.started_ns, cc.group_since_ns, cc.cg == cg);
+  }
+
+  void wakeup_preempt(int cpu, std::uint64_t deadline, CgroupId cg, std::uint64_t now) {
     CpuCurr& cc = curr_.at(static_cast<std::size_t>(cpu));
     if (!cc.ours) return;
     const agentcg_preempt r =
-        agentcg_eevdf_preempt(deadline, curr_deadline(cc), cc.started_ns, cc.slice_ns, now, &t_);
+        agentcg_eevdf_preempt(deadline, curr_deadline(cc), protect_since(cc, cg), cc.slice_ns, now, &t_);
     if (r.verdict == AGENTCG_PREEMPT_NOW) {
       preempt_kick(cpu);
-    } else if (r.verdict == AGENTCG_PREEMPT_AT && !cc.timer) {
-      cc.timer = ctx_->arm_timer(Time::from_ns(r.at_ns), cookie(kTimerPreempt, static_cast<std::uint64_t>(cpu)));
-      bump(AGENTCG_EV(min_slice_deferrals));
+    } else if (r.verdict == AGENTCG_PREEMPT_AT) {
+      arm_recheck(cpu, r.at_ns);
     }
   }
 
@@ -655,7 +671,7 @@ class ScxClass final : public SchedClass {
     CpuCurr& cc = curr_.at(static_cast<std::size_t>(cpu));
     cc.timer = 0;
     if (!cc.ours || heap_.empty()) return;
-    wakeup_preempt(cpu, queued_key(heap_.front()), ctx_->now().ns());
+    wakeup_preempt(cpu, queued_key(heap_.front()), tasks_[heap_.front().id].cg, ctx_->now().ns());
   }
 
   // The memory monitor (agentcgroupd's poll loop).

@@ -20,11 +20,12 @@
  * runs the parent itself), no CPU idles and the request would head the
  * shared queue, the caller looks for another CPU to preempt
  * (AGENTCG_F_VICTIM_PREEMPT): agentcg_place_retarget() says whether one is
- * worth scanning for, agentcg_place_victim() whether a CPU qualifies (the
- * same base rule: NOW against what runs there), and the caller kicks the
- * qualifying CPU whose request has the latest deadline (at most
- * AGENTCG_VICTIM_SCAN CPUs looked at, none kicked twice before it
- * re-picks). It is what fair.c's fork and wake balancing give a task: an
+ * worth scanning for, agentcg_victim_consider() keeps the best CPU of the
+ * scan (the same base rule against what runs there), and the caller kicks
+ * the CPU that the rule says NOW for whose request has the latest deadline
+ * (at most AGENTCG_VICTIM_SCAN CPUs looked at, none kicked twice before it
+ * re-picks); failing any, it arms a re-check at the CPU whose "not before
+ * T" comes first (agentcg_victim_defer()). It is what fair.c's fork and wake balancing give a task: an
  * agent forking 4 tool workers has them spread over the CPUs and each
  * checked against what runs there, where the chosen-CPU-only rule queued
  * all 4 behind the parent's CPU while the other CPUs ran a fork storm's
@@ -146,16 +147,60 @@ static inline bool agentcg_place_retarget(const struct agentcg_place_in *in, str
 }
 
 /*
- * Whether another CPU, running a request of ours with deadline
- * `curr_deadline` (started at `curr_started_ns`, slice `curr_slice_ns`), is
- * preempted at once by the request of `in` under the base rule.
+ * The victim scan's running choice (zero-initialise, then set both cpus
+ * to -1): `now_cpu`, the CPU preempted at once, is the one running the
+ * latest deadline; failing any, `at_cpu` is the CPU whose running request
+ * the base rule lets this one preempt soonest ("not before at_ns": it is
+ * still in its protected time). The caller kicks now_cpu; else it arms
+ * at_cpu's re-check timer, which compares the shared queue's head there
+ * at at_ns, as for a SHARED_AT verdict on the chosen CPU.
+ *
+ * Why the deferred victim: a wakeup whose chosen CPU runs an earlier
+ * request (NO there), while the other CPUs run later ones that started
+ * less than min_slice ago, used to wait until one of them ended its slice
+ * (under the 4 ms tick of the VM, up to a whole tick past it). A periodic
+ * waker beside a fork storm on 2 CPUs (cyclictest's case in `live
+ * compare`; simulated on the VM's fitted profile) waited up to 4.1 ms
+ * where eevdf's waited 3.0.
  */
-static inline bool agentcg_place_victim(const struct agentcg_place_in *in, u64 curr_deadline,
-					u64 curr_started_ns, u64 curr_slice_ns,
-					const struct agentcg_tunables *t)
+struct agentcg_victim_scan {
+	s32 now_cpu;
+	s32 at_cpu;
+	u64 now_deadline;
+	u64 at_ns;
+};
+
+static inline void agentcg_victim_consider(struct agentcg_victim_scan *s,
+					   const struct agentcg_place_in *in, s32 cpu,
+					   u64 curr_deadline, u64 curr_started_ns,
+					   u64 curr_slice_ns, const struct agentcg_tunables *t)
 {
-	return agentcg_eevdf_preempt_short(in->key, in->slice_ns, curr_deadline, curr_started_ns,
-					   curr_slice_ns, in->now_ns, t).verdict == AGENTCG_PREEMPT_NOW;
+	struct agentcg_preempt v = agentcg_eevdf_preempt_short(in->key, in->slice_ns, curr_deadline,
+							       curr_started_ns, curr_slice_ns,
+							       in->now_ns, t);
+
+	if (v.verdict == AGENTCG_PREEMPT_NOW) {
+		if (s->now_cpu < 0 || agentcg_before(s->now_deadline, curr_deadline)) {
+			s->now_cpu = cpu;
+			s->now_deadline = curr_deadline;
+		}
+	} else if (v.verdict == AGENTCG_PREEMPT_AT) {
+		if (s->at_cpu < 0 || agentcg_before(v.at_ns, s->at_ns)) {
+			s->at_cpu = cpu;
+			s->at_ns = v.at_ns;
+		}
+	}
+}
+
+/*
+ * Whether the scan's deferred victim is worth a re-check timer: there is
+ * one and the chosen CPU's own verdict (`r`) is not an earlier or equal
+ * "not before T" already.
+ */
+static inline bool agentcg_victim_defer(const struct agentcg_victim_scan *s, struct agentcg_place r)
+{
+	return s->now_cpu < 0 && s->at_cpu >= 0 &&
+	       (r.kind != AGENTCG_PLACE_SHARED_AT || agentcg_before(s->at_ns, r.at_ns));
 }
 
 #endif /* AGENTCG_PLACE_H */

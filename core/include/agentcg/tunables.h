@@ -32,7 +32,9 @@ enum agentcg_feature {
 	 * A wakeup or fork that the CPU select_cpu chose does not take (its
 	 * running request is protected or ordered first: often the waker
 	 * itself) preempts another CPU whose running request it is ordered
-	 * before (place.h agentcg_place_retarget / agentcg_place_victim): the
+	 * before (place.h agentcg_place_retarget / agentcg_victim_consider),
+	 * or, when every such CPU's request is still protected, re-checks the
+	 * first of them once its protection ends (agentcg_victim_defer): the
 	 * fork and wake balancing fair.c does by spreading a forking task's
 	 * children over the CPUs.
 	 */
