@@ -85,7 +85,7 @@ struct Job {
   JobState state = JobState::kPending;
   std::optional<std::uint32_t> gpu;
   std::uint64_t ws = 0;            // working set bytes
-  double slice = 0;                // bytes of it one kernel touches: ceil(ws / kernels_per_iteration)
+  std::uint64_t slice = 0;         // bytes of it one kernel touches: ceil(ws / kernels_per_iteration)
   std::uint64_t total_kernels = 0;
   std::uint64_t done_kernels = 0;
   std::uint64_t submitted = 0;
@@ -98,6 +98,11 @@ struct Job {
   std::uint64_t pending_prefetch = 0;
   std::uint64_t generation = 0;
   std::uint64_t max_queued_ns = 0;
+  std::uint64_t depth = ~0ull;     // kernels it may have queued: from max_queued_ns, set with it
+  // start_kernel()'s memo of the demand-paging time of its last fault
+  // (thrashing, every kernel faults its same slice)
+  std::uint64_t memo_fault = 0;
+  double memo_fault_ns = 0;
   bool in_service = false;         // its head kernel is executing (in its GPU's `active`)
   std::uint64_t resident = 0;      // bytes on its GPU (set_resident keeps the GPU's total)
   std::uint64_t last_touch = 0;
@@ -143,11 +148,12 @@ struct Gpu {
   double vt = 0, share = 0;
   std::uint64_t sm_pct_sum = 0;  // the sm_pct of the kernels in `active`
   double load = 1.0, rate = 1.0;  // GpuSim::refresh_rate() of them
+  double inv_load = 1.0;
   // refresh_rate()'s memo of load and rate by sm_pct_sum (> 100), direct
   // mapped (sum % kRateMemo; 7 is prime, so sums of 100s spread)
   struct RateMemo {
     std::uint64_t sum = 0;  // 0: empty
-    double load = 1.0, rate = 1.0;
+    double load = 1.0, rate = 1.0, inv_load = 1.0;
   };
   static constexpr std::size_t kRateMemo = 7;
   std::array<RateMemo, kRateMemo> rate_memo{};
@@ -160,9 +166,14 @@ struct Gpu {
   std::uint64_t bytes_evicted = 0;
   std::optional<std::size_t> last_released;
   std::uint64_t switches = 0;
+  std::uint64_t capacity = 0;  // data_capacity(), kept by set_contexts()
   std::uint64_t data_capacity() const {
     const std::uint64_t o = contexts * spec.context_overhead_bytes;
     return spec.memory_bytes > o ? spec.memory_bytes - o : 0;
+  }
+  void set_contexts(std::uint64_t n) {
+    contexts = n;
+    capacity = data_capacity();
   }
 };
 
@@ -189,6 +200,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     for (const auto& g : w.gpus) {
       gpus_.push_back(Gpu{g});
       gpus_.back().demand_ns_per_byte = g.pcie.demand_ns_per_byte();
+      gpus_.back().set_contexts(0);
       caps.push_back({g.memory_bytes, g.pcie.swap_bytes_per_s(), g.context_overhead_bytes});
     }
     try {
@@ -201,7 +213,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       j.spec = std::move(s);
       j.ws = static_cast<std::uint64_t>(static_cast<double>(j.spec.memory_bytes) * j.spec.touched_ppm / 1e6);
       j.total_kernels = j.spec.iterations * j.spec.kernels_per_iteration;
-      j.slice = std::ceil(static_cast<double>(j.ws) / j.spec.kernels_per_iteration);
+      j.slice = static_cast<std::uint64_t>(std::ceil(static_cast<double>(j.ws) / j.spec.kernels_per_iteration));
       j.limit_pct = j.spec.limit_pct.value_or(100);
       jobs_.push_back(std::move(j));
     }
@@ -421,7 +433,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     Job& j = jobs_[i];
     if (j.gpu) return;
     j.gpu = g;
-    gpus_[g].contexts++;
+    gpus_[g].set_contexts(gpus_[g].contexts + 1);
     lru_link(i);
     make_room(g, 0, std::nullopt);
   }
@@ -472,6 +484,12 @@ class GpuSim final : public GpuSimulation, public EventHandler {
 
   // Job i touched its pages at `now`: the most recently used of its GPU.
   void touch(std::size_t i, std::uint64_t now) {
+    // Already the most recently used: it stays so (every other job was
+    // touched earlier, or at `now` with a lower index, or it would follow).
+    if (jobs_[i].in_lru && gpus_[*jobs_[i].gpu].lru_tail == i) {
+      jobs_[i].last_touch = now;
+      return;
+    }
     lru_unlink(i);
     jobs_[i].last_touch = now;
     lru_link(i);
@@ -481,7 +499,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
   // `need` more bytes fit; returns how many bytes may be added.
   std::uint64_t make_room(std::uint32_t g, std::uint64_t need, std::optional<std::size_t> self) {
     Gpu& G = gpus_[g];
-    const std::uint64_t cap = G.data_capacity();
+    const std::uint64_t cap = G.capacity;
     if (G.resident + need <= cap) return need;
     std::uint64_t over = G.resident + need - cap;
     for (std::size_t k = G.lru_head; k != kNoJob;) {
@@ -515,6 +533,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
           j.requested = false;
           j.generation = x.generation;
           j.max_queued_ns = x.max_queued_ns;
+          j.depth = j.max_queued_ns ? std::max<std::uint64_t>(1, j.max_queued_ns / j.spec.kernel_ns) : ~0ull;
           j.grants++;
           j.wait_ns += now - j.wait_since;
           j.run_since = now;
@@ -650,8 +669,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       return;
     }
     const std::uint64_t limit = barrier(j);
-    std::uint64_t depth = ~0ull;
-    if (j.max_queued_ns) depth = std::max<std::uint64_t>(1, j.max_queued_ns / j.spec.kernel_ns);
+    const std::uint64_t depth = j.depth;
     // Submit up to the barrier, at most `depth` queued: the closed form of
     // `while (submitted < limit && submitted - done < depth) ++submitted`
     // (that loop was the GPU model's hottest line, issue 21).
@@ -669,16 +687,19 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     // so with LRU eviction the pages it needs next are those evicted first:
     // it faults min(slice, missing). Co-running sets that exceed memory
     // make every kernel fault its whole slice (the LRU cliff: thrashing).
-    const double slice = j.slice;
-    const double missing = static_cast<double>(j.ws > j.resident ? j.ws - j.resident : 0);
-    const auto fault = static_cast<std::uint64_t>(std::min(slice, missing));
+    const std::uint64_t missing = j.ws > j.resident ? j.ws - j.resident : 0;
+    const std::uint64_t fault = std::min(j.slice, missing);
     double fault_ns = 0;
     if (fault > 0) {
       const std::uint64_t room = make_room(g, fault, i);
       set_resident(G, j, std::min(j.ws, j.resident + room));
       j.fault_bytes += fault;
       G.bytes_migrated += fault;
-      fault_ns = G.spec.pcie.demand_ns(fault, G.demand_ns_per_byte);
+      if (fault != j.memo_fault) {
+        j.memo_fault = fault;
+        j.memo_fault_ns = G.spec.pcie.demand_ns(fault, G.demand_ns_per_byte);
+      }
+      fault_ns = j.memo_fault_ns;
     }
     touch(i, now);
     j.in_service = true;
@@ -715,6 +736,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     if (G.sm_pct_sum <= 100) {
       G.load = 1.0;
       G.rate = 1.0;
+      G.inv_load = 1.0;
       return;
     }
     Gpu::RateMemo& m = G.rate_memo[G.sm_pct_sum % Gpu::kRateMemo];
@@ -722,8 +744,10 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       m.sum = G.sm_pct_sum;
       m.load = static_cast<double>(G.sm_pct_sum) / 100.0;
       m.rate = 1.0 / (m.load * G.spec.corun_interference_pct / 100.0);
+      m.inv_load = 1.0 / m.load;
     }
     G.load = m.load;
+    G.inv_load = m.inv_load;
     G.rate = G.active.size() <= 1 ? 1.0 : m.rate;
   }
   static double load(const Gpu& G) { return G.load; }
@@ -736,7 +760,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     const double dt = static_cast<double>(now - G.last_ns);
     if (!G.active.empty()) {
       G.vt += dt * rate(G);
-      G.share += dt / load(G);
+      G.share += dt * G.inv_load;
       G.busy_ns += now - G.last_ns;
     }
     G.last_ns = now;
@@ -803,7 +827,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     ++jobs_done_;
     j.finish_ns = now;
     if (j.gpu) {
-      gpus_[*j.gpu].contexts--;
+      gpus_[*j.gpu].set_contexts(gpus_[*j.gpu].contexts - 1);
       set_resident(i, 0);
       lru_unlink(i);
     }
