@@ -19,7 +19,35 @@ See python/README.md.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+import sys
+
+
+class _SiteOnDemand:
+    """Started with `python3 -S` (the launcher does so for `./agentcg run`,
+    issue 21: the site module and the .pth files of the system's packages
+    are ~2 ms of start-up a run without a third-party module does not
+    need), the first import that nothing else finds runs site.main(),
+    which the interpreter would have run at start-up, and is looked up
+    again: `import yaml` (a --machine profile) works as without -S."""
+
+    @staticmethod
+    def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
+        if path is not None:  # a submodule: its package was found already
+            return None
+        sys.meta_path.remove(_SiteOnDemand)  # once
+        import site
+        from importlib.machinery import PathFinder
+
+        site.main()
+        return PathFinder.find_spec(name)
+
+
+if sys.flags.no_site and _SiteOnDemand not in sys.meta_path:
+    sys.meta_path.append(_SiteOnDemand)
+
+TYPE_CHECKING = False  # typing is imported by static checkers only: ~2.5 ms of start-up (issue 21)
+if TYPE_CHECKING:
+    from typing import Any
 
 # PEP 562 lazy attributes: `import agentcg` (and so `python3 -m agentcg.cli`,
 # which imports the package first) loads no submodule; each public name

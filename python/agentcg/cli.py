@@ -17,7 +17,9 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Dict, List, Optional, Sequence
+TYPE_CHECKING = False  # typing is imported by static checkers only: ~2.5 ms of start-up (issue 21)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Sequence
 
 
 EXIT_OK = 0
@@ -554,12 +556,11 @@ def _version() -> str:
         return "(extension not built)"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="agentcg", description="agent-aware CPU and GPU scheduling: simulate, compare, "
-                "sweep, plot. Global flags: --debug (tracebacks), --quiet (no progress/summary).")
-    p.add_argument("--version", action="version", version=f"agentcg {_version()}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-
+# The subcommands' parsers, one function each (_SUBPARSERS: `agentcg
+# --help` order). build_parser(COMMAND) builds only COMMAND's: building
+# all 12 (their arguments, formatters and gettext lookups) was ~5 ms of
+# every `./agentcg run`'s start-up (issue 21).
+def _parser_demo(sub: Any) -> None:
     d = sub.add_parser("demo", help="compare policies on the bundled traces and GPU scenarios",
                        description="Runs eevdf (the baseline), flatcg, agentcg and cfs (pre-6.6 reference) on "
                        "traces/{agent,fork-storm,io}.json over --seeds, and the GPU policies on generated GPU "
@@ -571,11 +572,15 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--quiet", action="store_true", help="no tables, no progress bars")
     d.set_defaults(func=cmd_demo)
 
+
+def _parser_run(sub: Any) -> None:
     r = sub.add_parser("run", help="run one simulation",
                        description="Runs TRACE under one policy; writes DIR/results.json and DIR/histograms.json (every latency sample, for the CDF plots).")
     _add_run_options(r, compare=False)
     r.set_defaults(func=cmd_run)
 
+
+def _parser_compare(sub: Any) -> None:
     c = sub.add_parser("compare", help="run a trace under several policies",
                        description="Runs TRACE under each policy; writes DIR/<policy>/results.json (and histograms.json) "
                        "and prints a side-by-side table.")
@@ -583,6 +588,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--plots", action="store_true", help="also write DIR/plots/*.png,svg")
     c.set_defaults(func=cmd_compare)
 
+
+def _parser_sweep(sub: Any) -> None:
     s = sub.add_parser("sweep", help="parameter sweep in parallel (process pool or Dask)",
                        description="Runs the cross product of --grid values x --seeds; writes "
                        "DIR/sweep.csv (one row per simulation) and DIR/sweep.json.")
@@ -605,6 +612,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=cmd_sweep)
 
+
+def _parser_fleet(sub: Any) -> None:
     fl = sub.add_parser("fleet", help="many independent hosts in parallel, merged into one fleet summary",
                         description="Runs one simulation per host (a trace file each, or --generate KIND "
                         "--hosts N with seed+i per host) on a process pool or Dask; writes DIR/fleet.json "
@@ -626,12 +635,19 @@ def build_parser() -> argparse.ArgumentParser:
     fl.add_argument("--quiet", action="store_true")
     fl.set_defaults(func=cmd_fleet)
 
+
+def _parser_trace(sub: Any) -> None:
     t = sub.add_parser("trace", help="generate, validate, convert, import, stats, merge traces", add_help=False)
     t.set_defaults(func=None)
+
+
+def _parser_calibrate(sub: Any) -> None:
     cb = sub.add_parser("calibrate", help="fit a machine profile from measurements (calibrate --help)",
                         add_help=False)
     cb.set_defaults(func=None)
 
+
+def _parser_plot(sub: Any) -> None:
     pl = sub.add_parser("plot", help="plots from a results directory",
                         description="Finds results.json files (run, compare, demo) and sweep.csv under "
                         "DIR and writes plots (PNG and SVG by default).")
@@ -646,6 +662,8 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--quiet", action="store_true", help="do not list the files written")
     pl.set_defaults(func=cmd_plot)
 
+
+def _parser_report(sub: Any) -> None:
     rp = sub.add_parser("report", help="write DIR/report.html (tables + embedded plots)",
                         description="Writes a self-contained HTML report (plots embedded as base64, "
                         "readable offline) for the results under DIR.")
@@ -654,6 +672,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--quiet", action="store_true", help="do not print the report's path")
     rp.set_defaults(func=cmd_report)
 
+
+def _parser_live(sub: Any) -> None:
     lv = sub.add_parser("live", help="the live backend in a VM: live compare, live agree",
                         description="live compare: boots the sched_ext kernel under qemu once and runs "
                         "the bundled traces (agentcg-player), cyclictest, hackbench and stress-ng under "
@@ -688,6 +708,8 @@ def build_parser() -> argparse.ArgumentParser:
     lv.add_argument("--quiet", action="store_true")
     lv.set_defaults(func=cmd_live)
 
+
+def _parser_fidelity(sub: Any) -> None:
     fi = sub.add_parser("fidelity", help="simulated vs live side by side, with a calibrated machine profile",
                         description="Runs each TRACE in the simulator and live (agentcg-player in the VM, "
                         "one boot) under the default scheduler (live: EEVDF, sim: eevdf) and agentcg; prints "
@@ -732,9 +754,41 @@ def build_parser() -> argparse.ArgumentParser:
     fi.add_argument("--quiet", action="store_true")
     fi.set_defaults(func=cmd_fidelity)
 
+
+def _parser_policies(sub: Any) -> None:
     po = sub.add_parser("policies", help="list the CPU and GPU policies")
     po.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
     po.set_defaults(func=cmd_policies)
+
+
+_SUBPARSERS = (
+    ("demo", _parser_demo),
+    ("run", _parser_run),
+    ("compare", _parser_compare),
+    ("sweep", _parser_sweep),
+    ("fleet", _parser_fleet),
+    ("trace", _parser_trace),
+    ("calibrate", _parser_calibrate),
+    ("plot", _parser_plot),
+    ("report", _parser_report),
+    ("live", _parser_live),
+    ("fidelity", _parser_fidelity),
+    ("policies", _parser_policies),
+)
+
+
+def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
+    """The CLI's parser; with `command` one of the subcommands, only that
+    subcommand's parser is built (its help, errors and defaults are the
+    same), else all of them (top-level help, an unknown command)."""
+    p = _Parser(prog="agentcg", description="agent-aware CPU and GPU scheduling: simulate, compare, "
+                "sweep, plot. Global flags: --debug (tracebacks), --quiet (no progress/summary).")
+    p.add_argument("--version", action="version", version=f"agentcg {_version()}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    known = any(name == command for name, _ in _SUBPARSERS)
+    for name, add in _SUBPARSERS:
+        if not known or name == command:
+            add(sub)
     return p
 
 
@@ -757,7 +811,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return int(_core.calibrate_command(args[1:]))
         if args and args[0] == "--quiet":
             args = args[1:] + ["--quiet"]
-        parser = build_parser()
+        parser = build_parser(args[0] if args else None)
         if not args:
             parser.print_help(sys.stderr)
             return EXIT_USAGE

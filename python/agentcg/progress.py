@@ -8,7 +8,9 @@ compare(progress=True), sweep(progress=True) and the CLI.
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterable, Optional
+TYPE_CHECKING = False  # typing is imported by static checkers only: ~2.5 ms of start-up (issue 21)
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Optional
 
 _quiet = False
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import List
+from typing import List, Sequence
 
 import pytest
 
@@ -81,12 +81,14 @@ def small_trace_path(tmp_path_factory: pytest.TempPathFactory, small_trace: "age
     return str(p)
 
 
-def run_cli(args: List[str], cwd: str = REPO, timeout: float = 300) -> subprocess.CompletedProcess:
-    """`python3 -m agentcg.cli ARGS` as the ./agentcg launcher runs it."""
+def run_cli(args: List[str], cwd: str = REPO, timeout: float = 300,
+            python_flags: Sequence[str] = ()) -> subprocess.CompletedProcess:
+    """`python3 -m agentcg.cli ARGS` as the ./agentcg launcher runs it
+    (python_flags: the interpreter's own, e.g. -S as the launcher gives `run`)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = PYDIR + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["MPLBACKEND"] = "Agg"
-    return subprocess.run([sys.executable, "-m", "agentcg.cli"] + args, cwd=cwd, env=env,
+    return subprocess.run([sys.executable, *python_flags, "-m", "agentcg.cli"] + args, cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 

@@ -113,6 +113,26 @@ def test_run_prints_summary_and_writes_results(small_trace_path, tmp_path) -> No
     assert not (out / "results.json.tmp").exists()
 
 
+def test_run_without_the_site_module_imports_system_packages_on_demand(small_trace_path, tmp_path) -> None:
+    """The launcher starts `run` with python3 -S (issue 21's start-up). A run
+    that needs a system package still works: a --machine profile laid over a
+    --config file reads the file with python3-yaml, from dist-packages,
+    which only the site module puts on sys.path; agentcg runs site.main()
+    at the first import nothing else finds (without it: ModuleNotFoundError,
+    exit 1)."""
+    profile = tmp_path / "vm.yaml"
+    profile.write_text("format: agentcg-machine-profile\nversion: 1\nmachine:\n  wakeup_overhead_ns: 7000\n")
+    config = tmp_path / "c.yaml"
+    config.write_text("scheduler:\n  base_slice_ms: 2\n")
+    out = tmp_path / "o"
+    p = run_cli(["run", small_trace_path, "--config", str(config), "--machine", str(profile), "--quiet",
+                 "--out", str(out)], python_flags=["-S"])
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["config"]["machine"]["wakeup_overhead_ns"] == 7000
+    assert doc["config"]["scheduler"]["base_slice_ms"] == 2
+
+
 def test_compare_plots_report(small_trace_path, tmp_path) -> None:
     pols = policies("cfs", "fifo", "flatcg", "agentcg")
     out = tmp_path / "cmp"
