@@ -33,6 +33,7 @@ using trace::testing::mem_op;
 using trace::testing::repeat_op;
 using trace::testing::run_op;
 using trace::testing::sleep_op;
+using trace::testing::wait_op;
 using trace::testing::tool_op;
 using Builder = trace::testing::TraceBuilder;
 
@@ -236,8 +237,7 @@ TEST(ScxAcceptance, RetagStaleKeepsAStormsOldTagsFromDelayingTheVictim) {
 // until a slice ends (most of them 2 ms); with it the second preempts a
 // hog at once.
 TEST(ScxAcceptance, VictimPreemptStartsAForkedChildOnAnotherCpu) {
-  trace::Op wait;
-  wait.kind = trace::OpKind::kWait;
+  const trace::Op wait = wait_op();
   Builder b(4, 2 * kSec);
   b.cgroup("/hog", 100);
   b.cgroup("/agent", 100);
@@ -295,8 +295,7 @@ TEST(ScxAcceptance, StormVictimWakeupsUnderHalfOfEevdf) {
 // agentcg_group_run_since) and a deferred victim's re-check (place.h
 // agentcg_victim_defer), no worse than eevdf at p99, p999 and the maximum.
 TEST(ScxAcceptance, PeriodicWakerNextToAForkStormNoWorseThanEevdf) {
-  trace::Op wait;
-  wait.kind = trace::OpKind::kWait;
+  const trace::Op wait = wait_op();
   Builder b(2, 8 * kSec);
   b.cgroup("/victim", 100);
   b.cgroup("/storm", 100);

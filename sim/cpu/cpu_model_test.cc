@@ -27,6 +27,7 @@ using trace::testing::fork_op;
 using trace::testing::io_op;
 using trace::testing::repeat_op;
 using trace::testing::run_op;
+using trace::testing::wait_op;
 using Builder = trace::testing::TraceBuilder;
 
 nlohmann::json run(const trace::Trace& t, const std::string& policy = "cfs", std::uint64_t seed = 1) {
@@ -491,8 +492,7 @@ TEST(Nice, WeighsTasksAsTheKernelDoes) {
     begin.set_name("Bash");
     Op end;
     end.kind = OpKind::kToolEnd;
-    Op wait;
-    wait.kind = OpKind::kWait;
+    const Op wait = wait_op();
     if (in_child) b.process("/a", {begin, fork_op({run_op(100 * kMs)}), wait, end}, 10 * kMs);
     else b.process("/a", {begin, run_op(100 * kMs), end}, 10 * kMs);
     b.t.processes.back().nice = tool_nice;
@@ -620,8 +620,7 @@ TEST(ExtCost, ChargedOnlyUnderSchedExt) {
 // whatever was queued: the fork storm's victim waited a whole storm
 // child's slice). A timer wakeup (io) still pays the 1 ms.
 TEST(ExitWakeup, ParentIsQueuedBeforeTheExitingCpuPicksAgain) {
-  trace::Op wait;
-  wait.kind = trace::OpKind::kWait;
+  const trace::Op wait = wait_op();
   Builder b(1, 1 * kSec);
   b.cgroup("/a", 100);
   b.process("/a", {repeat_op(10, {fork_op({run_op(5 * kMs)}), wait, run_op(1 * kMs)})});

@@ -49,6 +49,12 @@ inline Op fork_op(std::vector<Op> ops) {
   o.set_child(std::move(child));
   return o;
 }
+// Waits for the process's children (`wait`).
+inline Op wait_op() {
+  Op o;
+  o.kind = OpKind::kWait;
+  return o;
+}
 inline Op tool_op(bool begin) {
   Op o;
   o.kind = begin ? OpKind::kToolBegin : OpKind::kToolEnd;
