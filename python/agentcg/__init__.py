@@ -28,7 +28,8 @@ class _SiteOnDemand:
     are ~2 ms of start-up a run without a third-party module does not
     need), the first import that nothing else finds runs site.main(),
     which the interpreter would have run at start-up, and is looked up
-    again: `import yaml` (a --machine profile) works as without -S."""
+    again: `import yaml` (a --machine profile laid over a --config file)
+    works as without -S."""
 
     @staticmethod
     def find_spec(name: str, path: Any = None, target: Any = None) -> Any:

@@ -25,7 +25,8 @@
  * the CPU that the rule says NOW for whose request has the latest deadline
  * (at most AGENTCG_VICTIM_SCAN CPUs looked at, none kicked twice before it
  * re-picks); failing any, it arms a re-check at the CPU whose "not before
- * T" comes first (agentcg_victim_defer()). It is what fair.c's fork and wake balancing give a task: an
+ * T" comes first (agentcg_victim_defer()). It is what fair.c's fork and
+ * wake balancing give a task: an
  * agent forking 4 tool workers has them spread over the CPUs and each
  * checked against what runs there, where the chosen-CPU-only rule queued
  * all 4 behind the parent's CPU while the other CPUs ran a fork storm's
