@@ -606,7 +606,7 @@ static __always_inline struct agentcg_victim_scan find_victim(struct task_struct
 							      const struct agentcg_place_in *in,
 							      const struct agentcg_tunables *tn)
 {
-	struct agentcg_victim_scan s = {-1, -1, 0, 0};
+	struct agentcg_victim_scan s = agentcg_victim_scan_start();
 	u32 i, n = nr_cpus;
 
 	bpf_for(i, 1, AGENTCG_VICTIM_SCAN + 1) {

@@ -167,7 +167,7 @@ u64 check_place(u64 key, u64 head, u64 curr, u64 now, u32 flags)
 	in.now_ns = now;
 	r = agentcg_place_task(&in, &t);
 	if (agentcg_place_retarget(&in, r, &t)) {
-		struct agentcg_victim_scan vs = {-1, -1, 0, 0};
+		struct agentcg_victim_scan vs = agentcg_victim_scan_start();
 
 		agentcg_victim_consider(&vs, &in, 1, curr + 1, now - 1000000, 4000000, &t);
 		agentcg_victim_consider(&vs, &in, 2, curr + 2, now - 1000, 4000000, &t);

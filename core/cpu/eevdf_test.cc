@@ -433,7 +433,7 @@ TEST(Place, RetargetAndVictim) {
   // protected one only deferred, to the end of its protection
   const u64 now = in.now_ns;
   const auto scan = [&](std::initializer_list<std::array<u64, 3>> cpus) {
-    agentcg_victim_scan s{-1, -1, 0, 0};
+    agentcg_victim_scan s = agentcg_victim_scan_start();
     s32 c = 1;
     for (const auto& cc : cpus) agentcg_victim_consider(&s, &in, c++, cc[0], cc[1], cc[2], &t);
     return s;

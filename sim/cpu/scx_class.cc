@@ -203,7 +203,7 @@ class ScxClass final : public SchedClass {
     CpuCurr& cc = curr_.at(static_cast<std::size_t>(cpu));
     cc.started_ns = started;
     cc.group_since_ns = agentcg_group_run_since(cc.group_since_ns, cc.stopped_ns,
-                                                cc.stopped_any && cc.last_cg == cc.cg, started, &t_);
+                                                cc.last_cg == cc.cg, started, &t_);
     cc.kicked = false;
   }
 
@@ -215,7 +215,6 @@ class ScxClass final : public SchedClass {
     cc.kicked = false;
     cc.stopped_ns = now;
     cc.last_cg = tc.cg;
-    cc.stopped_any = true;
     const std::uint64_t ran = (ctx_->now() - p.started_at).ns();
     Group& gr = groups_[tc.cg];
     if (agentcg_fork_tick(&gr.cg, now, &t_)) sync_weight(tc.cg);
@@ -369,10 +368,10 @@ class ScxClass final : public SchedClass {
   };
   struct CpuCurr {
     std::uint64_t deadline = 0, started_ns = 0, slice_ns = 0;
-    // since when this CPU runs cg (agentcg_group_run_since), from the last stop
+    // since when this CPU runs cg (agentcg_group_run_since), from the last
+    // stop and its group (none yet: no cgroup has that id)
     std::uint64_t group_since_ns = 0, stopped_ns = 0;
-    CgroupId last_cg = 0;
-    bool stopped_any = false;
+    CgroupId last_cg = ~CgroupId{0};
     agentcg_req req{};   // the running request (its deadline is `deadline`)
     CgroupId cg = 0;     // and its group: for curr_deadline()
     std::uint64_t timer = 0;  // armed re-check
@@ -617,7 +616,7 @@ class ScxClass final : public SchedClass {
   agentcg_victim_scan scan_victims(int cpu, CgroupId cg, const agentcg_place_in& in) const {
     const int n = ctx_->nr_cpus();
     const int scan = std::min(n - 1, AGENTCG_VICTIM_SCAN);
-    agentcg_victim_scan s{-1, -1, 0, 0};
+    agentcg_victim_scan s = agentcg_victim_scan_start();
     for (int i = 1; i <= scan; ++i) {
       const int c = (cpu + i) % n;
       const CpuCurr& cc = curr_[static_cast<std::size_t>(c)];
@@ -648,12 +647,12 @@ class ScxClass final : public SchedClass {
     bump(AGENTCG_EV(preemptions));
   }
 
-  // The base rule on `cpu` for a request with `deadline` (eevdf.h).
   // Where cc's protection counts from against a request of group cg.
   static std::uint64_t protect_since(const CpuCurr& cc, CgroupId cg) {
     return agentcg_protect_since(cc.started_ns, cc.group_since_ns, cc.cg == cg);
   }
 
+  // The base rule on `cpu` for a request with `deadline` of group `cg` (eevdf.h).
   void wakeup_preempt(int cpu, std::uint64_t deadline, CgroupId cg, std::uint64_t now) {
     CpuCurr& cc = curr_.at(static_cast<std::size_t>(cpu));
     if (!cc.ours) return;

@@ -148,8 +148,7 @@ static inline bool agentcg_place_retarget(const struct agentcg_place_in *in, str
 }
 
 /*
- * The victim scan's running choice (zero-initialise, then set both cpus
- * to -1): `now_cpu`, the CPU preempted at once, is the one running the
+ * The victim scan's running choice (agentcg_victim_scan_start()): `now_cpu`, the CPU preempted at once, is the one running the
  * latest deadline; failing any, `at_cpu` is the CPU whose running request
  * the base rule lets this one preempt soonest ("not before at_ns": it is
  * still in its protected time). The caller kicks now_cpu; else it arms
@@ -170,6 +169,14 @@ struct agentcg_victim_scan {
 	u64 now_deadline;
 	u64 at_ns;
 };
+
+/* A scan that has found no CPU yet. */
+static inline struct agentcg_victim_scan agentcg_victim_scan_start(void)
+{
+	struct agentcg_victim_scan s = {-1, -1, 0, 0};
+
+	return s;
+}
 
 static inline void agentcg_victim_consider(struct agentcg_victim_scan *s,
 					   const struct agentcg_place_in *in, s32 cpu,
