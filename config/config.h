@@ -103,13 +103,21 @@ struct MachineConfig {
   // are not in the latency figures.
   std::uint32_t background_cpu_pct = 0;
   // CPU work of one fork (copy_process: page tables, files, the new
-  // task's setup; the child's later exit teardown folded in), done by the
-  // forking task before the child exists and charged to its cgroup. The
-  // child's new-task latency counts from the start of the fork, as the
-  // player measures it (live/player: the parent's timestamp before
-  // fork()). Large under emulation (~10 ms per fork+exit under qemu TCG),
-  // where it throttles a fork storm's rate; 0 = forks are free.
+  // task's setup; the child's later exit teardown folded in unless
+  // exit_cost_ns gives it), done by the forking task before the child
+  // exists and charged to its cgroup. The child's new-task latency counts
+  // from the start of the fork, as the player measures it (live/player:
+  // the parent's timestamp before fork()). Large under emulation (~10 ms
+  // per fork+exit under qemu TCG), where it throttles a fork storm's rate;
+  // 0 = forks are free.
   std::uint64_t fork_cost_ns = 0;
+  // CPU work of a process's exit (do_exit in the exiting task: the address
+  // space's teardown, files, the task's release), done by the exiting task
+  // after its last op and charged to its cgroup; a parent waiting for it
+  // wakes after. With it, fork_cost_ns is the fork path alone (copy_process
+  // and the parent's reaping); without it (0), the exit's work is folded
+  // into fork_cost_ns, as a fork rate measures the whole cycle.
+  std::uint64_t exit_cost_ns = 0;
   // sched_ext's own kernel cost on this machine, over the kernel's own
   // scheduler: applied only when the modelled class runs under sched_ext
   // (flatcg, agentcg, fifo: SchedClass::sched_ext()). ext_busy_pct is the
@@ -122,10 +130,14 @@ struct MachineConfig {
   // per switch: live, the io trace switches 4.5x as often as the hogs trace
   // under the same policies and loses a sixth as much. ext_wakeup_ns is
   // added to wakeup_overhead_ns (select_cpu, enqueue and dispatch on the
-  // ttwu path). Measured by `agentcg fidelity` from the live results
-  // (python/agentcg/fidelity.py ext_cost_from_live).
+  // ttwu path). ext_fork_ns is added to fork_cost_ns (the BPF program's
+  // init_task with its task storage, enable, and the exit's teardown:
+  // live, stress-ng forks 0.79x as fast under either BPF policy). Measured
+  // by `agentcg fidelity` from the live results (python/agentcg/
+  // fidelity.py ext_cost_from_live, ext_fork_from_benchmarks).
   std::uint32_t ext_busy_pct = 0;
   std::uint64_t ext_wakeup_ns = 0;
+  std::uint64_t ext_fork_ns = 0;
   // CPU work of a timer wakeup (try_to_wake_up in the timer interrupt),
   // done on the CPU the sleeper last ran on and charged to the cgroup of
   // the task running there (the kernel accounts interrupt work to the

@@ -45,9 +45,11 @@ nlohmann::json config_json(const config::Config& c) {
   if (c.machine.background_cpu_pct) j["machine"]["background_cpu_pct"] = c.machine.background_cpu_pct;
   if (c.machine.ext_busy_pct) j["machine"]["ext_busy_pct"] = c.machine.ext_busy_pct;
   if (c.machine.ext_wakeup_ns) j["machine"]["ext_wakeup_ns"] = c.machine.ext_wakeup_ns;
+  if (c.machine.ext_fork_ns) j["machine"]["ext_fork_ns"] = c.machine.ext_fork_ns;
   if (c.machine.wakeup_work_ns) j["machine"]["wakeup_work_ns"] = c.machine.wakeup_work_ns;
   if (c.machine.tick_ns) j["machine"]["tick_ns"] = c.machine.tick_ns;
   if (c.machine.fork_cost_ns) j["machine"]["fork_cost_ns"] = c.machine.fork_cost_ns;
+  if (c.machine.exit_cost_ns) j["machine"]["exit_cost_ns"] = c.machine.exit_cost_ns;
   j["cfs"] = {{"latency_ns", c.cfs.latency_ns},
               {"min_granularity_ns", c.cfs.min_granularity_ns},
               {"wakeup_granularity_ns", c.cfs.wakeup_granularity_ns},

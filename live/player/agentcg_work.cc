@@ -7,7 +7,11 @@
 //   mem MB SECONDS               keep MB of anonymous memory and rewrite
 //                                every page in a loop (memory.high pressure)
 //   forkstorm N [PARALLEL]       fork N children that exit at once, at most
-//                                PARALLEL alive; prints "forks N elapsed_ms T"
+//                                PARALLEL alive; prints "forks N elapsed_ms T
+//                                failed F parent_us P children_us C": the
+//                                CPU time of the forker (fork, wait, reap)
+//                                and of its children (their exits),
+//                                getrusage(2)
 //   wakelat PERIOD_US SECONDS    periodic sleeper: wakeup latency (actual -
 //                                intended wakeup) as "wakelat_us p50 p90 p99 max n"
 //
@@ -15,6 +19,7 @@
 // guest scripts can parse them with awk. Bad arguments exit 2 with a message
 // (CLI11 via config/cli.h; --help, --version).
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -99,9 +104,18 @@ int forkstorm(std::uint64_t n, std::uint64_t parallel) {
       if (failed > n) break;
     }
   }
-  std::printf("forks %llu elapsed_ms %llu failed %llu\n", static_cast<unsigned long long>(started),
-              static_cast<unsigned long long>((now_ns() - t0) / 1000000ULL),
-              static_cast<unsigned long long>(failed));
+  // CPU time (the scheduler's runtime, user + system) of this process and
+  // of its reaped children, from the start of the program: the fork path
+  // and the exit path of each cycle, apart.
+  const auto cpu_us = [](int who) {
+    rusage ru{};
+    getrusage(who, &ru);
+    return static_cast<unsigned long long>((ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL +
+                                           ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+  };
+  std::printf("forks %llu elapsed_ms %llu failed %llu parent_us %llu children_us %llu\n",
+              static_cast<unsigned long long>(started), static_cast<unsigned long long>((now_ns() - t0) / 1000000ULL),
+              static_cast<unsigned long long>(failed), cpu_us(RUSAGE_SELF), cpu_us(RUSAGE_CHILDREN));
   return started == n ? 0 : 1;
 }
 

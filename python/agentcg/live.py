@@ -342,7 +342,9 @@ BENCH_ROWS = (("cyclictest_load_p50_us", "cyclictest under CPU load p50", True),
               ("cyclictest_storm_p50_us", "cyclictest next to a fork storm p50", True),
               ("cyclictest_storm_p99_us", "cyclictest next to a fork storm p99", True),
               ("storm_forks_per_s", "stress-ng fork storm throughput", False),
-              ("hackbench_s", "hackbench run time (4 groups)", True))
+              ("hackbench_s", "hackbench run time (4 groups)", True),
+              ("fork_parent_us", "CPU of one fork (the forker's)", True),
+              ("fork_child_us", "CPU of one exit (the child's)", True))
 
 
 def compare_sections(summary: Mapping[str, Any], schedulers: Sequence[str]) -> List[Tuple[str, List[Any]]]:
@@ -364,7 +366,7 @@ def compare_sections(summary: Mapping[str, Any], schedulers: Sequence[str]) -> L
             unit = "forks/s" if key == "storm_forks_per_s" else ("s" if key == "hackbench_s" else "us")
             rows.append(table.Row(label, unit, vals, lower, "bench"))
     if rows:
-        out.append(("benchmarks (cyclictest, stress-ng, hackbench)", rows))
+        out.append(("benchmarks (cyclictest, stress-ng, hackbench, serial forks)", rows))
     return out
 
 

@@ -56,8 +56,10 @@ py::dict to_dict(const config::Config& c) {
   machine["migration_cost_ns"] = c.machine.migration_cost_ns;
   machine["background_cpu_pct"] = c.machine.background_cpu_pct;
   machine["fork_cost_ns"] = c.machine.fork_cost_ns;
+  machine["exit_cost_ns"] = c.machine.exit_cost_ns;
   machine["ext_busy_pct"] = c.machine.ext_busy_pct;
   machine["ext_wakeup_ns"] = c.machine.ext_wakeup_ns;
+  machine["ext_fork_ns"] = c.machine.ext_fork_ns;
   machine["wakeup_work_ns"] = c.machine.wakeup_work_ns;
   machine["tick_ns"] = c.machine.tick_ns;
   py::dict cfs;

@@ -36,8 +36,12 @@ CpuModel::CpuModel(Simulator& sim, const trace::Trace& trace, SchedClass& cls,
     machine_.wakeup_overhead_ns = *trace.machine.wakeup_overhead_ns;
   // sched_ext's own costs (MachineConfig::ext_*) on top of the machine's:
   // the kernel's scheduler does not pay them.
-  if (cls_.sched_ext()) machine_.wakeup_overhead_ns += machine.ext_wakeup_ns;
-  else machine_.ext_busy_pct = 0;
+  if (cls_.sched_ext()) {
+    machine_.wakeup_overhead_ns += machine.ext_wakeup_ns;
+    machine_.fork_cost_ns += machine.ext_fork_ns;
+  } else {
+    machine_.ext_busy_pct = 0;
+  }
   for (std::size_t i = 0; i < trace.processes.size(); ++i) {
     listed_by_pid_[trace.processes[i].pid] = i;
     next_pid_ = std::max(next_pid_, trace.processes[i].pid + 1);
@@ -181,7 +185,15 @@ CpuModel::Next CpuModel::advance(Task& t) {
   Proc& p = procs_[t.id];
   for (std::uint64_t steps = 0;; ++steps) {
     if (steps > kMaxInstantOps) fail(p.spec->loc, "process " + std::to_string(t.pid) + " makes no progress (only zero-time ops)");
-    if (p.stack.empty()) return Next::kExit;
+    if (p.stack.empty()) {
+      // do_exit runs in the exiting task: CPU work charged to its cgroup
+      // before it is gone and its waiting parent wakes.
+      if (machine_.exit_cost_ns == 0 || p.exit_paid) return Next::kExit;
+      p.exit_paid = true;
+      p.run_left_ns = machine_.exit_cost_ns + p.migr_debt_ns;
+      p.migr_debt_ns = 0;
+      return Next::kRun;
+    }
     Frame& f = p.stack.back();
     if (f.idx >= f.ops->size()) {
       if (--f.left > 0) {
@@ -215,8 +227,8 @@ CpuModel::Next CpuModel::advance(Task& t) {
         p.waiting = true;
         return Next::kBlock;
       case trace::OpKind::kExit:
-        p.stack.clear();
-        return Next::kExit;
+        p.stack.clear();  // the next step exits it (after its exit_cost_ns)
+        break;
       case trace::OpKind::kFork: {
         if (machine_.fork_cost_ns > 0 && !p.fork_paid) {
           // copy_process runs in the parent first: CPU work charged to the
@@ -253,8 +265,7 @@ CpuModel::Next CpuModel::advance(Task& t) {
         break;
       case trace::OpKind::kMem:
         set_mem(t, op.amount.sample(p.rng));
-        if (p.stack.empty()) return Next::kExit;  // OOM-killed
-        break;
+        break;  // OOM-killed: the stack is empty, the next step exits it
       case trace::OpKind::kRepeat:
         if (op.count() > 0 && !op.body().empty()) p.stack.push_back(Frame{&op.body(), 0, op.count()});
         break;
@@ -330,7 +341,8 @@ void CpuModel::set_mem(Task& t, std::uint64_t bytes) {
 // on); the kernel accounts interrupt work to the task it interrupted, so
 // the task running there does that much more work, charged to its cgroup.
 // On an idle CPU nobody's cgroup pays. A child's exit waking its parent is
-// not charged here: the exit's teardown is in machine.fork_cost_ns.
+// not charged here: the exit's teardown is machine.exit_cost_ns (or folded
+// into fork_cost_ns).
 void CpuModel::wakeup_work(const Task& t) {
   if (machine_.wakeup_work_ns == 0 || t.cpu < 0) return;
   Cpu& c = cpus_[static_cast<std::size_t>(t.cpu)];

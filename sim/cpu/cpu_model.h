@@ -32,11 +32,12 @@
 //    its cgroup); background_cpu_pct adds tasks in the root cgroup that use
 //    that much of a CPU (daemons), without latency samples; a fork costs
 //    the forking task fork_cost_ns of CPU before the child starts (so a
-//    fork storm's parent, competing with its own children, forks slower);
+//    fork storm's parent, competing with its own children, forks slower)
+//    and an exit costs the exiting task exit_cost_ns before it is gone;
 //    under a sched_ext class (SchedClass::sched_ext()) ext_busy_pct of a
 //    busy CPU's time is sched_ext's own (the task's work goes slower, its
-//    cgroup is charged only the work) and a wakeup costs ext_wakeup_ns
-//    more; a timer wakeup's wakeup_work_ns is CPU work of the task running
+//    cgroup is charged only the work), a wakeup costs ext_wakeup_ns more
+//    and a fork ext_fork_ns more; a timer wakeup's wakeup_work_ns is CPU work of the task running
 //    on the sleeper's last CPU, charged to its cgroup. Per-CPU queues
 //    (runqueues: per_cpu) are the classes' (sim/cpu/cfs.h); the model offers
 //    the kernel's placement as select_cpu_fair().
@@ -181,6 +182,8 @@ class CpuModel final : public SchedContext, public EventHandler {
     // machine.fork_cost_ns: the fork op at the top of the stack has had its
     // cost run since fork_began (it is interpreted again, then forks)
     bool fork_paid = false;
+    // machine.exit_cost_ns: the exit's work has been run (advance() exits it next)
+    bool exit_paid = false;
     Time fork_began;
   };
   struct Cpu {

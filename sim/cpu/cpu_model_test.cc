@@ -566,6 +566,8 @@ TEST(ForkCost, ChargedToTheForkerAndThrottlesAStorm) {
 // (2) A task that sleeps 5 ms and runs 1 ms on an otherwise idle machine:
 // every wakeup under agentcg waits the machine's wakeup cost plus
 // ext_wakeup_ns; under eevdf the machine's cost alone.
+// (3) ext_fork_ns: 20 forks, each its fork_cost_ns plus ext_fork_ns of the
+// forker's CPU under flatcg and agentcg, fork_cost_ns alone under eevdf.
 TEST(ExtCost, ChargedOnlyUnderSchedExt) {
   Builder b(2, 2 * kSec);
   b.cgroup("/a", 100);
@@ -608,6 +610,59 @@ TEST(ExtCost, ChargedOnlyUnderSchedExt) {
   };
   EXPECT_NEAR(static_cast<double>(p50(run_machine(w.t, "agentcg", c))), 500000.0, 20000.0);
   EXPECT_NEAR(static_cast<double>(p50(run_machine(w.t, "eevdf", c))), 100000.0, 20000.0);
+
+  Builder k(2, 10 * kSec);
+  k.cgroup("/s", 100);
+  k.process("/s", {repeat_op(20, {fork_op({run_op(1 * kMs)}), io_op(5 * kMs)})});
+  config::MachineConfig fc;
+  fc.fork_cost_ns = 2 * kMs;
+  fc.ext_fork_ns = 3 * kMs;
+  const auto cpu = [](const nlohmann::json& r) { return r["cgroups"]["/s"]["cpu_time_ns"].get<std::uint64_t>(); };
+  EXPECT_EQ(cpu(run_machine(k.t, "eevdf", fc)), 20 * (1 + 2) * kMs);
+  for (const char* policy : {"flatcg", "agentcg"}) {
+    SCOPED_TRACE(policy);
+    EXPECT_EQ(cpu(run_machine(k.t, policy, fc)), 20 * (1 + 2 + 3) * kMs);
+  }
+}
+
+// machine.exit_cost_ns: a process's exit is CPU work of the exiting task,
+// charged to its own cgroup, before its waiting parent wakes. A parent in
+// /p forks a 1 ms child into /c and waits for it, 20 times: /c is charged
+// 20 x (1 + 3) ms and /p nothing of it; the parent's 20 waits each last at
+// least the child's run plus its exit, where without the cost /c has only
+// the children's runs. An explicit exit op pays it too.
+TEST(ExitCost, ChargedToTheExitingTaskBeforeItsParentWakes) {
+  const trace::Op wait = wait_op();
+  Builder b(2, 10 * kSec);
+  b.cgroup("/p", 100);
+  b.cgroup("/c", 100);
+  b.process("/p", {repeat_op(20, {fork_op({run_op(1 * kMs)}, "/c"), wait, io_op(5 * kMs)})});
+  b.t.duration_ns.reset();  // the run ends when the parent has exited
+  config::MachineConfig m;
+  m.exit_cost_ns = 3 * kMs;
+  const auto cpu = [](const nlohmann::json& r, const char* cg) {
+    return r["cgroups"][cg]["cpu_time_ns"].get<std::uint64_t>();
+  };
+  for (const char* policy : {"cfs", "eevdf", "flatcg", "agentcg"}) {
+    SCOPED_TRACE(policy);
+    const auto cost = run_machine(b.t, policy, m);
+    const auto free = run_machine(b.t, policy, config::MachineConfig{});
+    EXPECT_EQ(cpu(cost, "/c"), 20 * (1 + 3) * kMs);
+    EXPECT_EQ(cpu(free, "/c"), 20 * kMs);
+    // the parent's own exit at the end of the trace: one more
+    EXPECT_EQ(cpu(cost, "/p"), 3 * kMs);
+    EXPECT_EQ(cpu(free, "/p"), 0u);
+    // each round: fork, >= 4 ms waiting for the child's run and exit, 5 ms io
+    EXPECT_GE(cost["duration_ns"].get<std::uint64_t>(), 20 * (4 + 5) * kMs);
+    EXPECT_LT(free["duration_ns"].get<std::uint64_t>(), 20 * (4 + 5) * kMs);
+  }
+  Builder e(1, 1 * kSec);
+  e.cgroup("/e", 100);
+  trace::Op ex;
+  ex.kind = trace::OpKind::kExit;
+  e.process("/e", {run_op(1 * kMs), ex, run_op(50 * kMs)});
+  e.t.duration_ns.reset();
+  EXPECT_EQ(cpu(run_machine(e.t, "eevdf", m), "/e"), (1 + 3) * kMs);
 }
 
 // A child's exit wakes its waiting parent synchronously: the exiting task

@@ -250,26 +250,69 @@ def test_background_cpu_is_fitted_from_the_shares(tmp_path: Path) -> None:
     assert fidelity.share_error(simulate, ["hogs/eevdf"], real, got) == 0
 
 
-# --- the fork cost, measured by live compare's stress-ng fork benchmark ----------
+# --- the fork and exit costs, measured by live compare's fork benchmarks ---------
 
 def test_fork_cost_from_the_fork_benchmark(tmp_path: Path) -> None:
-    """CPU per fork+exit = (cpus - background) / eevdf's median forks/s; the
-    BPF schedulers' runs are not the measurement; no file or no eevdf runs:
+    """Without the serial cycles, the whole fork+exit cycle is fork_cost_ns
+    = (cpus - background) / eevdf's median stress-ng forks/s; the BPF
+    schedulers' runs are not the measurement; no file or no eevdf runs:
     None; an unreadable file: a located error."""
     b = tmp_path / "benchmarks.json"
     assert fidelity.fork_cost_from_benchmarks(b, 2, 60) is None
     b.write_text(json.dumps({"eevdf": [{"storm_forks_per_s": 131.1}, {"storm_forks_per_s": 58.7},
                                        {"storm_forks_per_s": 118.5}, {"hackbench_s": 2.0}],
                              "agentcg": [{"storm_forks_per_s": 10.0}]}))
-    ns, how = fidelity.fork_cost_from_benchmarks(b, 2, 60)
-    assert ns == 11800000  # 1.4 CPUs / 118.5 forks/s = 11.81 ms, to 0.1 ms
+    got, how = fidelity.fork_cost_from_benchmarks(b, 2, 60)
+    assert got == {"fork_cost_ns": 11800000}  # 1.4 CPUs / 118.5 forks/s = 11.81 ms, to 0.1 ms
     assert "118 forks/s" in how and "1.4 CPUs" in how
-    assert fidelity.fork_cost_from_benchmarks(b, 2, 0)[0] == 16900000
+    assert fidelity.fork_cost_from_benchmarks(b, 2, 0)[0] == {"fork_cost_ns": 16900000}
     b.write_text(json.dumps({"agentcg": [{"storm_forks_per_s": 10.0}]}))
     assert fidelity.fork_cost_from_benchmarks(b, 2, 60) is None
     b.write_text("{not json")
     with pytest.raises(AgentcgError, match="benchmarks.json"):
         fidelity.fork_cost_from_benchmarks(b, 2, 60)
+
+
+def test_fork_and_exit_costs_from_the_serial_cycles(tmp_path: Path) -> None:
+    """With live compare's serial fork + exit cycles, the forker's CPU per
+    cycle is fork_cost_ns and the child's exit_cost_ns (eevdf's medians, to
+    0.1 ms), whatever stress-ng's rate says; one of the two keys missing:
+    the stress-ng rate again."""
+    b = tmp_path / "benchmarks.json"
+    b.write_text(json.dumps({"eevdf": [{"storm_forks_per_s": 165.0, "fork_parent_us": 4810.0, "fork_child_us": 5330.0},
+                                       {"storm_forks_per_s": 170.0, "fork_parent_us": 4420.0, "fork_child_us": 5120.0},
+                                       {"storm_forks_per_s": 160.0, "fork_parent_us": 5230.0, "fork_child_us": 6010.0}],
+                             "agentcg": [{"fork_parent_us": 9000.0, "fork_child_us": 9000.0}]}))
+    got, how = fidelity.fork_cost_from_benchmarks(b, 2, 30)
+    assert got == {"fork_cost_ns": 4800000, "exit_cost_ns": 5300000}
+    assert "serial fork + exit" in how and "4.81 ms" in how and "5.33 ms" in how
+    b.write_text(json.dumps({"eevdf": [{"storm_forks_per_s": 165.0, "fork_parent_us": 4810.0}]}))
+    assert fidelity.fork_cost_from_benchmarks(b, 2, 30)[0] == {"fork_cost_ns": 10300000}
+
+
+def test_ext_fork_cost_from_the_bpf_schedulers_serial_cycles(tmp_path: Path) -> None:
+    """ext_fork_ns: the forker's CPU per serial fork under the BPF
+    schedulers x (1 - ext_busy_pct) less eevdf's (fork_cost_ns), the median
+    over the BPF schedulers' medians, at 0.1 ms; a cheaper fork is no cost
+    (0); stress-ng's rate alone (older results), no BPF runs or no fork
+    cost: None."""
+    b = tmp_path / "benchmarks.json"
+    b.write_text(json.dumps({"eevdf": [{"storm_forks_per_s": 165.0}],
+                             "agentcg": [{"storm_forks_per_s": 130.0}]}))
+    assert fidelity.ext_fork_from_benchmarks(b, 6, 10300000) is None
+    # flatcg 6.0 ms x 0.94 - 4.8 = 0.84, agentcg 7.0 x 0.94 - 4.8 = 1.78; median 1.31 -> 1.3 ms
+    b.write_text(json.dumps({"eevdf": [{"storm_forks_per_s": 165.0, "fork_parent_us": 4800.0, "fork_child_us": 5300.0}],
+                             "flatcg": [{"fork_parent_us": 6500.0}, {"fork_parent_us": 6000.0},
+                                        {"fork_parent_us": 5000.0}],
+                             "agentcg": [{"storm_forks_per_s": 10.0, "fork_parent_us": 7000.0}]}))
+    ns, how = fidelity.ext_fork_from_benchmarks(b, 6, 4800000)
+    assert ns == 1300000
+    assert "serial fork" in how and "flatcg 6.00 ms" in how and "agentcg 7.00 ms" in how and "ext_busy_pct 6" in how
+    assert fidelity.ext_fork_from_benchmarks(b, 0, 4800000)[0] == 1700000  # 1.2 and 2.2 ms without the busy share
+    assert fidelity.ext_fork_from_benchmarks(b, 6, 9000000)[0] == 0
+    assert fidelity.ext_fork_from_benchmarks(b, 6, 0) is None
+    b.write_text(json.dumps({"eevdf": [{"fork_parent_us": 4800.0, "fork_child_us": 5300.0}]}))
+    assert fidelity.ext_fork_from_benchmarks(b, 6, 4800000) is None
 
 
 def test_tick_from_the_live_kernels_config(tmp_path: Path) -> None:

@@ -38,11 +38,11 @@ inline Op repeat_op(std::uint32_t n, std::vector<Op> body) {
   o.set_body(std::move(body));
   return o;
 }
-// Forks a child (in the parent's cgroup) that runs `ops`.
-inline Op fork_op(std::vector<Op> ops) {
+// Forks a child that runs `ops`, in `cgroup` (default: the parent's).
+inline Op fork_op(std::vector<Op> ops, std::string cgroup = "") {
   auto child = std::make_shared<ProcessSpec>();
   child->comm = "child";
-  child->cgroup = "";
+  child->cgroup = std::move(cgroup);
   child->ops = std::move(ops);
   Op o;
   o.kind = OpKind::kFork;

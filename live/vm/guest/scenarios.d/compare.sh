@@ -6,7 +6,9 @@
 #     simulator's keys) -> /out/compare/<scheduler>/<trace>.json
 #   - cyclictest (SCHED_OTHER threads, so the scheduler under test wakes
 #     them) under a CPU load (stress-ng --cpu) and under a fork storm
-#     (stress-ng --fork) in a sibling cgroup, and hackbench's run time
+#     (stress-ng --fork) in a sibling cgroup, hackbench's run time, and
+#     the CPU of one fork and of one exit (agentcg-work forkstorm, serial,
+#     on the quiet machine: getrusage of the forker and of its children)
 #     -> /out/compare/<scheduler>/bench.txt, one `key value` per line
 # Parameters come from /etc/agentcg/compare.env (written by the host):
 #   COMPARE_SCHEDULERS (eevdf,flatcg,agentcg)  COMPARE_TRACES (agent,fork-storm)
@@ -69,6 +71,10 @@ compare_bench() { # out_dir
 	t1=$(now_us)
 	echo "hackbench_s $(awk '/^Time:/ { print $2 }' /tmp/hb.txt)" >> $o/bench.txt
 	echo "hackbench_wall_ms $(((t1 - t0) / 1000))" >> $o/bench.txt
+	# the fork path and the exit path apart: 100 serial fork + exit + reap
+	# cycles of a small static binary (the player's kind of forker)
+	sh -c "echo \$\$ > $CG/bench/cgroup.procs && exec agentcg-work forkstorm 100 1" > /tmp/fx.txt 2>&1
+	awk '/^forks / && $2 > 0 { printf "fork_parent_us %.1f\nfork_child_us %.1f\n", $8 / $2, $10 / $2 }' /tmp/fx.txt >> $o/bench.txt
 	rmcg bench batch storm victim
 }
 
