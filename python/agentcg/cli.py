@@ -487,7 +487,8 @@ def cmd_fidelity(a: argparse.Namespace) -> int:
         fit=_split(a.fit) if a.fit is not None else None,
         holdout=_split(a.holdout) if a.holdout is not None else None, machine=a.machine,
         seeds=a.seeds, update_readme=a.update_readme, ablate=not a.no_ablation,
-        model=_key_values(a.model, "--model")))
+        model=_key_values(a.model, "--model"), captures=a.capture, capture_from=a.capture_from,
+        capture_machine=a.capture_machine))
 
 
 def cmd_policies(a: argparse.Namespace) -> int:
@@ -747,6 +748,15 @@ def _parser_fidelity(sub: Any) -> None:
                          "or idle_exit_ns=50000 (repeatable)")
     fi.add_argument("--live-dir", default=None,
                     help="reuse the live results of an earlier run (its DIR) instead of booting the VM")
+    fi.add_argument("--capture", metavar="CAPTURE", action="append", default=[],
+                    help="a scheduler capture of a real machine (ftrace or perf sched text) as a measured side: "
+                         "replayed under eevdf and its wakeup p50/p90/p99, task switches and CPU time put beside "
+                         "the simulated ones (repeatable)")
+    fi.add_argument("--capture-from", default="ftrace", metavar="FORMAT",
+                    help="the captures' format: ftrace or perf (default ftrace)")
+    fi.add_argument("--capture-machine", default=None, metavar="PROFILE",
+                    help="machine profile or config of the captures' machine (default: the simulator's machine "
+                         "with the capture's CPUs; not the VM's fitted profile)")
     fi.add_argument("--repeat", type=int, default=3,
                     help="live runs per scheduler, interleaved (default 3); errors against their median")
     fi.add_argument("--timeout", type=int, default=None,

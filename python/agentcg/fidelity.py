@@ -903,7 +903,9 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
              live_dir: Optional[str] = None, timeout_s: Optional[int] = None, quiet: bool = False,
              repeat: int = 3, fit: Optional[Sequence[str]] = None, holdout: Optional[Sequence[str]] = None,
              machine: Optional[str] = None, seeds: Any = "1-5", update_readme: Optional[str] = None,
-             ablate: bool = True, model: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+             ablate: bool = True, model: Optional[Mapping[str, Any]] = None,
+             captures: Sequence[str] = (), capture_from: str = "ftrace",
+             capture_machine: Optional[str] = None) -> Dict[str, Any]:
     """The live side runs every scheduler `repeat` times in one boot
     (interleaved, as live compare); errors are against the median of the
     repetitions. The machine profile is fitted on the FIT scenarios only
@@ -912,7 +914,11 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
     fitted and the profile's own fit.fitted names the fitted scenarios.
     Then the ranking agreement: the simulator's verdicts against eevdf over
     SEEDS beside the live verdicts over the repetitions; and an ablation of
-    the modelled effects."""
+    the modelled effects. CAPTURES (scheduler captures of other machines,
+    CAPTURE_FROM ftrace or perf) are replayed with CAPTURE_MACHINE (a
+    machine profile or config of that machine; default the simulator's
+    machine with the capture's CPUs, not the VM's profile) and their
+    measured figures put beside the simulated ones (capture_check)."""
     from . import machine as mprof, stats, table as ctable
 
     if repeat < 1:
@@ -929,6 +935,11 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
     ext_how: Optional[str] = None
     tick_how: Optional[str] = None
     given = mprof.load_profile(machine) if machine else None  # a bad profile fails before the VM boots
+    if capture_from not in CAPTURE_FORMATS:
+        raise AgentcgError(f"--capture-from {capture_from}: expected one of {', '.join(CAPTURE_FORMATS)}")
+    for c in captures:
+        if not Path(c).is_file():
+            raise AgentcgError(f"--capture {c}: no such file")
     dest = Path(out)
     dest.mkdir(parents=True, exist_ok=True)
     dur = parse_duration(duration)
@@ -1097,6 +1108,9 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
               "ranking_rate": ranking_rate(pairs),
               "ranking_rate_held_out": ranking_rate([r for r in pairs if r["scenario"] in held]),
               "ablation": abl}
+    caps = [capture_check(Path(c), capture_from, Path(capture_machine) if capture_machine else None, dest)
+            for c in captures]
+    report["captures"] = caps
     nrep = max(len(d) for v in live_reps.values() for d in v.values())
     head = (f"Machine profile {'(given) ' + machine if machine else prof}: "
             + ", ".join(f"{k} {v}" for k, v in m.items()) + f". Fitted on: {', '.join(fitted) or '-'}; "
@@ -1122,6 +1136,8 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                        + _fmt_errors({f"{lbl} | held out": v["held_out"] for lbl, v in abl.items()}, "machine | scenarios") + "\n"
                        + _fmt_errors({f"{lbl} | fitted": v["fitted"] for lbl, v in abl.items()}, "machine | scenarios")
                        + _fmt_ablation_agreement(abl))
+    if caps:
+        summary_md += "\n" + format_captures(caps)
     text = summary_md + "\nEvery metric (live / simulated with the defaults / simulated with the profile):\n\n" + \
         format_table(before, after)
     if nrep > 1:
@@ -1153,6 +1169,97 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
             print(f"machine profile: {prof} (reuse with --machine {prof})")
         print(f"fidelity: {dest}/fidelity.md, fidelity.json, sim/, sim-calibrated/, live/")
     return report
+
+
+# --- recorded captures as the measured side ---------------------------------------
+
+CAPTURE_FORMATS = ("ftrace", "perf")  # `trace stats --from` formats that carry a scheduler capture
+CAPTURE_GOALS = {"p50": 15.0, "p90": 15.0, "p99": 25.0, "switches": 15.0}  # issue 16's, in %
+
+
+def capture_check(capture: Path, fmt: str, machine: Optional[Path], dest: Path,
+                  policy: str = "eevdf") -> Dict[str, Any]:
+    """A scheduler capture of a real machine (CAPTURE, ftrace or perf sched
+    text) as the measured side: its task behaviour (run and sleep phases,
+    forks, exits, nice) replayed in the simulator under POLICY (the kernel's
+    default scheduler, which recorded it) with MACHINE (a machine profile
+    written by fidelity, or a config with a `machine:` section; None: the
+    simulator's defaults with the capture's CPU count), and the capture's
+    own wakeup latency p50/p90/p99, task switches and CPU time beside the
+    simulated ones, errors in % (the same replay as `trace stats CAPTURE
+    --from FMT --replay --json`, whose errors, a capture without a measured
+    wakeup among them, come back as AgentcgError naming the capture)."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from . import _core
+    from . import machine as mprof
+    from .api import _to_yaml  # noqa: PLC2701 - the one deterministic YAML emitter
+
+    args = [str(capture), "--from", fmt, "--replay", "--policy", policy, "--json"]
+    if machine is not None:
+        cfg = machine
+        if _is_machine_profile(machine):  # a fitted profile: its machine keys as a config
+            cfg = dest / "captures" / (capture.name + ".machine.yaml")
+            cfg.parent.mkdir(parents=True, exist_ok=True)
+            cfg.write_text(_to_yaml({"machine": dict(mprof.load_profile(str(machine))["machine"])}), encoding="utf-8")
+        args += ["--config", str(cfg)]
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = _core.trace_command("stats", args)
+    if rc != 0:
+        raise AgentcgError(f"--capture {capture}: " + (err.getvalue().strip() or f"the replay failed (exit {rc})"))
+    doc = json.loads(out.getvalue())
+    meas, sim = doc["wakeup_latency_ns"]["measured"], doc["wakeup_latency_ns"]["simulated"]
+
+    def err_pct(m: Optional[float], x: Optional[float]) -> Optional[float]:
+        return None if not m or x is None else 100.0 * (x - m) / m
+
+    rows = {q: {"measured_ns": meas.get(q), "simulated_ns": sim.get(q), "err_pct": err_pct(meas.get(q), sim.get(q))}
+            for q in ("p50", "p90", "p99")}
+    sw = doc["context_switches"]
+    rows["switches"] = {"measured": sw["measured"], "simulated": sw["simulated"],
+                        "err_pct": err_pct(sw["measured"], sw["simulated"])}
+    return {"capture": str(capture), "from": fmt, "machine": str(machine) if machine else None, "policy": policy,
+            "cpus": doc["cpus"], "tasks": doc["tasks"], "wakeups": meas["count"],
+            "task_cpu_time_err_pct": 100.0 * doc["task_cpu_time_error"], **rows,
+            "goals_met": all(rows[k]["err_pct"] is not None and abs(rows[k]["err_pct"]) <= g
+                             for k, g in CAPTURE_GOALS.items())}
+
+
+def _is_machine_profile(path: Path) -> bool:
+    """Whether PATH is a machine profile (format: agentcg-machine-profile)
+    rather than a config; an unreadable file is the loaders' to report."""
+    import yaml  # python3-yaml
+
+    from . import machine as mprof
+
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False
+    return isinstance(doc, dict) and doc.get("format") == mprof.FORMAT
+
+
+def format_captures(caps: Sequence[Mapping[str, Any]]) -> str:
+    """The captures' measured / simulated table (capture_check's rows)."""
+    def cell(r: Mapping[str, Any], scale: float = 1000.0) -> str:
+        m, x = (r.get("measured_ns"), r.get("simulated_ns")) if "measured_ns" in r else (r["measured"], r["simulated"])
+        e = r["err_pct"]
+        return (f"{m / scale:g} / {x / scale:g}" if "measured_ns" in r else f"{m} / {x}") + \
+            (f" ({e:+.0f} %)" if e is not None else "")
+
+    lines = ["Recorded captures as the measured side (replayed under " + caps[0]["policy"] + "; goals: p50 and p90 "
+             "within 15 %, p99 within 25 %, task switches within 15 %):", "",
+             "| capture | machine | wakeups | wakeup p50 us measured / sim | p90 us | p99 us | task switches | "
+             "task CPU time err | goals |",
+             "|---|---|---:|---|---|---|---|---:|---|"]
+    for c in caps:
+        lines.append(f"| {Path(c['capture']).name} ({c['cpus']} CPUs, {c['tasks']} tasks) | "
+                     f"{Path(c['machine']).name if c['machine'] else 'defaults'} | {c['wakeups']} | {cell(c['p50'])} | "
+                     f"{cell(c['p90'])} | {cell(c['p99'])} | {cell(c['switches'])} | "
+                     f"{c['task_cpu_time_err_pct']:.1f} % | {'met' if c['goals_met'] else 'missed'} |")
+    return "\n".join(lines) + "\n"
 
 
 def replace_readme_table(readme: Path, table_md: str) -> None:

@@ -389,3 +389,59 @@ def test_ext_cost_from_live(tmp_path: Path) -> None:
     b.write_text("{not json")
     with pytest.raises(AgentcgError, match="benchmarks.json"):
         fidelity.ext_cost_from_live(real, keys, b)
+
+
+# --- recorded captures as the measured side ---------------------------------------
+
+GUEST_CAPTURE = Path(REPO) / "tests" / "data" / "recordings" / "ftrace_guest_2cpu.txt"
+
+
+def test_a_capture_is_measured_against_its_replay(tmp_path: Path) -> None:
+    """capture_check puts the capture's own wakeup percentiles, switches
+    and CPU time beside its replay under eevdf, as `trace stats --replay
+    --json` does; the machine of the capture changes the simulated side
+    only (a config's or a fitted profile's machine keys, alike)."""
+    c = fidelity.capture_check(GUEST_CAPTURE, "ftrace", None, tmp_path)
+    res = run_cli(["trace", "stats", str(GUEST_CAPTURE), "--from", "ftrace", "--replay", "--json"])
+    assert res.returncode == 0, res.stderr
+    ref = json.loads(res.stdout)
+    assert c["wakeups"] == ref["wakeup_latency_ns"]["measured"]["count"] == 243
+    for q in ("p50", "p90", "p99"):
+        m, x = ref["wakeup_latency_ns"]["measured"][q], ref["wakeup_latency_ns"]["simulated"][q]
+        assert (c[q]["measured_ns"], c[q]["simulated_ns"]) == (m, x)
+        assert c[q]["err_pct"] == pytest.approx(100.0 * (x - m) / m)
+    assert c["switches"]["measured"] == ref["context_switches"]["measured"] == 423
+    assert c["task_cpu_time_err_pct"] == 0.0 and c["cpus"] == 2 and not c["goals_met"]
+    cfg = tmp_path / "guest.yaml"
+    cfg.write_text("machine:\n  cpus: 2\n  runqueues: per_cpu\n  wakeup_overhead_ns: 500000\n")
+    slow = fidelity.capture_check(GUEST_CAPTURE, "ftrace", cfg, tmp_path)
+    assert slow["p50"]["measured_ns"] == c["p50"]["measured_ns"]
+    assert slow["p50"]["simulated_ns"] >= 500000 > c["p50"]["simulated_ns"]
+    prof = tmp_path / "guest-profile.yaml"
+    machine.write_profile(prof, {"cpus": 2, "runqueues": "per_cpu", "wakeup_overhead_ns": 500000}, {"tool": "test"})
+    assert fidelity.capture_check(GUEST_CAPTURE, "ftrace", prof, tmp_path)["p50"] == slow["p50"]
+    md = fidelity.format_captures([c, slow])
+    assert "| ftrace_guest_2cpu.txt (2 CPUs, 65 tasks) | defaults | 243 | 13 / 3 (-77 %) |" in md
+    assert "| guest.yaml |" in md and md.count("missed") == 2
+
+
+def test_a_capture_without_wakeups_is_an_error(tmp_path: Path) -> None:
+    """Nothing measured, nothing to compare: a located error, as a fit with
+    nothing to fit on; so is a capture the importer rejects, or a missing
+    file or an unknown format given to fidelity."""
+    cap = tmp_path / "hog.txt"
+    cap.write_text("cpus=1\n"
+                   "          <idle>-0     [000]   100.000000: sched_switch:         swapper/0:0 [120] R ==> hog:7 [120]\n"
+                   "             hog-7     [000]   100.900000: sched_switch:         hog:7 [120] R ==> swapper/0:0 [120]\n")
+    with pytest.raises(AgentcgError, match=r"--capture .*hog.txt: .*hog.txt: no wakeup latencies in the capture"):
+        fidelity.capture_check(cap, "ftrace", None, tmp_path)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("cpus=1\n  x-1 [000] 1.0: sched_switch: garbage\n")
+    with pytest.raises(AgentcgError, match=r"--capture .*bad.txt: "):
+        fidelity.capture_check(bad, "ftrace", None, tmp_path)
+    with pytest.raises(AgentcgError, match="--capture .*missing.txt: no such file"):
+        fidelity.fidelity([str(Path(REPO) / "traces" / "io.json")], str(tmp_path / "o"), live_dir=str(tmp_path),
+                          captures=[str(tmp_path / "missing.txt")], quiet=True)
+    with pytest.raises(AgentcgError, match="--capture-from pcap: expected one of ftrace, perf"):
+        fidelity.fidelity([str(Path(REPO) / "traces" / "io.json")], str(tmp_path / "o"), live_dir=str(tmp_path),
+                          captures=[str(GUEST_CAPTURE)], capture_from="pcap", quiet=True)
