@@ -258,6 +258,12 @@ CpuModel::Next CpuModel::advance(Task& t) {
         cg_[cg].forks++;
         const std::uint32_t child = new_task(*spec, pid, cg, t.id);
         start_task(child, true, t.cpu, paid ? std::optional<Time>(p.fork_began) : std::nullopt);
+        if (machine_.fork_after_ns > 0) {
+          // the forker's copy-on-write work, once the child exists
+          p.run_left_ns = machine_.fork_after_ns + p.migr_debt_ns;
+          p.migr_debt_ns = 0;
+          return Next::kRun;
+        }
         break;
       }
       case trace::OpKind::kExec:

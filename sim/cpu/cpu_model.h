@@ -33,7 +33,8 @@
 //    that much of a CPU (daemons), without latency samples; a fork costs
 //    the forking task fork_cost_ns of CPU before the child starts (so a
 //    fork storm's parent, competing with its own children, forks slower)
-//    and an exit costs the exiting task exit_cost_ns before it is gone;
+//    and fork_after_ns after the child exists (copy-on-write), and an exit
+//    costs the exiting task exit_cost_ns before it is gone;
 //    under a sched_ext class (SchedClass::sched_ext()) ext_busy_pct of a
 //    busy CPU's time is sched_ext's own (the task's work goes slower, its
 //    cgroup is charged only the work), a wakeup costs ext_wakeup_ns more

@@ -630,7 +630,9 @@ TEST(ExtCost, ChargedOnlyUnderSchedExt) {
 // /p forks a 1 ms child into /c and waits for it, 20 times: /c is charged
 // 20 x (1 + 3) ms and /p nothing of it; the parent's 20 waits each last at
 // least the child's run plus its exit, where without the cost /c has only
-// the children's runs. An explicit exit op pays it too.
+// the children's runs. An explicit exit op pays it too. machine.fork_after_ns
+// (the forker's copy-on-write work once the child exists) is the forker's
+// and does not delay the child's start.
 TEST(ExitCost, ChargedToTheExitingTaskBeforeItsParentWakes) {
   const trace::Op wait = wait_op();
   Builder b(2, 10 * kSec);
@@ -655,6 +657,19 @@ TEST(ExitCost, ChargedToTheExitingTaskBeforeItsParentWakes) {
     // each round: fork, >= 4 ms waiting for the child's run and exit, 5 ms io
     EXPECT_GE(cost["duration_ns"].get<std::uint64_t>(), 20 * (4 + 5) * kMs);
     EXPECT_LT(free["duration_ns"].get<std::uint64_t>(), 20 * (4 + 5) * kMs);
+  }
+  // fork_after_ns: the forker's, after the child exists: /p pays it per
+  // fork, the child starts at once on the idle CPU (new-task latency below
+  // the cost), and the forker's next op waits for it
+  config::MachineConfig fa;
+  fa.fork_after_ns = 3 * kMs;
+  for (const char* policy : {"cfs", "eevdf", "flatcg", "agentcg"}) {
+    SCOPED_TRACE(policy);
+    const auto r = run_machine(b.t, policy, fa);
+    EXPECT_EQ(cpu(r, "/p"), 20 * 3 * kMs);
+    EXPECT_EQ(cpu(r, "/c"), 20 * kMs);
+    EXPECT_LT(r["cgroups"]["/c"]["wakeup_latency_ns"]["p99"].get<std::uint64_t>(), 3 * kMs);
+    EXPECT_GE(r["duration_ns"].get<std::uint64_t>(), 20 * (3 + 5) * kMs);
   }
   Builder e(1, 1 * kSec);
   e.cgroup("/e", 100);

@@ -276,16 +276,22 @@ def test_fork_cost_from_the_fork_benchmark(tmp_path: Path) -> None:
 def test_fork_and_exit_costs_from_the_serial_cycles(tmp_path: Path) -> None:
     """With live compare's serial fork + exit cycles, the forker's CPU per
     cycle is fork_cost_ns and the child's exit_cost_ns (eevdf's medians, to
-    0.1 ms), whatever stress-ng's rate says; one of the two keys missing:
-    the stress-ng rate again."""
+    0.1 ms); the rest of stress-ng's concurrent cycle is the forker's
+    fork_after_ns (0 when the serial parts exceed it), none without a
+    stress-ng rate; one of the two serial keys missing: the stress-ng rate
+    as the whole cycle again."""
     b = tmp_path / "benchmarks.json"
-    b.write_text(json.dumps({"eevdf": [{"storm_forks_per_s": 165.0, "fork_parent_us": 4810.0, "fork_child_us": 5330.0},
-                                       {"storm_forks_per_s": 170.0, "fork_parent_us": 4420.0, "fork_child_us": 5120.0},
-                                       {"storm_forks_per_s": 160.0, "fork_parent_us": 5230.0, "fork_child_us": 6010.0}],
+    b.write_text(json.dumps({"eevdf": [{"storm_forks_per_s": 165.0, "fork_parent_us": 1110.0, "fork_child_us": 1000.0},
+                                       {"storm_forks_per_s": 170.0, "fork_parent_us": 1380.0, "fork_child_us": 1040.0},
+                                       {"storm_forks_per_s": 160.0, "fork_parent_us": 1080.0, "fork_child_us": 990.0}],
                              "agentcg": [{"fork_parent_us": 9000.0, "fork_child_us": 9000.0}]}))
     got, how = fidelity.fork_cost_from_benchmarks(b, 2, 30)
-    assert got == {"fork_cost_ns": 4800000, "exit_cost_ns": 5300000}
-    assert "serial fork + exit" in how and "4.81 ms" in how and "5.33 ms" in how
+    # 1.7 CPUs / 165 forks/s = 10.30 ms per cycle, less 1.11 and 1.00: 8.19 -> 8.2 ms
+    assert got == {"fork_cost_ns": 1100000, "exit_cost_ns": 1000000, "fork_after_ns": 8200000}
+    assert "serial fork + exit" in how and "1.11 ms" in how and "1.00 ms" in how and "10.3 ms" in how
+    assert fidelity.fork_cost_from_benchmarks(b, 2, 190)[0]["fork_after_ns"] == 0  # 0.1 CPU left: 0.6 ms cycles
+    b.write_text(json.dumps({"eevdf": [{"fork_parent_us": 1110.0, "fork_child_us": 1000.0}]}))
+    assert fidelity.fork_cost_from_benchmarks(b, 2, 30)[0] == {"fork_cost_ns": 1100000, "exit_cost_ns": 1000000}
     b.write_text(json.dumps({"eevdf": [{"storm_forks_per_s": 165.0, "fork_parent_us": 4810.0}]}))
     assert fidelity.fork_cost_from_benchmarks(b, 2, 30)[0] == {"fork_cost_ns": 10300000}
 
