@@ -19,11 +19,13 @@ differences of simulations. context_switch_ns stays at its default: every
 wakeup ends in one switch, so latencies only show the sum of the two costs.
 The machine profile (YAML `machine:` section with the VM's cpus) is written
 and the simulations rerun with it: the report shows the error before and
-after. fork_cost_ns and exit_cost_ns are not fitted but measured: live
-compare's serial fork + exit cycles (benchmarks.json in the live results)
-give the forker's and the child's CPU per cycle on the live machine; older
-results have only its stress-ng fork rate, the whole cycle as fork_cost_ns
-(fork_cost_from_benchmarks). Nor is
+after. A fork's costs are not fitted but measured: live compare's serial
+fork + exit cycles (benchmarks.json in the live results) give the forker's
+and the child's CPU per cycle on the live machine (fork_cost_ns,
+exit_cost_ns), and the rest of its stress-ng fork loop's cycle is the
+forker's copy-on-write work (fork_after_ns); older results have only the
+stress-ng rate, the whole cycle as fork_cost_ns (fork_cost_from_benchmarks).
+Nor is
 sched_ext's own cost (ext_busy_pct, ext_wakeup_ns, ext_fork_ns: what the
 BPF schedulers' runs pay over EEVDF's), measured from the fitted scenarios'
 live shares, live compare's cyclictest (ext_cost_from_live) and its serial
