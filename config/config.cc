@@ -216,7 +216,8 @@ void parse_api(const YAML::Node& n, const Reader& r, ApiConfig& a) {
 void parse_machine_section(const YAML::Node& n, const Reader& r, MachineConfig& m) {
   r.only_keys(n, "machine",
               "context_switch_ns,wakeup_overhead_ns,speed_pct,cpus,runqueues,idle_exit_ns,idle_exit_after_ns,"
-              "migration_cost_ns,background_cpu_pct,fork_cost_ns,exit_cost_ns,fork_after_ns,ext_busy_pct,ext_wakeup_ns,ext_fork_ns,wakeup_work_ns,tick_ns");
+              "migration_cost_ns,background_cpu_pct,fork_cost_ns,exit_cost_ns,fork_after_ns,ext_busy_pct,"
+              "ext_wakeup_ns,ext_fork_ns,wakeup_work_ns,tick_ns");
   if (n["context_switch_ns"]) {
     m.context_switch_ns = r.u64(n, "machine", "context_switch_ns", 0, 1000000);
     m.context_switch_ns_set = true;

@@ -114,9 +114,10 @@ struct MachineConfig {
   // CPU work of a process's exit (do_exit in the exiting task: the address
   // space's teardown, files, the task's release), done by the exiting task
   // after its last op and charged to its cgroup; a parent waiting for it
-  // wakes after. With it, fork_cost_ns is the fork path alone (copy_process
-  // and the parent's reaping); without it (0), the exit's work is folded
-  // into fork_cost_ns, as a fork rate measures the whole cycle.
+  // wakes after. With it (and fork_after_ns), fork_cost_ns is the fork path
+  // alone (copy_process and the parent's reaping); without it (0), the
+  // exit's work is folded into fork_cost_ns, as a fork rate measures the
+  // whole cycle.
   std::uint64_t exit_cost_ns = 0;
   // CPU work of the forker right after a fork, once the child exists: the
   // copy-on-write faults on the pages both processes still map (each fork
@@ -139,10 +140,10 @@ struct MachineConfig {
   // under the same policies and loses a sixth as much. ext_wakeup_ns is
   // added to wakeup_overhead_ns (select_cpu, enqueue and dispatch on the
   // ttwu path). ext_fork_ns is added to fork_cost_ns (the BPF program's
-  // init_task with its task storage, enable, and the exit's teardown:
-  // live, stress-ng forks 0.79x as fast under either BPF policy). Measured
-  // by `agentcg fidelity` from the live results (python/agentcg/
-  // fidelity.py ext_cost_from_live, ext_fork_from_benchmarks).
+  // init_task with its task storage, and enable; 0 measured under TCG:
+  // the forker's CPU per fork is EEVDF's plus ext_busy_pct). Measured by
+  // `agentcg fidelity` from the live results (python/agentcg/fidelity.py
+  // ext_cost_from_live, ext_fork_from_benchmarks).
   std::uint32_t ext_busy_pct = 0;
   std::uint64_t ext_wakeup_ns = 0;
   std::uint64_t ext_fork_ns = 0;

@@ -183,6 +183,13 @@ void CpuModel::start_task(std::uint32_t id, bool fork, int parent_cpu, std::opti
 // Runs zero-time ops until the task has CPU demand, blocks or exits.
 CpuModel::Next CpuModel::advance(Task& t) {
   Proc& p = procs_[t.id];
+  // The machine's own work for the process (a fork's, an exit's): CPU
+  // demand charged to its cgroup, with any migration debt.
+  const auto machine_work = [&p](std::uint64_t ns) {
+    p.run_left_ns = ns + p.migr_debt_ns;
+    p.migr_debt_ns = 0;
+    return Next::kRun;
+  };
   for (std::uint64_t steps = 0;; ++steps) {
     if (steps > kMaxInstantOps) fail(p.spec->loc, "process " + std::to_string(t.pid) + " makes no progress (only zero-time ops)");
     if (p.stack.empty()) {
@@ -190,9 +197,7 @@ CpuModel::Next CpuModel::advance(Task& t) {
       // before it is gone and its waiting parent wakes.
       if (machine_.exit_cost_ns == 0 || p.exit_paid) return Next::kExit;
       p.exit_paid = true;
-      p.run_left_ns = machine_.exit_cost_ns + p.migr_debt_ns;
-      p.migr_debt_ns = 0;
-      return Next::kRun;
+      return machine_work(machine_.exit_cost_ns);
     }
     Frame& f = p.stack.back();
     if (f.idx >= f.ops->size()) {
@@ -237,9 +242,7 @@ CpuModel::Next CpuModel::advance(Task& t) {
           --f.idx;
           p.fork_paid = true;
           p.fork_began = sim_.now();
-          p.run_left_ns = machine_.fork_cost_ns + p.migr_debt_ns;
-          p.migr_debt_ns = 0;
-          return Next::kRun;
+          return machine_work(machine_.fork_cost_ns);
         }
         const bool paid = p.fork_paid;
         p.fork_paid = false;
@@ -258,12 +261,8 @@ CpuModel::Next CpuModel::advance(Task& t) {
         cg_[cg].forks++;
         const std::uint32_t child = new_task(*spec, pid, cg, t.id);
         start_task(child, true, t.cpu, paid ? std::optional<Time>(p.fork_began) : std::nullopt);
-        if (machine_.fork_after_ns > 0) {
-          // the forker's copy-on-write work, once the child exists
-          p.run_left_ns = machine_.fork_after_ns + p.migr_debt_ns;
-          p.migr_debt_ns = 0;
-          return Next::kRun;
-        }
+        // the forker's copy-on-write work, once the child exists
+        if (machine_.fork_after_ns > 0) return machine_work(machine_.fork_after_ns);
         break;
       }
       case trace::OpKind::kExec:

@@ -38,7 +38,8 @@
 //    under a sched_ext class (SchedClass::sched_ext()) ext_busy_pct of a
 //    busy CPU's time is sched_ext's own (the task's work goes slower, its
 //    cgroup is charged only the work), a wakeup costs ext_wakeup_ns more
-//    and a fork ext_fork_ns more; a timer wakeup's wakeup_work_ns is CPU work of the task running
+//    and a fork ext_fork_ns more; a timer wakeup's wakeup_work_ns is CPU
+//    work of the task running
 //    on the sleeper's last CPU, charged to its cgroup. Per-CPU queues
 //    (runqueues: per_cpu) are the classes' (sim/cpu/cfs.h); the model offers
 //    the kernel's placement as select_cpu_fair().

@@ -26,9 +26,9 @@
  * (at most AGENTCG_VICTIM_SCAN CPUs looked at, none kicked twice before it
  * re-picks); failing any, it arms a re-check at the CPU whose "not before
  * T" comes first (agentcg_victim_defer()). It is what fair.c's fork and
- * wake balancing give a task: an
- * agent forking 4 tool workers has them spread over the CPUs and each
- * checked against what runs there, where the chosen-CPU-only rule queued
+ * wake balancing give a task: an agent forking 4 tool workers has them
+ * spread over the CPUs and each checked against what runs there, where
+ * the chosen-CPU-only rule queued
  * all 4 behind the parent's CPU while the other CPUs ran a fork storm's
  * children to the end of their slices (the storm victim's new-task
  * latency; README "Crowded machine": simulated on 4 CPUs, victim wakeup
@@ -148,8 +148,9 @@ static inline bool agentcg_place_retarget(const struct agentcg_place_in *in, str
 }
 
 /*
- * The victim scan's running choice (agentcg_victim_scan_start()): `now_cpu`, the CPU preempted at once, is the one running the
- * latest deadline; failing any, `at_cpu` is the CPU whose running request
+ * The victim scan's running choice (from agentcg_victim_scan_start()):
+ * `now_cpu`, the CPU preempted at once, is the one running the latest
+ * deadline; failing any, `at_cpu` is the CPU whose running request
  * the base rule lets this one preempt soonest ("not before at_ns": it is
  * still in its protected time). The caller kicks now_cpu; else it arms
  * at_cpu's re-check timer, which compares the shared queue's head there
