@@ -217,7 +217,7 @@ void parse_machine_section(const YAML::Node& n, const Reader& r, MachineConfig& 
   r.only_keys(n, "machine",
               "context_switch_ns,wakeup_overhead_ns,speed_pct,cpus,runqueues,idle_exit_ns,idle_exit_after_ns,"
               "migration_cost_ns,background_cpu_pct,fork_cost_ns,exit_cost_ns,fork_after_ns,ext_busy_pct,"
-              "ext_wakeup_ns,ext_fork_ns,wakeup_work_ns,tick_ns");
+              "ext_wakeup_ns,ext_fork_ns,wakeup_work_ns,tick_ns,preempt");
   if (n["context_switch_ns"]) {
     m.context_switch_ns = r.u64(n, "machine", "context_switch_ns", 0, 1000000);
     m.context_switch_ns_set = true;
@@ -247,18 +247,28 @@ void parse_machine_section(const YAML::Node& n, const Reader& r, MachineConfig& 
   if (n["ext_fork_ns"]) m.ext_fork_ns = r.u64(n, "machine", "ext_fork_ns", 0, 1000000000);
   if (n["wakeup_work_ns"]) m.wakeup_work_ns = r.u64(n, "machine", "wakeup_work_ns", 0, 10000000);
   if (n["tick_ns"]) m.tick_ns = r.u64(n, "machine", "tick_ns", 0, 100000000);
+  if (n["preempt"]) {
+    const std::string v = r.str(n, "machine", "preempt");
+    if (v == "lazy") m.preempt = MachineConfig::Preempt::kLazy;
+    else if (v == "full") m.preempt = MachineConfig::Preempt::kFull;
+    else r.fail(n["preempt"], "machine.preempt", "expected full or lazy, got '" + v + "'");
+    if (m.preempt == MachineConfig::Preempt::kLazy && m.tick_ns == 0)
+      r.fail(n["preempt"], "machine.preempt",
+             "lazy needs machine.tick_ns (the tick that turns a lazy reschedule into a preemption)");
+  }
 }
 
 namespace {
 
 void parse_cfs(const YAML::Node& n, const Reader& r, CfsConfig& c) {
-  r.only_keys(n, "cfs", "latency_ns,min_granularity_ns,wakeup_granularity_ns,bandwidth_slice_ns,balance_interval_ns");
+  r.only_keys(n, "cfs", "latency_ns,min_granularity_ns,wakeup_granularity_ns,bandwidth_slice_ns,balance_interval_ns,run_to_parity");
   const std::uint64_t s = 1000000000;
   if (n["latency_ns"]) c.latency_ns = r.u64(n, "cfs", "latency_ns", 0, s);
   if (n["min_granularity_ns"]) c.min_granularity_ns = r.u64(n, "cfs", "min_granularity_ns", 0, s);
   if (n["wakeup_granularity_ns"]) c.wakeup_granularity_ns = r.u64(n, "cfs", "wakeup_granularity_ns", 0, s);
   if (n["bandwidth_slice_ns"]) c.bandwidth_slice_ns = r.u64(n, "cfs", "bandwidth_slice_ns", 1000, s);
   if (n["balance_interval_ns"]) c.balance_interval_ns = r.u64(n, "cfs", "balance_interval_ns", 100000, s);
+  if (n["run_to_parity"]) c.run_to_parity = r.boolean(n, "cfs", "run_to_parity");
 }
 
 }  // namespace

@@ -159,6 +159,19 @@ struct MachineConfig {
   // exactly (the model before this key). The VM's Debian kernel has
   // CONFIG_HZ=250: 4 ms.
   std::uint64_t tick_ns = 0;
+  // The kernel's preemption model for the fair class (cfs, eevdf): kFull
+  // preempts a running task as soon as a wakeup should (the model before
+  // this key; PREEMPT_NONE/VOLUNTARY/FULL act alike on user-space tasks:
+  // the IPI's return to user reschedules); kLazy (PREEMPT_LAZY, the
+  // default of kernels since 6.13 built with it: the VM's Debian 7.2) only
+  // flags the running task (TIF_NEED_RESCHED_LAZY), which then switches at
+  // its next return to user space (the end of a syscall: a fork, an exec)
+  // or at the next tick, whichever comes first. A used-up slice is noticed
+  // on time (HRTICK, on in the VM's 7.2) and handled the same lazy way.
+  // Needs tick_ns. sched_ext's kicks (SCX_KICK_PREEMPT) preempt at once and
+  // its slices end on the tick grid either way.
+  enum class Preempt { kFull, kLazy };
+  Preempt preempt = Preempt::kFull;
 };
 
 // The CFS/EEVDF baseline's knobs (kernel defaults for a machine with >= 8
@@ -171,6 +184,10 @@ struct CfsConfig {
   // Period of the per-CPU queues' load balancer (rebalance_domains(); the
   // newidle pull of a CPU that goes idle happens at once).
   std::uint64_t balance_interval_ns = 4000000;
+  // eevdf: the kernel's RUN_TO_PARITY feature (on by default since 6.6): an
+  // eligible running task is not preempted by a wakeup before the deadline
+  // it was picked with.
+  bool run_to_parity = true;
 };
 
 struct Config {

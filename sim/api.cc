@@ -48,6 +48,7 @@ nlohmann::json config_json(const config::Config& c) {
   if (c.machine.ext_fork_ns) j["machine"]["ext_fork_ns"] = c.machine.ext_fork_ns;
   if (c.machine.wakeup_work_ns) j["machine"]["wakeup_work_ns"] = c.machine.wakeup_work_ns;
   if (c.machine.tick_ns) j["machine"]["tick_ns"] = c.machine.tick_ns;
+  if (c.machine.preempt == config::MachineConfig::Preempt::kLazy) j["machine"]["preempt"] = "lazy";
   if (c.machine.fork_cost_ns) j["machine"]["fork_cost_ns"] = c.machine.fork_cost_ns;
   if (c.machine.exit_cost_ns) j["machine"]["exit_cost_ns"] = c.machine.exit_cost_ns;
   if (c.machine.fork_after_ns) j["machine"]["fork_after_ns"] = c.machine.fork_after_ns;
@@ -55,6 +56,7 @@ nlohmann::json config_json(const config::Config& c) {
               {"min_granularity_ns", c.cfs.min_granularity_ns},
               {"wakeup_granularity_ns", c.cfs.wakeup_granularity_ns},
               {"bandwidth_slice_ns", c.cfs.bandwidth_slice_ns}};
+  if (!c.cfs.run_to_parity) j["cfs"]["run_to_parity"] = false;
   j["scheduler"] = {{"features", s.features},
                     {"startup_boost_window_ms", s.startup_boost_window_ms},
                     {"startup_boost_vtime_ms", s.startup_boost_vtime_ms},

@@ -70,11 +70,14 @@ for attempt in 1 2; do
       tar -xf "$wd/out.tar" -C "$outdir" ||
         { echo "run-vm: the guest's /out did not come back intact ($wd/out.tar)" >&2; exit 1; }
       # the booted kernel's facts the results do not carry (fidelity's
-      # tick_ns and hrtick): CONFIG_HZ, and fair.c's features as booted
+      # tick_ns, hrtick and preempt): CONFIG_HZ, fair.c's features and the
+      # preemption model as booted (the mode in parentheses)
       hz=$(sed -n 's/^CONFIG_HZ=\([0-9]*\)$/\1/p' "$kdir/config" 2>/dev/null)
       feat=$( (tr -cs 'A-Z_' ' ' < "$outdir/sched_features.txt" | sed 's/^ *//; s/ *$//') 2>/dev/null || true)
-      printf '{"release": "%s", "config_hz": %s, "sched_features": %s}\n' "$(cat "$kdir/version")" "${hz:-null}" \
-        "$( [ -n "$feat" ] && printf '"%s"' "$feat" || echo null)" > "$outdir/kernel.json"
+      pre=$(sed -n 's/.*(\([a-z]*\)).*/\1/p' "$outdir/sched_preempt.txt" 2>/dev/null || true)
+      json_str() { [ -n "$1" ] && printf '"%s"' "$1" || echo null; }
+      printf '{"release": "%s", "config_hz": %s, "sched_features": %s, "preempt": %s}\n' "$(cat "$kdir/version")" \
+        "${hz:-null}" "$(json_str "$feat")" "$(json_str "$pre")" > "$outdir/kernel.json"
     fi
     exit 0
   fi

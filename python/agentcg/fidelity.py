@@ -31,7 +31,9 @@ BPF schedulers' runs pay over EEVDF's), measured from the fitted scenarios'
 live shares, live compare's cyclictest (ext_cost_from_live) and its serial
 fork + exit cycles under the BPF schedulers (ext_fork_from_benchmarks).
 The guest's tick (machine tick_ns) comes from the booted kernel's
-CONFIG_HZ, which run-vm.sh records beside the live results (kernel.json);
+CONFIG_HZ, and its preemption model (machine preempt: lazy for Debian's
+7.2) from /sys/kernel/debug/sched/preempt, which run-vm.sh records beside
+the live results (kernel.json);
 --model gives it (or any machine key) by hand and holds it fixed through
 the fit.
 
@@ -438,6 +440,20 @@ def tick_from_kernel(path: Path) -> Optional[Tuple[int, str]]:
     return 1_000_000_000 // hz, f"tick_ns from {path.name}: CONFIG_HZ={hz} of {doc.get('release', 'the live kernel')}"
 
 
+def preempt_from_kernel(path: Path) -> Optional[Tuple[str, str]]:
+    """(machine preempt, how) from the preemption model the live kernel
+    booted with (kernel.json's "preempt", from /sys/kernel/debug/sched/preempt),
+    or None without one. none, voluntary and full preempt a user-space task
+    alike (the IPI's return to user reschedules): the model's "full"."""
+    doc = _live_json(path, "the live kernel's facts")
+    mode = doc.get("preempt") if isinstance(doc, dict) else None
+    if mode is None:
+        return None
+    if mode not in ("none", "voluntary", "full", "lazy"):
+        raise AgentcgError(f"{path}: field 'preempt': expected none, voluntary, full or lazy, got {mode!r}")
+    return ("lazy" if mode == "lazy" else "full"), f"preempt {mode} as {path.name} says the kernel booted"
+
+
 EXT_SCHEDULERS = ("flatcg", "agentcg")  # live: BPF programs under sched_ext (SchedClass::sched_ext() in the model)
 SATURATED_UTILISATION = 0.95  # a trace whose live eevdf run keeps the CPUs this busy shows its shares as the CPU gives them
 CYCLICTEST_KEY = "cyclictest_load_p50_us"  # live compare's cyclictest next to CPU hogs (benchmarks.json)
@@ -794,7 +810,8 @@ ABLATIONS: Tuple[Tuple[str, Dict[str, Any]], ...] = (
     ("no copy-on-write after a fork (fork_after_ns 0)", {"fork_after_ns": 0}),
     ("no sched_ext cost (ext_busy_pct 0, ext_wakeup_ns 0, ext_fork_ns 0)",
      {"ext_busy_pct": 0, "ext_wakeup_ns": 0, "ext_fork_ns": 0}),
-    ("slices end exactly, no tick (tick_ns 0)", {"tick_ns": 0}),
+    ("slices end exactly, no tick (tick_ns 0)", {"tick_ns": 0, "preempt": "full"}),
+    ("wakeups preempt at once (preempt full)", {"preempt": "full"}),
     # not measured, so not in the profile: what charging each timer wakeup's
     # work to the task it interrupts would do, at a TCG-sized cost
     ("timer wakeup work charged on the CPU (wakeup_work_ns 50000)", {"wakeup_work_ns": 50000}),
@@ -813,10 +830,14 @@ def model_knows(keys: Mapping[str, Any]) -> bool:
     return True
 
 
+# the machine keys whose absence from a profile means a value (not 0)
+_STRING_KEY_DEFAULTS = {"runqueues": "global", "preempt": "full"}
+
+
 def ablations(current: Mapping[str, Any]) -> List[Tuple[str, Dict[str, Any]]]:
     """The ABLATIONS this model has that change CURRENT (the fitted machine)."""
     return [(lbl, kv) for lbl, kv in ABLATIONS
-            if model_knows(kv) and any(current.get(k) != v for k, v in kv.items())]
+            if model_knows(kv) and any(current.get(k, _STRING_KEY_DEFAULTS.get(k)) != v for k, v in kv.items())]
 
 
 def _summary_cells(e: Mapping[str, Optional[float]]) -> str:
@@ -1032,6 +1053,11 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
             tk = tick_from_kernel(live_root / "kernel.json")
             if tk:
                 model["tick_ns"], tick_how = tk
+        if "preempt" not in model and model.get("tick_ns") and model_knows({"preempt": "full"}):
+            pm = preempt_from_kernel(live_root / "kernel.json")
+            if pm:
+                model["preempt"] = pm[0]
+                tick_how = (tick_how + "; " if tick_how else "") + pm[1]
         m, rounds = calibrate(simulate, fit_keys, real, cpus, base=model or None)
         if model_knows({"ext_busy_pct": 0, "ext_wakeup_ns": 0}) and not {"ext_busy_pct", "ext_wakeup_ns"} & set(model):
             ext, ext_how = ext_cost_from_live(real, fit_keys, live_root / "benchmarks.json")

@@ -63,12 +63,14 @@ py::dict to_dict(const config::Config& c) {
   machine["ext_fork_ns"] = c.machine.ext_fork_ns;
   machine["wakeup_work_ns"] = c.machine.wakeup_work_ns;
   machine["tick_ns"] = c.machine.tick_ns;
+  machine["preempt"] = c.machine.preempt == config::MachineConfig::Preempt::kLazy ? "lazy" : "full";
   py::dict cfs;
   cfs["latency_ns"] = c.cfs.latency_ns;
   cfs["min_granularity_ns"] = c.cfs.min_granularity_ns;
   cfs["wakeup_granularity_ns"] = c.cfs.wakeup_granularity_ns;
   cfs["bandwidth_slice_ns"] = c.cfs.bandwidth_slice_ns;
   cfs["balance_interval_ns"] = c.cfs.balance_interval_ns;
+  cfs["run_to_parity"] = c.cfs.run_to_parity;
   py::dict gpu;
   gpu["time_quantum_ms"] = c.gpu.time_quantum_ms;
   py::dict out;

@@ -448,10 +448,12 @@ class CfsClass final : public SchedClass {
     if (g.avg_sum < 0 && q * static_cast<i128>(g.avg_load) != g.avg_sum) --q;  // floor
     return g.avg_base + static_cast<std::uint64_t>(static_cast<std::int64_t>(q));
   }
-  // vruntime_eligible(): v <= V without the division.
-  bool eligible(const Rq& g, std::uint64_t v) const {
+  // vruntime_eligible(): v <= V without the division. `curr_run` adds the
+  // weighted virtual time the running entity has run since it was last
+  // charged (update_curr() before a wakeup-preemption check moves V).
+  bool eligible(const Rq& g, std::uint64_t v, i128 curr_run = 0) const {
     if (g.avg_load == 0) return true;
-    return static_cast<i128>(static_cast<std::int64_t>(v - g.avg_base)) * g.avg_load <= g.avg_sum;
+    return static_cast<i128>(static_cast<std::int64_t>(v - g.avg_base)) * g.avg_load <= g.avg_sum + curr_run;
   }
   // Moves an entity's vruntime, keeping the queue's sums right.
   void set_vruntime(std::uint32_t gi, Entity& e, std::uint64_t v) {
@@ -583,11 +585,11 @@ class CfsClass final : public SchedClass {
   // the vruntime order) the earliest deadline, in one descent of the treap;
   // the leftmost when none is eligible (V can sit below every queued entity
   // while the ones behind it run).
-  std::uint64_t pick_eevdf(const Rq& g) {
+  std::uint64_t pick_eevdf(const Rq& g, i128 curr_run = 0) {
     std::uint64_t best = kNil, best_d = 0;
     for (std::uint64_t n = g.root; n != kNil;) {
       const Entity& x = entity(n);
-      if (eligible(g, x.vruntime)) {
+      if (eligible(g, x.vruntime, curr_run)) {
         if (x.left != kNil) {
           const Entity& l = entity(x.left);
           if (best == kNil || dl_before(l.min_dl, l.min_dl_key, best_d, best)) {
@@ -771,16 +773,26 @@ class CfsClass final : public SchedClass {
     const std::uint64_t ran = (ctx_->now() - curr->started_at).ns();
     const std::uint64_t vcurr = cse.vruntime + ran * kNice0Load / cse.weight;
     if (eevdf_) {
-      // check_preempt_wakeup_fair(): preempt when the woken entity is the
-      // one pick_eevdf() would take over curr: eligible, earlier deadline
+      // check_preempt_wakeup_fair(), after update_curr(): preempt when
+      // pick_eevdf() would now take the woken entity. curr competes while
+      // eligible, with its deadline renewed once reached; under
+      // RUN_TO_PARITY an eligible curr keeps the CPU until the deadline it
+      // had when picked (protect_slice(): vprot = that deadline while all
+      // slices are the base slice, so an unrenewed deadline means it).
+      const Rq& g = rqs_[pw[i - 1].first];
+      const i128 run = static_cast<i128>(vcurr - cse.vruntime) * static_cast<i128>(cse.weight);
+      const bool curr_eligible = cse.on_rq && eligible(g, vcurr, run);
+      if (curr_eligible && cfg_.run_to_parity && static_cast<std::int64_t>(vcurr - cse.deadline) < 0) return;
+      const std::uint64_t wakee = pw[i - 1].second;
+      if (!eligible(g, se.vruntime, run) || pick_eevdf(g, run) != wakee) return;
       std::uint64_t dcurr = cse.deadline;
       if (static_cast<std::int64_t>(vcurr - dcurr) >= 0) dcurr = vcurr + eevdf_vslice(cse.weight);
-      if (eligible(rqs_[pw[i - 1].first], se.vruntime) && static_cast<std::int64_t>(se.deadline - dcurr) < 0)
-        ctx_->kick_cpu(cpu, true);
+      // entity_before(curr, best): curr stays only with a strictly earlier deadline
+      if (!curr_eligible || static_cast<std::int64_t>(dcurr - se.deadline) >= 0) ctx_->resched_curr_lazy(cpu);
       return;
     }
     const std::uint64_t gran = wakeup_gran_ns_ * kNice0Load / se.weight;
-    if (vcurr > se.vruntime && vcurr - se.vruntime > gran) ctx_->kick_cpu(cpu, true);
+    if (vcurr > se.vruntime && vcurr - se.vruntime > gran) ctx_->resched_curr_lazy(cpu);
   }
 
   config::CfsConfig cfg_;

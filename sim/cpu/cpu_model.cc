@@ -190,6 +190,7 @@ CpuModel::Next CpuModel::advance(Task& t) {
     p.migr_debt_ns = 0;
     return Next::kRun;
   };
+  p.syscall = false;
   for (std::uint64_t steps = 0;; ++steps) {
     if (steps > kMaxInstantOps) fail(p.spec->loc, "process " + std::to_string(t.pid) + " makes no progress (only zero-time ops)");
     if (p.stack.empty()) {
@@ -227,6 +228,7 @@ CpuModel::Next CpuModel::advance(Task& t) {
         return Next::kBlock;
       }
       case trace::OpKind::kWait:
+        p.syscall = true;
         if (p.live_children == 0) break;
         t.state = TaskState::kBlocked;
         p.waiting = true;
@@ -261,14 +263,17 @@ CpuModel::Next CpuModel::advance(Task& t) {
         cg_[cg].forks++;
         const std::uint32_t child = new_task(*spec, pid, cg, t.id);
         start_task(child, true, t.cpu, paid ? std::optional<Time>(p.fork_began) : std::nullopt);
+        p.syscall = true;
         // the forker's copy-on-write work, once the child exists
         if (machine_.fork_after_ns > 0) return machine_work(machine_.fork_after_ns);
         break;
       }
       case trace::OpKind::kExec:
         p.comm = op.name();
+        p.syscall = true;
         break;
       case trace::OpKind::kMem:
+        p.syscall = true;
         set_mem(t, op.amount.sample(p.rng));
         break;  // OOM-killed: the stack is empty, the next step exits it
       case trace::OpKind::kRepeat:
@@ -423,6 +428,22 @@ void CpuModel::kick_cpu(int cpu, bool preempt) {
   sim_.schedule(at, this, kKick, static_cast<std::uint64_t>(cpu));
 }
 
+// machine.preempt lazy: flag curr; the flag takes effect at curr's next
+// return to user space (on_cpu_event) or at the next tick (kTick), the
+// first tick strictly after now on the tick grid slices end on.
+void CpuModel::resched_curr_lazy(int cpu) {
+  Cpu& c = cpus_.at(static_cast<std::size_t>(cpu));
+  if (machine_.preempt != config::MachineConfig::Preempt::kLazy || c.curr == nullptr) {
+    kick_cpu(cpu, true);
+    return;
+  }
+  c.lazy_resched = true;
+  if (c.tick_pending) return;
+  c.tick_pending = true;
+  const std::uint64_t k = machine_.tick_ns;
+  sim_.schedule(Time::from_ns((sim_.now().ns() / k + 1) * k), this, kTick, static_cast<std::uint64_t>(cpu));
+}
+
 std::uint64_t CpuModel::arm_timer(Time at, std::uint64_t cookie) {
   std::uint32_t slot;
   if (!free_timers_.empty()) {
@@ -542,6 +563,7 @@ void CpuModel::stop_curr(int cpu, bool runnable) {
   charge(c, cpu);
   sim_.cancel(c.ev);
   c.curr = nullptr;
+  c.lazy_resched = false;  // __schedule() clears the need-resched flags
   sync_idle(static_cast<std::size_t>(cpu));
   cls_.stopping(t, cpu, runnable);
 }
@@ -602,8 +624,10 @@ void CpuModel::dispatch(int cpu, Task* prev) {
   c.acct_from = start;
   c.slice_end = start + Time::from_ns(std::max<std::uint64_t>(d.slice.ns(), kMinSliceNs));
   // machine.tick_ns: the kernel notices a used-up slice at its next tick
-  // (sched_tick(); task_tick_scx for sched_ext), not when it runs out
-  if (machine_.tick_ns) {
+  // (sched_tick(); task_tick_scx for sched_ext), not when it runs out;
+  // under machine.preempt lazy the fair class's HRTICK notices it on time
+  // and flags the task (on_cpu_event)
+  if (machine_.tick_ns && !lazy_fair()) {
     const std::uint64_t k = machine_.tick_ns;
     c.slice_end = Time::from_ns((c.slice_end.ns() + k - 1) / k * k);
   }
@@ -626,13 +650,20 @@ void CpuModel::on_cpu_event(int cpu) {
   Task& t = *c.curr;
   charge(c, cpu);
   Proc& p = procs_[t.id];
-  if (p.run_left_ns > 0) {  // slice used up
-    preempt(cpu);
-    return;
-  }
-  const Next n = advance(t);
+  const bool mid_run = p.run_left_ns > 0;  // the slice ran out inside a run op
+  const Next n = mid_run ? Next::kRun : advance(t);
   if (n == Next::kRun) {
-    if (sim_.now() >= c.slice_end) preempt(cpu);
+    if (sim_.now() >= c.slice_end) {
+      if (!lazy_fair()) {
+        preempt(cpu);
+        return;
+      }
+      // HRTICK noticed the used-up slice; under PREEMPT_LAZY that only
+      // flags the task (task_tick_fair -> resched_curr_lazy)
+      c.slice_end = Time::max();
+      resched_curr_lazy(cpu);
+    }
+    if (c.lazy_resched && !mid_run && p.syscall) preempt(cpu);
     else rearm_cpu(cpu);
     return;
   }
@@ -700,6 +731,12 @@ void CpuModel::on_event(Simulator& sim, std::uint32_t kind, std::uint64_t arg) {
       sync_idle(arg);
       if (!c.curr) dispatch(cpu, nullptr);
       else if (pre) preempt(cpu);
+      break;
+    }
+    case kTick: {  // machine.preempt lazy: the tick turns a lazy flag into a preemption
+      Cpu& c = cpus_[arg];
+      c.tick_pending = false;
+      if (c.lazy_resched && c.curr) preempt(static_cast<int>(arg));
       break;
     }
     case kTimer: {

@@ -17,7 +17,10 @@
 //    A child's exit wakes its waiting parent synchronously: the exiting
 //    task runs the ttwu itself, so the parent is queued before that CPU
 //    picks its next task, without the interrupt path's delay.
-//  - Slices end by an event at the slice's end (tickless); kicks (IPIs) are
+//  - Slices end by an event at the slice's end (on the tick grid with
+//    machine.tick_ns); under machine.preempt lazy a fair-class wakeup
+//    preemption waits for the running task's next system call return or the
+//    next tick (resched_curr_lazy); kicks (IPIs) are
 //    delivered as events at the current time, after the current event.
 //  - Memory: per-cgroup usage (hierarchical) against memory.high/max from
 //    the trace; every charge that leaves a cgroup above memory.high counts a
@@ -125,6 +128,11 @@ class CpuModel final : public SchedContext, public EventHandler {
   }
   int select_cpu_fair(const Task& p, int prev_cpu, std::uint64_t wake_flags) const override;
   void kick_cpu(int cpu, bool preempt) override;
+  void resched_curr_lazy(int cpu) override;
+  // machine.preempt lazy under a fair class (not sched_ext's kicks and ticks)
+  bool lazy_fair() const {
+    return machine_.preempt == config::MachineConfig::Preempt::kLazy && !cls_.sched_ext();
+  }
   std::uint64_t arm_timer(Time at, std::uint64_t cookie) override;
   void cancel_timer(std::uint64_t handle) override;
   const CgroupInfo& cgroup(CgroupId id) const override { return tree_.info(id); }
@@ -158,7 +166,7 @@ class CpuModel final : public SchedContext, public EventHandler {
     static const LatencyHistogram& of(const std::unordered_map<std::size_t, LatencyHistogram>& m, std::size_t id);
   };
   SubtreeHistograms subtree_histograms() const;
-  enum EventKind : std::uint32_t { kProcStart, kCpuEvent, kWake, kEnqueue, kKick, kTimer, kStop };
+  enum EventKind : std::uint32_t { kProcStart, kCpuEvent, kWake, kEnqueue, kKick, kTimer, kStop, kTick };
   enum class Next { kRun, kBlock, kExit };
 
   struct Frame {
@@ -186,6 +194,10 @@ class CpuModel final : public SchedContext, public EventHandler {
     bool fork_paid = false;
     // machine.exit_cost_ns: the exit's work has been run (advance() exits it next)
     bool exit_paid = false;
+    // the last advance() made a system call and returned to user space
+    // (a fork, an exec, a memory change, a wait with nothing to wait for):
+    // a lazy reschedule takes effect there
+    bool syscall = false;
     Time fork_began;
   };
   struct Cpu {
@@ -197,6 +209,10 @@ class CpuModel final : public SchedContext, public EventHandler {
     Time idle_since;  // when it last went idle (idle-exit cost)
     bool kick_pending = false;
     bool kick_preempt = false;
+    // machine.preempt lazy: curr is flagged to yield (TIF_NEED_RESCHED_LAZY;
+    // cleared when it stops), and a tick event is scheduled to honour it
+    bool lazy_resched = false;
+    bool tick_pending = false;
   };
   // An annotated agent step: its `step` op, and the first tool_begin after
   // it (the first moment its work is visible to a kernel).

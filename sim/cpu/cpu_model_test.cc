@@ -767,6 +767,66 @@ TEST(Tick, SlicesEndOnTheTickGrid) {
   }
 }
 
+// RUN_TO_PARITY: a task that starts while an eligible hog runs waits for
+// the end of the hog's slice instead of preempting it at once. One CPU, two
+// hogs and a short task every 10 ms (a new task sits at V with half a slice
+// to its deadline: ahead of curr's, so without the feature it preempts).
+TEST(Eevdf, RunToParityProtectsAnEligibleCurrUntilItsDeadline) {
+  Builder b(1, 1 * kSec);
+  b.cgroup("/a", 100);
+  b.hogs("/a", 2);
+  for (int i = 0; i < 90; ++i) b.process("/a", {run_op(100000)}, static_cast<std::uint64_t>(i) * 10 * kMs + 3 * kMs / 10);
+  RunOptions o;
+  o.policy = "eevdf";
+  const auto parity = sim::run(b.t, o);
+  o.config.cfs.run_to_parity = false;
+  const auto eager = sim::run(b.t, o);
+  const auto p90 = [](const nlohmann::json& r) { return r["wakeup_latency_ns"]["p90"].get<std::uint64_t>(); };
+  // without it a new task waits only for the context switch (2 us); with it
+  // the ones that arrive early in an eligible hog's slice wait for its end,
+  // and at worst for the other hog's slice too when that one is eligible
+  // with an earlier deadline (two base slices: 0.75 ms each on one CPU)
+  EXPECT_LT(p90(eager), 10000u);
+  EXPECT_GT(p90(parity), 100000u);
+  EXPECT_LE(parity["wakeup_latency_ns"]["max"].get<std::uint64_t>(), 1600000u);
+  EXPECT_LT(parity["context_switches"].get<std::uint64_t>(), eager["context_switches"].get<std::uint64_t>());
+}
+
+// machine.preempt lazy: a wakeup that should preempt a running hog waits for
+// the next tick, or for the hog's next return from a system call.
+TEST(Preempt, LazyWaitsForTheTickOrTheNextSyscallReturn) {
+  config::MachineConfig m;
+  m.tick_ns = 4 * kMs;
+  const auto sleeper_p = [&](const std::vector<Op>& hog, config::MachineConfig::Preempt mode, const char* q) {
+    Builder b(1, 2 * kSec);
+    b.cgroup("/a", 100);
+    b.cgroup("/b", 100);
+    b.process("/a", hog);
+    b.process("/b", {repeat_op(1000000, {run_op(50000), io_op(10 * kMs)})});
+    config::MachineConfig mm = m;
+    mm.preempt = mode;
+    return run_machine(b.t, "eevdf", mm)["cgroups"]["/b"]["wakeup_latency_ns"][q].get<std::uint64_t>();
+  };
+  using P = config::MachineConfig::Preempt;
+  const std::vector<Op> hog = {run_op(2 * kSec)};
+  // full: the woken task (lag ahead of the hog) preempts at once
+  EXPECT_LT(sleeper_p(hog, P::kFull, "p99"), 100000u);
+  // lazy: at the next tick; 10.05 ms between wakeups puts each one 1.95 ms
+  // before a tick of the 4 ms grid
+  EXPECT_GT(sleeper_p(hog, P::kLazy, "p50"), 1 * kMs);
+  EXPECT_LE(sleeper_p(hog, P::kLazy, "max"), 4 * kMs + 100000);
+  // a hog that calls exec() every 0.5 ms yields at the return of the next
+  // one: at worst the rest of a protected slice (RUN_TO_PARITY, 0.75 ms)
+  // and then up to 0.5 ms, never a tick's 4 ms
+  Op exec;
+  exec.kind = OpKind::kExec;
+  exec.set_name("x");
+  const std::vector<Op> syscalls = {repeat_op(1000000, {run_op(kMs / 2), exec})};
+  EXPECT_LE(sleeper_p(syscalls, P::kLazy, "max"), kMs * 3 / 4 + kMs / 2 + 100000);
+  EXPECT_LT(sleeper_p(syscalls, P::kLazy, "p50"), sleeper_p(hog, P::kLazy, "p50"));
+  EXPECT_GT(sleeper_p(syscalls, P::kLazy, "p50"), sleeper_p(syscalls, P::kFull, "p50"));
+}
+
 // Same trace, config and seed: byte-identical results with per-CPU queues.
 TEST(PerCpuQueues, Deterministic) {
   Builder b(4, 1 * kSec);

@@ -107,6 +107,10 @@ class SchedContext {
   // scx_bpf_kick_cpu: an idle CPU calls dispatch(); with preempt, a busy CPU
   // stops its current task (stopping(runnable=true), enqueue) and dispatches.
   virtual void kick_cpu(int cpu, bool preempt) = 0;
+  // The fair class's resched_curr_lazy(): the CPU's running task should
+  // yield. Under machine.preempt lazy it does so at its next return to
+  // user space or the next tick; otherwise at once (kick_cpu with preempt).
+  virtual void resched_curr_lazy(int cpu) { kick_cpu(cpu, true); }
   // A one-shot timer that calls on_timer(cookie) at `at`; returns a handle
   // for cancel_timer. Classes use it for bandwidth refills and boost windows.
   virtual std::uint64_t arm_timer(Time at, std::uint64_t cookie) = 0;

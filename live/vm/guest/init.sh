@@ -15,6 +15,8 @@ mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 # fair.c's features as booted (HRTICK: run-vm.sh puts them in kernel.json)
 mkdir -p /out && cat /sys/kernel/debug/sched/features > /out/sched_features.txt 2>/dev/null
+# and its preemption model as booted, e.g. "none voluntary full (lazy)"
+cat /sys/kernel/debug/sched/preempt > /out/sched_preempt.txt 2>/dev/null
 echo "+cpu +memory +pids +io" > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || \
   echo "+cpu +memory +pids" > /sys/fs/cgroup/cgroup.subtree_control
 ip link set lo up 2>/dev/null
