@@ -165,11 +165,15 @@ struct MachineConfig {
   // the IPI's return to user reschedules); kLazy (PREEMPT_LAZY, the
   // default of kernels since 6.13 built with it: the VM's Debian 7.2) only
   // flags the running task (TIF_NEED_RESCHED_LAZY), which then switches at
-  // its next return to user space (the end of a syscall: a fork, an exec)
-  // or at the next tick, whichever comes first. A used-up slice is noticed
-  // on time (HRTICK, on in the VM's 7.2) and handled the same lazy way.
-  // Needs tick_ns. sched_ext's kicks (SCX_KICK_PREEMPT) preempt at once and
-  // its slices end on the tick grid either way.
+  // its next return to user space (the end of a syscall: a fork, an exec;
+  // the end of an interrupt) or at the next tick, whichever comes first.
+  // So it matters for a wakeup whose ttwu runs on another CPU than the
+  // wakee's (a child's exit waking its parent elsewhere, a timer that fired
+  // on the sleeper's old CPU while it is placed on another): the kernel
+  // enqueues it there directly (CPUs sharing an LLC) and sends no IPI; on
+  // the ttwu's own CPU the interrupt's or syscall's return switches at
+  // once. Needs tick_ns. sched_ext's kicks (SCX_KICK_PREEMPT) preempt at
+  // once either way.
   enum class Preempt { kFull, kLazy };
   Preempt preempt = Preempt::kFull;
 };

@@ -75,9 +75,11 @@ for attempt in 1 2; do
       hz=$(sed -n 's/^CONFIG_HZ=\([0-9]*\)$/\1/p' "$kdir/config" 2>/dev/null)
       feat=$( (tr -cs 'A-Z_' ' ' < "$outdir/sched_features.txt" | sed 's/^ *//; s/ *$//') 2>/dev/null || true)
       pre=$(sed -n 's/.*(\([a-z]*\)).*/\1/p' "$outdir/sched_preempt.txt" 2>/dev/null || true)
+      llc=$(tr -cd '0-9,-' < "$outdir/llc_cpus.txt" 2>/dev/null || true)
       json_str() { [ -n "$1" ] && printf '"%s"' "$1" || echo null; }
-      printf '{"release": "%s", "config_hz": %s, "sched_features": %s, "preempt": %s}\n' "$(cat "$kdir/version")" \
-        "${hz:-null}" "$(json_str "$feat")" "$(json_str "$pre")" > "$outdir/kernel.json"
+      printf '{"release": "%s", "config_hz": %s, "sched_features": %s, "preempt": %s, "cpu0_llc_cpus": %s}\n' \
+        "$(cat "$kdir/version")" "${hz:-null}" "$(json_str "$feat")" "$(json_str "$pre")" "$(json_str "$llc")" \
+        > "$outdir/kernel.json"
     fi
     exit 0
   fi

@@ -176,7 +176,9 @@ void CpuModel::start_task(std::uint32_t id, bool fork, int parent_cpu, std::opti
   if (log_) log_->wakeups.push_back({t.pid, 0, sim_.now().ns(), true});
   const int cpu = cls_.select_cpu(t, parent_cpu < 0 ? 0 : parent_cpu, kWakeFork);
   t.cpu = cpu;
+  wake_src_cpu_ = parent_cpu;  // wake_up_new_task in the forker's fork()
   cls_.enqueue(t, kEnqNew);
+  wake_src_cpu_ = kNoCpu;
   if (cpu >= 0 && cpu_idle(cpu)) kick_cpu(cpu, false);
 }
 
@@ -362,22 +364,25 @@ void CpuModel::wakeup_work(const Task& t) {
   rearm_cpu(t.cpu);
 }
 
-void CpuModel::do_wake(Task& t, bool sync) {
+void CpuModel::do_wake(Task& t, int sync_cpu) {
+  const bool sync = sync_cpu != kNoCpu;
   t.runnable_since = sim_.now();
   procs_[t.id].woken = true;
   if (log_) log_->wakeups.push_back({t.pid, static_cast<std::uint32_t>(t.cpu < 0 ? 0 : t.cpu), sim_.now().ns(), false});
   if (machine_.wakeup_overhead_ns > 0 && !sync) {
     sim_.schedule_in(Time::from_ns(machine_.wakeup_overhead_ns), this, kEnqueue, t.id);
   } else {
-    do_enqueue(t);
+    do_enqueue(t, sync ? sync_cpu : t.cpu);
   }
 }
 
-void CpuModel::do_enqueue(Task& t) {
+void CpuModel::do_enqueue(Task& t, int src_cpu) {
   t.state = TaskState::kRunnable;
   const int cpu = cls_.select_cpu(t, t.cpu < 0 ? 0 : t.cpu, kWakeTtwu);
   t.cpu = cpu;
+  wake_src_cpu_ = src_cpu;
   cls_.enqueue(t, kEnqWakeup);
+  wake_src_cpu_ = kNoCpu;
   if (cpu >= 0 && cpu_idle(cpu)) kick_cpu(cpu, false);
 }
 
@@ -428,12 +433,14 @@ void CpuModel::kick_cpu(int cpu, bool preempt) {
   sim_.schedule(at, this, kKick, static_cast<std::uint64_t>(cpu));
 }
 
-// machine.preempt lazy: flag curr; the flag takes effect at curr's next
-// return to user space (on_cpu_event) or at the next tick (kTick), the
-// first tick strictly after now on the tick grid slices end on.
+// machine.preempt lazy: on the CPU the wakeup runs on, at once; on another
+// one, flag curr: the flag takes effect at curr's next return to user
+// space (on_cpu_event) or at the next tick (kTick), the first tick strictly
+// after now on the tick grid slices end on.
 void CpuModel::resched_curr_lazy(int cpu) {
   Cpu& c = cpus_.at(static_cast<std::size_t>(cpu));
-  if (machine_.preempt != config::MachineConfig::Preempt::kLazy || c.curr == nullptr) {
+  if (machine_.preempt != config::MachineConfig::Preempt::kLazy || c.curr == nullptr || wake_src_cpu_ == cpu ||
+      wake_src_cpu_ == kAnyCpu) {
     kick_cpu(cpu, true);
     return;
   }
@@ -624,10 +631,8 @@ void CpuModel::dispatch(int cpu, Task* prev) {
   c.acct_from = start;
   c.slice_end = start + Time::from_ns(std::max<std::uint64_t>(d.slice.ns(), kMinSliceNs));
   // machine.tick_ns: the kernel notices a used-up slice at its next tick
-  // (sched_tick(); task_tick_scx for sched_ext), not when it runs out;
-  // under machine.preempt lazy the fair class's HRTICK notices it on time
-  // and flags the task (on_cpu_event)
-  if (machine_.tick_ns && !lazy_fair()) {
+  // (sched_tick(); task_tick_scx for sched_ext), not when it runs out
+  if (machine_.tick_ns) {
     const std::uint64_t k = machine_.tick_ns;
     c.slice_end = Time::from_ns((c.slice_end.ns() + k - 1) / k * k);
   }
@@ -650,20 +655,14 @@ void CpuModel::on_cpu_event(int cpu) {
   Task& t = *c.curr;
   charge(c, cpu);
   Proc& p = procs_[t.id];
-  const bool mid_run = p.run_left_ns > 0;  // the slice ran out inside a run op
-  const Next n = mid_run ? Next::kRun : advance(t);
+  if (p.run_left_ns > 0) {  // slice used up
+    preempt(cpu);
+    return;
+  }
+  const Next n = advance(t);
   if (n == Next::kRun) {
-    if (sim_.now() >= c.slice_end) {
-      if (!lazy_fair()) {
-        preempt(cpu);
-        return;
-      }
-      // HRTICK noticed the used-up slice; under PREEMPT_LAZY that only
-      // flags the task (task_tick_fair -> resched_curr_lazy)
-      c.slice_end = Time::max();
-      resched_curr_lazy(cpu);
-    }
-    if (c.lazy_resched && !mid_run && p.syscall) preempt(cpu);
+    // a lazy reschedule takes effect at the return of a system call
+    if (sim_.now() >= c.slice_end || (c.lazy_resched && p.syscall)) preempt(cpu);
     else rearm_cpu(cpu);
     return;
   }
@@ -684,7 +683,7 @@ void CpuModel::exit_task(Task& t) {
     if (parent.live_children > 0) parent.live_children--;
     if (parent.live_children == 0 && parent.waiting && pt.state == TaskState::kBlocked) {
       parent.waiting = false;
-      do_wake(pt, true);
+      do_wake(pt, t.cpu < 0 ? 0 : t.cpu);
     }
   }
   // Orphans are not reparented to init: nobody waits for them.
@@ -719,8 +718,8 @@ void CpuModel::on_event(Simulator& sim, std::uint32_t kind, std::uint64_t arg) {
       wakeup_work(tasks_[arg]);
       do_wake(tasks_[arg]);
       break;
-    case kEnqueue:
-      do_enqueue(tasks_[arg]);
+    case kEnqueue:  // the timer or I/O interrupt on the sleeper's last CPU
+      do_enqueue(tasks_[arg], tasks_[arg].cpu);
       break;
     case kKick: {
       const int cpu = static_cast<int>(arg);
@@ -748,7 +747,9 @@ void CpuModel::on_event(Simulator& sim, std::uint32_t kind, std::uint64_t arg) {
       const std::uint64_t cookie = ts.cookie;
       ts.live = false;
       free_timers_.push_back(static_cast<std::uint32_t>(slot));
+      wake_src_cpu_ = kAnyCpu;  // a class's timer (the balancer) acts on its own CPU
       cls_.on_timer(cookie);
+      wake_src_cpu_ = kNoCpu;
       break;
     }
     case kStop:

@@ -19,8 +19,9 @@
 //    picks its next task, without the interrupt path's delay.
 //  - Slices end by an event at the slice's end (on the tick grid with
 //    machine.tick_ns); under machine.preempt lazy a fair-class wakeup
-//    preemption waits for the running task's next system call return or the
-//    next tick (resched_curr_lazy); kicks (IPIs) are
+//    preemption of a CPU other than the one the wakeup runs on waits for
+//    the running task's next system call return or the next tick
+//    (resched_curr_lazy); kicks (IPIs) are
 //    delivered as events at the current time, after the current event.
 //  - Memory: per-cgroup usage (hierarchical) against memory.high/max from
 //    the trace; every charge that leaves a cgroup above memory.high counts a
@@ -129,10 +130,6 @@ class CpuModel final : public SchedContext, public EventHandler {
   int select_cpu_fair(const Task& p, int prev_cpu, std::uint64_t wake_flags) const override;
   void kick_cpu(int cpu, bool preempt) override;
   void resched_curr_lazy(int cpu) override;
-  // machine.preempt lazy under a fair class (not sched_ext's kicks and ticks)
-  bool lazy_fair() const {
-    return machine_.preempt == config::MachineConfig::Preempt::kLazy && !cls_.sched_ext();
-  }
   std::uint64_t arm_timer(Time at, std::uint64_t cookie) override;
   void cancel_timer(std::uint64_t handle) override;
   const CgroupInfo& cgroup(CgroupId id) const override { return tree_.info(id); }
@@ -251,8 +248,11 @@ class CpuModel final : public SchedContext, public EventHandler {
   Next advance(Task& t);
   void wakeup_work(const Task& t);
   // sync: woken by a task (a child's exit), queued now; else after wakeup_overhead_ns
-  void do_wake(Task& t, bool sync = false);
-  void do_enqueue(Task& t);
+  // sync_cpu >= 0: the waker runs the ttwu itself on that CPU (a child's
+  // exit), without the interrupt path's wakeup_overhead_ns
+  void do_wake(Task& t, int sync_cpu = kNoCpu);
+  // src_cpu: the CPU the ttwu runs on (resched_curr_lazy)
+  void do_enqueue(Task& t, int src_cpu);
   void dispatch(int cpu, Task* prev);
   void charge(Cpu& c, int cpu);
   // The work done in `wall_ns` of a busy CPU, and the wall time that does
@@ -278,6 +278,13 @@ class CpuModel final : public SchedContext, public EventHandler {
   Simulator& sim_;
   const trace::Trace& trace_;
   SchedClass& cls_;
+  // machine.preempt lazy: the CPU the current wakeup's ttwu (or class
+  // timer) runs on. A reschedule of that CPU's task takes effect at once
+  // (the interrupt's or syscall's return to user space honours the lazy
+  // flag); one of another busy CPU sharing its LLC only sets the flag (no
+  // IPI: ttwu enqueues there directly and resched_curr_lazy sends none).
+  static constexpr int kNoCpu = -1, kAnyCpu = -2;
+  int wake_src_cpu_ = kNoCpu;
   config::MachineConfig machine_;
   std::uint64_t seed_;
   ScheduleLog* log_;

@@ -17,6 +17,10 @@ mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mkdir -p /out && cat /sys/kernel/debug/sched/features > /out/sched_features.txt 2>/dev/null
 # and its preemption model as booted, e.g. "none voluntary full (lazy)"
 cat /sys/kernel/debug/sched/preempt > /out/sched_preempt.txt 2>/dev/null
+# and the CPUs cpu0 shares its last-level cache with (a wakeup on a CPU of
+# the same LLC is enqueued there directly, without an IPI: machine preempt)
+cat /sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list > /out/llc_cpus.txt 2>/dev/null ||
+  cat /sys/devices/system/cpu/cpu0/cache/index2/shared_cpu_list > /out/llc_cpus.txt 2>/dev/null
 echo "+cpu +memory +pids +io" > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || \
   echo "+cpu +memory +pids" > /sys/fs/cgroup/cgroup.subtree_control
 ip link set lo up 2>/dev/null
