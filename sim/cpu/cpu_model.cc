@@ -439,8 +439,9 @@ void CpuModel::kick_cpu(int cpu, bool preempt) {
 // after now on the tick grid slices end on.
 void CpuModel::resched_curr_lazy(int cpu) {
   Cpu& c = cpus_.at(static_cast<std::size_t>(cpu));
-  if (machine_.preempt != config::MachineConfig::Preempt::kLazy || c.curr == nullptr || wake_src_cpu_ == cpu ||
-      wake_src_cpu_ == kAnyCpu) {
+  // (no tick to wait for: a later config layer set tick_ns 0 over a lazy profile)
+  if (machine_.preempt != config::MachineConfig::Preempt::kLazy || machine_.tick_ns == 0 || c.curr == nullptr ||
+      wake_src_cpu_ == cpu || wake_src_cpu_ == kAnyCpu) {
     kick_cpu(cpu, true);
     return;
   }
