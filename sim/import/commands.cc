@@ -12,6 +12,7 @@
 
 #include "core/units/units.h"
 #include "sim/args.h"
+#include "sim/calibrate/profile.h"
 #include "sim/import/import.h"
 #include "sim/import/merge.h"
 #include "sim/import/mix.h"
@@ -37,11 +38,12 @@ constexpr const char* kImportUsage =
     "          OUT '-' writes to stdout. --only-cgroup (agentcg-record): keep one cgroup subtree.\n";
 constexpr const char* kStatsUsage =
     "usage: trace stats FILE [--from FORMAT] [--json] [--strict]\n"
-    "       trace stats CAPTURE --from ftrace|perf --replay [--policy eevdf] [--config PROFILE] [--seed N] [--json]\n"
+    "       trace stats CAPTURE --from ftrace|perf --replay [--policy eevdf] [--config FILE] [--machine PROFILE]\n"
+    "                   [--seed N] [--json]\n"
     "  FILE is an agentcg trace, or a recording when --from FORMAT is given. --replay replays a\n"
-    "  scheduler capture in the simulator (machine profile from --config; its CPU count unless\n"
-    "  machine.cpus is set) and prints the capture's wakeup latency, task switches and CPU time\n"
-    "  next to the simulated ones.\n";
+    "  scheduler capture in the simulator (the machine from --config's machine keys and a fitted\n"
+    "  --machine profile, which wins; its CPU count unless machine.cpus is set) and prints the\n"
+    "  capture's wakeup latency, task switches and CPU time next to the simulated ones.\n";
 constexpr const char* kMergeUsage =
     "usage: trace merge A B ... [--stagger DUR] -o OUT [--cpus N] [--name NAME]\n"
     "  DUR: 5s, 250ms, 100us or ns. Session N goes to cgroup /session-N.\n";
@@ -216,7 +218,7 @@ int import_command(const std::vector<std::string>& args, std::ostream& out, std:
 
 int stats_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   return guarded(kStatsUsage, err, [&]() {
-    Args a(args, {"from", "cpus", "name", "cgroup", "only-cgroup", "policy", "config", "seed"},
+    Args a(args, {"from", "cpus", "name", "cgroup", "only-cgroup", "policy", "config", "machine", "seed"},
            {"json", "strict", "unsampled-as-run", "replay"});
     if (a.positional().size() != 1)
       throw UsageError("expected exactly one FILE, got " + std::to_string(a.positional().size()));
@@ -227,6 +229,8 @@ int stats_command(const std::vector<std::string>& args, std::ostream& out, std::
       sim::RunOptions o;
       o.policy = a.get("policy").value_or("eevdf");
       if (auto c = a.get("config")) o.config = config::load_file(*c);
+      // a fitted profile (agentcg fidelity, calibrate) wins over --config's machine keys, as for `run`
+      if (auto m = a.get("machine")) calibrate::apply_profile(calibrate::load_profile(*m), o.config.machine);
       o.seed = a.get_u64("seed", 1);
       const ReplayCheck c = replay_check(file, *format, o);
       if (a.flag("json")) out << c.to_json().dump(2) << "\n";

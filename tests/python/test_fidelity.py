@@ -429,6 +429,12 @@ def test_a_capture_is_measured_against_its_replay(tmp_path: Path) -> None:
     prof = tmp_path / "guest-profile.yaml"
     machine.write_profile(prof, {"cpus": 2, "runqueues": "per_cpu", "wakeup_overhead_ns": 500000}, {"tool": "test"})
     assert fidelity.capture_check(GUEST_CAPTURE, "ftrace", prof, tmp_path)["p50"] == slow["p50"]
+    # the CLI takes a fitted profile as `run` does (--machine), and --config rejects one
+    res = run_cli(["trace", "stats", str(GUEST_CAPTURE), "--from", "ftrace", "--replay", "--json", "--machine", str(prof)])
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["wakeup_latency_ns"]["simulated"]["p50"] == slow["p50"]["simulated_ns"]
+    res = run_cli(["trace", "stats", str(GUEST_CAPTURE), "--from", "ftrace", "--replay", "--config", str(prof)])
+    assert res.returncode != 0 and "guest-profile.yaml" in res.stderr
     md = fidelity.format_captures([c, slow])
     assert "| ftrace_guest_2cpu.txt (2 CPUs, 65 tasks) | defaults | 243 | 13 / 12 (-8 %) |" in md
     assert "| guest.yaml |" in md and md.count("missed") == 2
