@@ -28,8 +28,11 @@
 // sleeps) keeps its lag V - v, clamped like update_entity_lag(); a waking
 // entity is placed at V minus that lag (inflated by (W + w) / W as
 // place_entity() does), a new task at V with half a slice to its first
-// deadline (PLACE_DEADLINE_INITIAL); a wakeup preempts when the woken entity
-// is eligible with an earlier deadline than curr's. As in the kernel, V
+// deadline (PLACE_DEADLINE_INITIAL); a wakeup preempts when pick_eevdf()
+// over the queued entities and curr (its run so far counted in V) takes the
+// woken entity, and not while an eligible curr is before the deadline it
+// was picked with (RUN_TO_PARITY, cfs.run_to_parity); the preemption is the
+// machine's resched_curr_lazy() (machine.preempt). As in the kernel, V
 // counts the running entities (curr) as well as the queued ones, and a
 // running entity stays on the run queue: a task whose slice ended is
 // re-queued with its vruntime, and so is its group's entity.
@@ -37,7 +40,7 @@
 // O(1) per change) and each queue is a treap ordered by vruntime whose nodes
 // carry their subtree's earliest deadline, so a pick is one O(log n)
 // descent (the kernel's rbtree augmented with min_vruntime, mirrored).
-// No RUN_TO_PARITY, no DELAY_DEQUEUE.
+// No DELAY_DEQUEUE, no PREEMPT_SHORT (every slice is the base slice).
 // Fixed here (found with 36 recorded sessions packed on 2 CPUs): the model
 // used to take a group's entity off its parent's queue whenever the group
 // had nothing queued, even while its tasks ran, and to re-place it at V when
