@@ -830,14 +830,14 @@ def model_knows(keys: Mapping[str, Any]) -> bool:
     return True
 
 
-# the machine keys whose absence from a profile means a value (not 0)
-_STRING_KEY_DEFAULTS = {"runqueues": "global", "preempt": "full"}
-
-
 def ablations(current: Mapping[str, Any]) -> List[Tuple[str, Dict[str, Any]]]:
-    """The ABLATIONS this model has that change CURRENT (the fitted machine)."""
+    """The ABLATIONS this model has that change CURRENT (the fitted machine;
+    a key it leaves out has the config loader's default)."""
+    from . import _core
+
+    defaults = _core.load_config_string("", "<defaults>")["machine"]
     return [(lbl, kv) for lbl, kv in ABLATIONS
-            if model_knows(kv) and any(current.get(k, _STRING_KEY_DEFAULTS.get(k)) != v for k, v in kv.items())]
+            if model_knows(kv) and any(current.get(k, defaults.get(k)) != v for k, v in kv.items())]
 
 
 def _summary_cells(e: Mapping[str, Optional[float]]) -> str:
@@ -1145,7 +1145,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
               "ranking_rate": ranking_rate(pairs),
               "ranking_rate_held_out": ranking_rate([r for r in pairs if r["scenario"] in held]),
               "ablation": abl}
-    caps = [capture_check(Path(c), capture_from, Path(capture_machine) if capture_machine else None, dest)
+    caps = [capture_check(Path(c), capture_from, Path(capture_machine) if capture_machine else None)
             for c in captures]
     report["captures"] = caps
     nrep = max(len(d) for v in live_reps.values() for d in v.values())
@@ -1214,8 +1214,7 @@ CAPTURE_FORMATS = ("ftrace", "perf")  # `trace stats --from` formats that carry 
 CAPTURE_GOALS = {"p50": 15.0, "p90": 15.0, "p99": 25.0, "switches": 15.0}  # issue 16's, in %
 
 
-def capture_check(capture: Path, fmt: str, machine: Optional[Path], dest: Path,
-                  policy: str = "eevdf") -> Dict[str, Any]:
+def capture_check(capture: Path, fmt: str, machine: Optional[Path], policy: str = "eevdf") -> Dict[str, Any]:
     """A scheduler capture of a real machine (CAPTURE, ftrace or perf sched
     text) as the measured side: its task behaviour (run and sleep phases,
     forks, exits, nice) replayed in the simulator under POLICY (the kernel's
@@ -1230,17 +1229,10 @@ def capture_check(capture: Path, fmt: str, machine: Optional[Path], dest: Path,
     from contextlib import redirect_stderr, redirect_stdout
 
     from . import _core
-    from . import machine as mprof
-    from .api import _to_yaml  # noqa: PLC2701 - the one deterministic YAML emitter
 
     args = [str(capture), "--from", fmt, "--replay", "--policy", policy, "--json"]
-    if machine is not None:
-        cfg = machine
-        if _is_machine_profile(machine):  # a fitted profile: its machine keys as a config
-            cfg = dest / "captures" / (capture.name + ".machine.yaml")
-            cfg.parent.mkdir(parents=True, exist_ok=True)
-            cfg.write_text(_to_yaml({"machine": dict(mprof.load_profile(str(machine))["machine"])}), encoding="utf-8")
-        args += ["--config", str(cfg)]
+    if machine is not None:  # a fitted profile goes with --machine, a config with --config
+        args += ["--machine" if _is_machine_profile(machine) else "--config", str(machine)]
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         rc = _core.trace_command("stats", args)

@@ -247,9 +247,8 @@ class CpuModel final : public SchedContext, public EventHandler {
   void start_task(std::uint32_t id, bool fork, int parent_cpu, std::optional<Time> runnable_since = std::nullopt);
   Next advance(Task& t);
   void wakeup_work(const Task& t);
-  // sync: woken by a task (a child's exit), queued now; else after wakeup_overhead_ns
-  // sync_cpu >= 0: the waker runs the ttwu itself on that CPU (a child's
-  // exit), without the interrupt path's wakeup_overhead_ns
+  // sync_cpu >= 0: woken by a task (a child's exit) that runs the ttwu
+  // itself on that CPU, queued now; else after wakeup_overhead_ns
   void do_wake(Task& t, int sync_cpu = kNoCpu);
   // src_cpu: the CPU the ttwu runs on (resched_curr_lazy)
   void do_enqueue(Task& t, int src_cpu);

@@ -410,7 +410,7 @@ def test_a_capture_is_measured_against_its_replay(tmp_path: Path) -> None:
     and CPU time beside its replay under eevdf, as `trace stats --replay
     --json` does; the machine of the capture changes the simulated side
     only (a config's or a fitted profile's machine keys, alike)."""
-    c = fidelity.capture_check(GUEST_CAPTURE, "ftrace", None, tmp_path)
+    c = fidelity.capture_check(GUEST_CAPTURE, "ftrace", None)
     res = run_cli(["trace", "stats", str(GUEST_CAPTURE), "--from", "ftrace", "--replay", "--json"])
     assert res.returncode == 0, res.stderr
     ref = json.loads(res.stdout)
@@ -423,12 +423,12 @@ def test_a_capture_is_measured_against_its_replay(tmp_path: Path) -> None:
     assert c["task_cpu_time_err_pct"] == 0.0 and c["cpus"] == 2 and not c["goals_met"]
     cfg = tmp_path / "guest.yaml"
     cfg.write_text("machine:\n  cpus: 2\n  runqueues: per_cpu\n  wakeup_overhead_ns: 500000\n")
-    slow = fidelity.capture_check(GUEST_CAPTURE, "ftrace", cfg, tmp_path)
+    slow = fidelity.capture_check(GUEST_CAPTURE, "ftrace", cfg)
     assert slow["p50"]["measured_ns"] == c["p50"]["measured_ns"]
     assert slow["p50"]["simulated_ns"] >= 500000 > c["p50"]["simulated_ns"]
     prof = tmp_path / "guest-profile.yaml"
     machine.write_profile(prof, {"cpus": 2, "runqueues": "per_cpu", "wakeup_overhead_ns": 500000}, {"tool": "test"})
-    assert fidelity.capture_check(GUEST_CAPTURE, "ftrace", prof, tmp_path)["p50"] == slow["p50"]
+    assert fidelity.capture_check(GUEST_CAPTURE, "ftrace", prof)["p50"] == slow["p50"]
     # the CLI takes a fitted profile as `run` does (--machine), and --config rejects one
     res = run_cli(["trace", "stats", str(GUEST_CAPTURE), "--from", "ftrace", "--replay", "--json", "--machine", str(prof)])
     assert res.returncode == 0, res.stderr
@@ -449,11 +449,11 @@ def test_a_capture_without_wakeups_is_an_error(tmp_path: Path) -> None:
                    "          <idle>-0     [000]   100.000000: sched_switch:         swapper/0:0 [120] R ==> hog:7 [120]\n"
                    "             hog-7     [000]   100.900000: sched_switch:         hog:7 [120] R ==> swapper/0:0 [120]\n")
     with pytest.raises(AgentcgError, match=r"--capture .*hog.txt: .*hog.txt: no wakeup latencies in the capture"):
-        fidelity.capture_check(cap, "ftrace", None, tmp_path)
+        fidelity.capture_check(cap, "ftrace", None)
     bad = tmp_path / "bad.txt"
     bad.write_text("cpus=1\n  x-1 [000] 1.0: sched_switch: garbage\n")
     with pytest.raises(AgentcgError, match=r"--capture .*bad.txt: "):
-        fidelity.capture_check(bad, "ftrace", None, tmp_path)
+        fidelity.capture_check(bad, "ftrace", None)
     with pytest.raises(AgentcgError, match="--capture .*missing.txt: no such file"):
         fidelity.fidelity([str(Path(REPO) / "traces" / "io.json")], str(tmp_path / "o"), live_dir=str(tmp_path),
                           captures=[str(tmp_path / "missing.txt")], quiet=True)
