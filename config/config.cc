@@ -216,7 +216,7 @@ void parse_api(const YAML::Node& n, const Reader& r, ApiConfig& a) {
 void parse_machine_section(const YAML::Node& n, const Reader& r, MachineConfig& m) {
   r.only_keys(n, "machine",
               "context_switch_ns,wakeup_overhead_ns,speed_pct,cpus,runqueues,idle_exit_ns,idle_exit_after_ns,"
-              "migration_cost_ns,background_cpu_pct,fork_cost_ns,exit_cost_ns,fork_after_ns,ext_busy_pct,"
+              "migration_cost_ns,background_cpu_pct,fork_cost_ns,exit_cost_ns,fork_after_ns,fork_child_ns,ext_busy_pct,"
               "ext_wakeup_ns,ext_fork_ns,wakeup_work_ns,tick_ns,preempt");
   if (n["context_switch_ns"]) {
     m.context_switch_ns = r.u64(n, "machine", "context_switch_ns", 0, 1000000);
@@ -242,6 +242,7 @@ void parse_machine_section(const YAML::Node& n, const Reader& r, MachineConfig& 
   if (n["fork_cost_ns"]) m.fork_cost_ns = r.u64(n, "machine", "fork_cost_ns", 0, 1000000000);
   if (n["exit_cost_ns"]) m.exit_cost_ns = r.u64(n, "machine", "exit_cost_ns", 0, 1000000000);
   if (n["fork_after_ns"]) m.fork_after_ns = r.u64(n, "machine", "fork_after_ns", 0, 1000000000);
+  if (n["fork_child_ns"]) m.fork_child_ns = r.u64(n, "machine", "fork_child_ns", 0, 1000000000);
   if (n["ext_busy_pct"]) m.ext_busy_pct = static_cast<std::uint32_t>(r.u64(n, "machine", "ext_busy_pct", 0, 90));
   if (n["ext_wakeup_ns"]) m.ext_wakeup_ns = r.u64(n, "machine", "ext_wakeup_ns", 0, 1000000);
   if (n["ext_fork_ns"]) m.ext_fork_ns = r.u64(n, "machine", "ext_fork_ns", 0, 1000000000);

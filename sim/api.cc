@@ -52,6 +52,7 @@ nlohmann::json config_json(const config::Config& c) {
   if (c.machine.fork_cost_ns) j["machine"]["fork_cost_ns"] = c.machine.fork_cost_ns;
   if (c.machine.exit_cost_ns) j["machine"]["exit_cost_ns"] = c.machine.exit_cost_ns;
   if (c.machine.fork_after_ns) j["machine"]["fork_after_ns"] = c.machine.fork_after_ns;
+  if (c.machine.fork_child_ns) j["machine"]["fork_child_ns"] = c.machine.fork_child_ns;
   j["cfs"] = {{"latency_ns", c.cfs.latency_ns},
               {"min_granularity_ns", c.cfs.min_granularity_ns},
               {"wakeup_granularity_ns", c.cfs.wakeup_granularity_ns},

@@ -474,7 +474,8 @@ def cmd_live(a: argparse.Namespace) -> int:
     return _live_command("live compare", lambda: live.live_compare(
         a.out, build=a.build, traces=_split(a.traces), schedulers=_split(a.schedulers),
         durations=_durations(a.duration), mem_scale=a.mem_scale, bench_s=a.bench_seconds,
-        overhead=not a.no_overhead, timeout_s=a.timeout, quiet=a.quiet, repeat=a.repeat, config=a.config))
+        overhead=not a.no_overhead, timeout_s=a.timeout, quiet=a.quiet, repeat=a.repeat, config=a.config,
+        record=not a.no_record))
 
 
 def cmd_fidelity(a: argparse.Namespace) -> int:
@@ -698,6 +699,8 @@ def _parser_live(sub: Any) -> None:
     lv.add_argument("--mem-scale", type=float, default=0.25, help="scale of the traces' memory sizes (default 0.25)")
     lv.add_argument("--bench-seconds", type=int, default=8, help="cyclictest/stress-ng seconds (0: none)")
     lv.add_argument("--no-overhead", action="store_true", help="skip the BPF cost measurement")
+    lv.add_argument("--no-record", action="store_true",
+                    help="skip recording the cyclictest benchmarks under EEVDF (for fidelity's agreement table)")
     lv.add_argument("--config", default=None, metavar="FILE",
                     help="YAML added to agentcgroupd's config in every pass (e.g. a scheduler: section to compare "
                          "tuned agentcg/flatcg against EEVDF); checked with agentcgroupd --check-config before the boot")

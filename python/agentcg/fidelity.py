@@ -37,6 +37,14 @@ the live results (kernel.json);
 --model gives it (or any machine key) by hand and holds it fixed through
 the fit.
 
+Recorded benchmarks: live compare also records its cyclictest benchmarks
+(cyclictest next to a CPU load and next to a fork storm) once under EEVDF
+with agentcg-record (live.RECORDED_BENCHES); where the live results hold
+those recordings, each is imported as a trace, replayed under every policy
+over the seeds with the profile, and the cyclictest task's wakeup p50/p99
+put beside the live cyclictest figures of every scheduler's passes: more
+held-out scenarios of the agreement table, never fitted on.
+
 Limits: the player measures wakeups from user space (timer expiry or child
 exit -> the process runs again; see live/player), the simulator from
 runnable -> running; exits and page faults cost CPU live and nothing in the
@@ -56,6 +64,7 @@ from ._errors import AgentcgError
 from . import live, units
 
 SIM_POLICY = {"eevdf": "eevdf", "flatcg": "flatcg", "agentcg": "agentcg"}
+REPO_TRACES = Path(__file__).resolve().parents[2] / "traces"  # the bundled traces (live compare plays them)
 DEFAULT_CONTEXT_SWITCH_NS = 2000
 DEFAULT_WAKEUP_OVERHEAD_NS = 1000
 CALIBRATION_ROUNDS = 15
@@ -375,6 +384,157 @@ def fork_cost_from_benchmarks(path: Path, cpus: int, background_pct: int
     return ({"fork_cost_ns": ns}, how) if ns > 0 else None
 
 
+# --- a fork storm's costs, from a recording of it -----------------------------------
+
+_SWITCH_RE = re.compile(r"\[(\d+)\][^:]*?\s(\d+\.\d+): sched_switch: .*?prev_pid=(\d+) .*?==> .*?next_pid=(\d+)")
+_FORK_RE = re.compile(r"\s(\d+\.\d+): sched_process_fork: .*?\bpid=(\d+) child_comm=(.*?) child_pid=(\d+)")
+_EXIT_RE = re.compile(r"\[(\d+)\][^:]*?\s(\d+\.\d+): sched_process_exit: comm=(.*?) pid=(\d+)")
+
+
+def recorded_fork_cycle(ftrace: Path) -> Optional[Dict[str, Any]]:
+    """What each fork of a recorded fork storm cost (an agentcg-record
+    folder's ftrace.txt, trace clock mono): the task that forked most is the
+    forker; its CPU per fork (`forker_ns`), and over its children that
+    exited within the recording, the CPU each used before its
+    sched_process_exit (`child_ns`: its own work and start) and after it
+    (`exit_ns`: do_exit's teardown, which the task runs until its last
+    switch-out), with the forker's comm and the counts; None without a
+    forker of at least 10 children that exited."""
+    curr: Dict[str, Tuple[str, float]] = {}  # cpu -> (pid, since)
+    cpu_ns: Dict[str, float] = {}
+    exit_at: Dict[str, float] = {}
+    before_exit: Dict[str, float] = {}
+    parent: Dict[str, str] = {}
+    forks: Dict[str, int] = {}
+    comm: Dict[str, str] = {}
+
+    def charge(pid: str, t0: float, t1: float) -> None:
+        if pid != "0":
+            cpu_ns[pid] = cpu_ns.get(pid, 0.0) + (t1 - t0) * 1e9
+
+    with open(ftrace, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if "sched_switch:" in line:
+                m = _SWITCH_RE.search(line)
+                if m:
+                    cpu, t, prev, nxt = m.group(1), float(m.group(2)), m.group(3), m.group(4)
+                    if cpu in curr and curr[cpu][0] == prev:
+                        charge(prev, curr[cpu][1], t)
+                    curr[cpu] = (nxt, t)
+            elif "sched_process_fork:" in line:
+                m = _FORK_RE.search(line)
+                if m:
+                    forks[m.group(2)] = forks.get(m.group(2), 0) + 1
+                    parent[m.group(4)] = m.group(2)
+            elif "sched_process_exit:" in line:
+                m = _EXIT_RE.search(line)
+                if m:
+                    cpu, t, pid = m.group(1), float(m.group(2)), m.group(4)
+                    if cpu in curr and curr[cpu][0] == pid:  # the exiting task emits it: bank its run so far
+                        charge(pid, curr[cpu][1], t)
+                        curr[cpu] = (pid, t)
+                    exit_at[pid] = t
+                    before_exit[pid] = cpu_ns.get(pid, 0.0)
+                    comm[pid] = m.group(3)
+    if not forks:
+        return None
+    forker = max(forks, key=lambda p: (forks[p], -int(p)))
+    kids = [c for c, p in parent.items() if p == forker and c in exit_at]
+    if len(kids) < 10:
+        return None
+    child = [before_exit[c] for c in kids]
+    ex = [cpu_ns.get(c, 0.0) - before_exit[c] for c in kids]
+    return {"forker_pid": int(forker), "forks": forks[forker], "children": len(kids),
+            "forker_ns": cpu_ns.get(forker, 0.0) / forks[forker],
+            "child_ns": sum(child) / len(child), "exit_ns": sum(ex) / len(ex),
+            "child_comm": max(set(comm[c] for c in kids), key=lambda x: sum(1 for c in kids if comm[c] == x))}
+
+
+def _normal_cdf(x: float) -> float:
+    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+
+
+def expected_ns(v: Any) -> float:
+    """The mean of a trace amount (docs/trace-format: a number, or a uniform,
+    exponential or log-normal distribution with an optional cap `max`)."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    if not isinstance(v, dict):
+        raise AgentcgError(f"not a trace amount: {v!r}")
+    d = v.get("dist")
+    cap = float(v["max"]) if "max" in v else None
+    if d == "uniform":
+        return (float(v["min"]) + float(v["max"])) / 2.0
+    if d == "exponential":
+        mean = float(v["mean"])
+        return mean * (1.0 - math.exp(-cap / mean)) if cap else mean
+    if d == "lognormal":
+        mu, sg = math.log(float(v["median"])), float(v["sigma"])
+        if sg == 0.0:
+            return min(float(v["median"]), cap) if cap else float(v["median"])
+        if cap is None:
+            return math.exp(mu + sg * sg / 2.0)
+        lc = math.log(cap)
+        return (math.exp(mu + sg * sg / 2.0) * _normal_cdf((lc - mu - sg * sg) / sg)
+                + cap * (1.0 - _normal_cdf((lc - mu) / sg)))
+    raise AgentcgError(f"unknown distribution in a trace amount: {v!r}")
+
+
+def expected_run_ns(ops: Sequence[Mapping[str, Any]]) -> float:
+    """The mean CPU work of a process's ops: its run ops, repeat bodies
+    times their count (not the work of the children it forks)."""
+    total = 0.0
+    for o in ops:
+        if o.get("op") == "run":
+            total += expected_ns(o["ns"])
+        elif o.get("op") == "repeat":
+            total += float(o.get("count", 0)) * expected_run_ns(o.get("body") or [])
+    return total
+
+
+def _fork_children(ops: Sequence[Mapping[str, Any]]) -> List[Mapping[str, Any]]:
+    out: List[Mapping[str, Any]] = []
+    for o in ops:
+        if o.get("op") == "fork" and isinstance(o.get("child"), dict):
+            out.append(o["child"])
+        elif o.get("op") == "repeat":
+            out += _fork_children(o.get("body") or [])
+    return out
+
+
+def fork_costs_from_recording(rec: Path, trace: Path, fork_cost_ns: int, speed_pct: int
+                              ) -> Optional[Tuple[Dict[str, int], str]]:
+    """({fork_after_ns, fork_child_ns, exit_cost_ns}, how) from a recording
+    of TRACE's fork storm played live (REC: an agentcg-record folder; live
+    compare's recordings/fork-storm), or None when it holds no storm whose
+    children TRACE describes. Per fork, in the recording: the forker's CPU
+    less the serial fork path (FORK_COST_NS) is its copy-on-write work once
+    the child exists (fork_after_ns); a child's CPU before its exit less the
+    work its trace op asks (at SPEED_PCT) is its own start (fork_child_ns);
+    its CPU after sched_process_exit is the exit (exit_cost_ns: concurrent
+    exits cost more than the serial cycle's). A measurement of the machine
+    under the storm, which is then held out of the fit all the same."""
+    cyc = recorded_fork_cycle(rec / "ftrace.txt")
+    if cyc is None:
+        return None
+    doc = json.loads(trace.read_text(encoding="utf-8"))
+    specs = [c for p in doc.get("processes") or [] for c in _fork_children(p.get("ops") or [])
+             if c.get("comm") == cyc["child_comm"]]
+    if not specs:
+        return None
+    work = sum(expected_run_ns(c.get("ops") or []) for c in specs) / len(specs) * 100.0 / speed_pct
+    out = {"fork_after_ns": _round_fork_ns(max(0.0, cyc["forker_ns"] - fork_cost_ns)),
+           "fork_child_ns": _round_fork_ns(max(0.0, cyc["child_ns"] - work)),
+           "exit_cost_ns": _round_fork_ns(cyc["exit_ns"])}
+    how = (f"fork_after_ns {out['fork_after_ns']}, fork_child_ns {out['fork_child_ns']} and exit_cost_ns "
+           f"{out['exit_cost_ns']} from a recording of the fork storm under eevdf ({rec}): the forker's CPU "
+           f"{cyc['forker_ns'] / 1e6:.2f} ms per fork ({cyc['forks']} forks) less the serial fork path; its "
+           f"{cyc['children']} {cyc['child_comm']} children's {cyc['child_ns'] / 1e6:.2f} ms before their exit "
+           f"less their work ({work / 1e6:.2f} ms by {trace.name}) and {cyc['exit_ns'] / 1e6:.2f} ms after it "
+           "(means)")
+    return out, how
+
+
 def ext_fork_from_benchmarks(path: Path, ext_busy_pct: int, fork_cost_ns: int) -> Optional[Tuple[int, str]]:
     """(ext_fork_ns, how): what a fork costs the forker under the BPF
     schedulers over the kernel's own (init_task with its task storage,
@@ -459,6 +619,9 @@ SATURATED_UTILISATION = 0.95  # a trace whose live eevdf run keeps the CPUs this
 CYCLICTEST_KEY = "cyclictest_load_p50_us"  # live compare's cyclictest next to CPU hogs (benchmarks.json)
 
 
+EXT_WAKEUP_MAX_NS = 1000000  # machine.ext_wakeup_ns's range in the config loader (config/config.cc)
+
+
 def ext_cost_from_live(real: Mapping[str, Mapping[str, Any]], keys: Sequence[str], bench: Path
                        ) -> Tuple[Dict[str, int], str]:
     """({ext_busy_pct, ext_wakeup_ns}, how): sched_ext's own kernel cost on
@@ -507,9 +670,11 @@ def ext_cost_from_live(real: Mapping[str, Mapping[str, Any]], keys: Sequence[str
     base_us = p50("eevdf")
     deltas = [p - base_us for p in (p50(s) for s in EXT_SCHEDULERS) if p is not None and base_us is not None]
     if deltas:
-        out["ext_wakeup_ns"] = int(round(max(0.0, statistics.median(deltas)) * 1000.0))
+        ns = int(round(max(0.0, statistics.median(deltas)) * 1000.0))
+        out["ext_wakeup_ns"] = min(ns, EXT_WAKEUP_MAX_NS)
         how += (f"; ext_wakeup_ns {out['ext_wakeup_ns']} from {bench.name}: cyclictest p50 under load, BPF "
-                "schedulers less eevdf (" + ", ".join(f"{d:+.0f} us" for d in deltas) + ")")
+                "schedulers less eevdf (" + ", ".join(f"{d:+.0f} us" for d in deltas) + ")"
+                + (f", capped at the model's {EXT_WAKEUP_MAX_NS // 1000} us" if ns > EXT_WAKEUP_MAX_NS else ""))
     return out, how
 
 
@@ -808,6 +973,7 @@ ABLATIONS: Tuple[Tuple[str, Dict[str, Any]], ...] = (
     ("no fork cost (fork_cost_ns 0)", {"fork_cost_ns": 0}),
     ("no exit cost (exit_cost_ns 0)", {"exit_cost_ns": 0}),
     ("no copy-on-write after a fork (fork_after_ns 0)", {"fork_after_ns": 0}),
+    ("no child start work (fork_child_ns 0)", {"fork_child_ns": 0}),
     ("no sched_ext cost (ext_busy_pct 0, ext_wakeup_ns 0, ext_fork_ns 0)",
      {"ext_busy_pct": 0, "ext_wakeup_ns": 0, "ext_fork_ns": 0}),
     ("slices end exactly, no tick (tick_ns 0)", {"tick_ns": 0, "preempt": "full"}),
@@ -929,6 +1095,106 @@ def _seed_list(seeds: Any) -> List[int]:
     return seeds
 
 
+# --- recorded benchmarks (live compare's cyclictest, recorded under EEVDF) ------
+
+# Machine costs a recording's run phases hold already (the CPU its tasks used
+# for forks and copy-on-write): 0 when a recording is replayed. Not
+# exit_cost_ns: the import ends a process at its sched_process_exit, so the
+# exit's teardown, which the task runs after it, is not in its runs.
+RECORDED_CPU_KEYS = ("fork_cost_ns", "fork_after_ns", "fork_child_ns")
+
+
+def _bench_latency(p50: float, p99: float, count: int) -> Dict[str, Any]:
+    """A results-shaped doc holding one latency (the agreement's headline
+    metrics read wakeup p50/p99 from it; no shares, no tool calls)."""
+    return {"wakeup_latency_ns": {"count": count, "p50": p50, "p99": p99}}
+
+
+def recorded_bench_live(bench: Mapping[str, Sequence[Mapping[str, Any]]], prefix: str,
+                        schedulers: Sequence[str]) -> Optional[Dict[str, List[Dict[str, Any]]]]:
+    """Live compare's figures of one benchmark (benchmarks.json, KEY PREFIX_p50_us
+    and _p99_us, one entry per repetition) as latency docs per scheduler, in
+    ns; None when a scheduler has none (older results, no benchmarks)."""
+    out: Dict[str, List[Dict[str, Any]]] = {}
+    for s in schedulers:
+        docs = [_bench_latency(1000.0 * float(r[f"{prefix}_p50_us"]), 1000.0 * float(r[f"{prefix}_p99_us"]), 1)
+                for r in bench.get(s) or []
+                if isinstance(r.get(f"{prefix}_p50_us"), (int, float)) and isinstance(r.get(f"{prefix}_p99_us"), (int, float))
+                and r[f"{prefix}_p50_us"] >= 0]
+        if not docs:
+            return None
+        out[s] = docs
+    return out
+
+
+def recorded_bench_sim(r: Mapping[str, Any], cgroup: str) -> Dict[str, Any]:
+    """The measured task's wakeups in a replay of a recorded benchmark: its
+    cgroup's wakeup latency (a doc for the agreement's headline metrics)."""
+    lat = ((r.get("cgroups") or {}).get(cgroup) or {}).get("wakeup_latency_ns") or {}
+    if not lat.get("count"):
+        return _bench_latency(float("nan"), float("nan"), 0)
+    return _bench_latency(float(lat["p50"]), float(lat["p99"]), int(lat["count"]))
+
+
+def import_recording(rec: Path, dest: Path, only_cgroup: str) -> None:
+    """`trace import --from agentcg-record REC -o DEST --only-cgroup ONLY_CGROUP`
+    in-process; its errors come back as AgentcgError naming REC."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from . import _core
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = _core.trace_command("import", ["--from", "agentcg-record", str(rec), "-o", str(dest),
+                                            "--only-cgroup", only_cgroup])
+    if rc != 0:
+        raise AgentcgError(f"{rec}: " + (err.getvalue().strip() or f"the import failed (exit {rc})"))
+
+
+def recorded_benches(live_root: Path, dest: Path, schedulers: Sequence[str]
+                     ) -> Dict[str, Tuple[Path, str, Dict[str, List[Dict[str, Any]]]]]:
+    """The recorded benchmarks the live results hold (live.RECORDED_BENCHES
+    under LIVE_ROOT/recordings, with their figures in benchmarks.json):
+    scenario -> (the imported trace under DEST/traces, the measured task's
+    cgroup, the live latency docs per scheduler)."""
+    bench_path = live_root / "benchmarks.json"
+    if not bench_path.exists():
+        return {}
+    bench = _live_json(bench_path, "benchmarks")
+    out: Dict[str, Tuple[Path, str, Dict[str, List[Dict[str, Any]]]]] = {}
+    for sc, (subtree, cgroup, prefix) in live.RECORDED_BENCHES.items():
+        rec = live_root / "recordings" / sc / "recording"
+        if not (rec / "meta.json").exists():
+            continue
+        docs = recorded_bench_live(bench, prefix, schedulers)
+        if docs is None:
+            continue
+        trace = dest / "traces" / f"bench-{sc}.json"
+        import_recording(rec, trace, subtree)
+        out[sc] = (trace, cgroup, docs)
+    return out
+
+
+def format_recorded_benches(sim: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]],
+                            live_: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]]) -> str:
+    """Live (median of the repetitions) beside simulated (median of the
+    seeds) cyclictest wakeup p50 / p99 per recorded benchmark and scheduler."""
+    def med(docs: Sequence[Mapping[str, Any]], p: str) -> float:
+        xs = [_lat(d, "wakeup_latency_ns", p) for d in docs]
+        xs = [x for x in xs if math.isfinite(x)]
+        return _median(xs) if xs else float("nan")
+
+    lines = ["| recorded benchmark | scheduler | live p50 (us) | sim p50 (us) | live p99 (us) | sim p99 (us) |",
+             "|---|---|---|---|---|---|"]
+    for sc in sim:
+        for s in sim[sc]:
+            cells = [f"{med(side[sc][s], p) / 1000:.0f}" for p in ("p50", "p99") for side in (live_, sim)]
+            lines.append(f"| {sc} | {s} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
              schedulers: Sequence[str] = ("eevdf", "agentcg"), duration: str = "20s",
              mem_scale: float = 0.25, seed: int = 1, profile: Optional[str] = None,
@@ -1024,6 +1290,8 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
             live_reps.setdefault(n, {})[s] = docs
             real[f"{n}/{s}"] = median_doc(docs)
     cpus = int(next(iter(real.values()))["cpus"])
+    benches = recorded_benches(live_root, dest, schedulers)
+    held = held + [sc for sc in benches if sc not in held]  # replayed, never fitted on
 
     # one simulation per (trace/scheduler, machine, seed): the calibration
     # asks for the same machines again (the defaults, the fitted one)
@@ -1033,8 +1301,19 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
         ck = f"{key}#{sd}" + json.dumps(m, sort_keys=True)
         if ck not in cache:
             n, s = key.split("/")
-            cache[ck] = _simulate(prepared[n], SIM_POLICY[s], sd, m)
+            cache[ck] = _simulate(benches[n][0] if n in benches else prepared[n], SIM_POLICY[s], sd, m)
         return cache[ck]
+
+    def reps_with(mach: Mapping[str, Any]) -> Dict[str, Dict[str, List[Dict[str, Any]]]]:
+        """Every scenario's simulated runs over the seeds with MACHINE: the
+        traces' results, and the recorded benchmarks' measured task."""
+        reps = {scenario_of(n): {s: [simulate(f"{n}/{s}", mach, sd) for sd in seed_list] for s in schedulers}
+                for n in names}
+        rec_mach = {**mach, **{k: 0 for k in RECORDED_CPU_KEYS if k in mach}}
+        for sc, (_, cg, _) in benches.items():
+            reps[sc] = {s: [recorded_bench_sim(simulate(f"{sc}/{s}", rec_mach, sd), cg) for sd in seed_list]
+                        for s in schedulers}
+        return reps
 
     keys = list(real)
     fit_keys = [k for k in keys if scenario_of(k.split("/")[0]) in fitted]
@@ -1068,6 +1347,15 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
             if fc and model_knows({k: 0 for k in fc[0]}):
                 m.update(fc[0])
                 fork_cost_how = fc[1]
+        storm_rec = live_root / "recordings" / live.STORM_RECORDING / "recording"
+        if (m.get("fork_cost_ns") and "fork_child_ns" not in model and model_knows({"fork_child_ns": 0})
+                and (storm_rec / "ftrace.txt").is_file()):
+            st = prepared.get("fid-" + live.STORM_RECORDING) or REPO_TRACES / f"{live.STORM_RECORDING}.json"
+            rc = (fork_costs_from_recording(storm_rec, st, int(m["fork_cost_ns"]), int(m.get("speed_pct", 100)))
+                  if st.is_file() else None)
+            if rc:
+                m.update({k: v for k, v in rc[0].items() if k not in model})
+                fork_cost_how = (fork_cost_how + "; " if fork_cost_how else "") + rc[1]
         if "ext_fork_ns" not in model and m.get("fork_cost_ns") and model_knows({"ext_fork_ns": 0}):
             ef = ext_fork_from_benchmarks(live_root / "benchmarks.json", int(m.get("ext_busy_pct", 0)),
                                           int(m["fork_cost_ns"]))
@@ -1104,9 +1392,9 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                             + ([ext_how + "."] if ext_how else []))
 
     # ranking agreement: the simulator over seeds with the profile, the VM over repetitions
-    sim_reps = {scenario_of(n): {s: [simulate(f"{n}/{s}", m, sd) for sd in seed_list] for s in schedulers}
-                for n in names}
+    sim_reps = reps_with(m)
     live_by_sc = {scenario_of(n): live_reps[n] for n in names}
+    live_by_sc.update({sc: docs for sc, (_, _, docs) in benches.items()})
     agree = agreement(sim_reps, live_by_sc) if "eevdf" in schedulers else []
     pairs = pairwise_agreement(sim_reps, live_by_sc)
 
@@ -1124,8 +1412,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                 continue  # the effect was off already in the profile: nothing to ablate
             abl[lbl] = {"fitted": group_err(tab, fitted), "held_out": group_err(tab, held)}
             if "eevdf" in schedulers:  # the verdicts with this machine, over the same seeds
-                reps = {scenario_of(n): {s: [simulate(f"{n}/{s}", mach, sd) for sd in seed_list] for s in schedulers}
-                        for n in names}
+                reps = reps_with(mach)
                 ag, pw = agreement(reps, live_by_sc), pairwise_agreement(reps, live_by_sc)
                 abl[lbl]["agreement"] = {
                     "vs_eevdf": agreement_rate(ag), "vs_eevdf_held_out": agreement_rate([r for r in ag if r["scenario"] in held]),
@@ -1144,7 +1431,10 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
               "pairwise_rate_held_out": agreement_rate([r for r in pairs if r["scenario"] in held]),
               "ranking_rate": ranking_rate(pairs),
               "ranking_rate_held_out": ranking_rate([r for r in pairs if r["scenario"] in held]),
-              "ablation": abl}
+              "ablation": abl,
+              "recorded_benches": {sc: {"trace": str(t), "cgroup": cg,
+                                        "live": live_by_sc[sc], "sim": sim_reps[sc]}
+                                   for sc, (t, cg, _) in benches.items()}}
     caps = [capture_check(Path(c), capture_from, Path(capture_machine) if capture_machine else None)
             for c in captures]
     report["captures"] = caps
@@ -1166,7 +1456,13 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                                  "held out | profile": errors["held_out"]["after"]}) + "\n"
                   + (format_agreement(agree, held) if agree else "No agreement table (eevdf not among the "
                      "schedulers).\n")
-                  + ("\n" + format_pairwise(pairs, held) if pairs else ""))
+                  + ("\n" + format_pairwise(pairs, held) if pairs else "")
+                  + ("\nRecorded benchmarks (held out): live compare's cyclictest, recorded once under EEVDF "
+                     "and replayed; live is the median of every scheduler's unrecorded passes, simulated the "
+                     "median of the seeds (the measured task's runnable -> running; cyclictest's own figure "
+                     "adds the timer's delivery):\n\n"
+                     + format_recorded_benches({sc: sim_reps[sc] for sc in benches},
+                                               {sc: live_by_sc[sc] for sc in benches}) if benches else ""))
     if abl:
         summary_md += ("\nAblation (worst errors over the held-out scenarios, and over the fitted ones), one modelled "
                        "effect off at a time:\n\n"

@@ -282,6 +282,20 @@ def read_progstats(path: Path) -> Dict[str, Dict[str, Dict[str, int]]]:
     return out
 
 
+# The benchmarks live compare records once more under EEVDF after its passes
+# (compare_record in live/vm/guest/scenarios.d/compare.sh), so that
+# `agentcg fidelity` can replay them in the simulator: scenario -> (the
+# subtree the import keeps: not the recorder, the daemon or init; the
+# measured task's cgroup; benchmarks.json's key prefix). The recording is
+# DEST/recordings/<scenario>/recording.
+RECORDED_BENCHES = {"cyclictest-load": ("/rb", "/rb/victim", "cyclictest_load"),
+                    "cyclictest-storm": ("/rb", "/rb/victim", "cyclictest_storm")}
+# ... and the bundled fork storm played by agentcg-player under EEVDF
+# (DEST/recordings/fork-storm/recording): what a fork costs the forker and
+# its child (fidelity.fork_costs_from_recording).
+STORM_RECORDING = "fork-storm"
+
+
 def collect_compare(vm_out: Path, dest: Path, traces: Sequence[str],
                     schedulers: Sequence[str], repeat: int = 0) -> Dict[str, Any]:
     """Moves the guest's files into DEST's layout and returns the summary.
@@ -319,6 +333,13 @@ def collect_compare(vm_out: Path, dest: Path, traces: Sequence[str],
                 (dest / "logs").mkdir(exist_ok=True)
                 shutil.copyfile(src / "agentcgroupd.log",
                                 dest / "logs" / (f"agentcgroupd-{s}" + (f"-rep-{rep}" if rep else "") + ".log"))
+    for sc in (*RECORDED_BENCHES, STORM_RECORDING):  # compare_record's recordings (COMPARE_RECORD)
+        rec = vm_out / "compare" / "recordings" / sc
+        if (rec / "recording" / "meta.json").exists():
+            shutil.rmtree(dest / "recordings" / sc, ignore_errors=True)
+            shutil.copytree(rec, dest / "recordings" / sc)
+        elif rec.exists():
+            summary["missing"].append(f"recordings/{sc}")
     summary["overhead"] = read_progstats(vm_out / "overhead" / "progstats.txt")
     if (vm_out / "kernel.json").exists():  # run-vm.sh: the booted kernel's release and CONFIG_HZ
         shutil.copyfile(vm_out / "kernel.json", dest / "kernel.json")
@@ -457,8 +478,12 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
                  schedulers: Sequence[str] = SCHEDULERS, durations: Optional[Mapping[str, str]] = None,
                  mem_scale: float = 0.25, bench_s: int = 8, overhead: bool = True,
                  timeout_s: Optional[int] = None, quiet: bool = False, repeat: int = 3,
-                 config: Optional[str] = None) -> Dict[str, Any]:
+                 config: Optional[str] = None, record: bool = True) -> Dict[str, Any]:
     """`agentcg live compare`: one boot, every scheduler `repeat` times, the table.
+
+    `record` (with benchmarks): after the passes, the cyclictest benchmarks
+    once more under EEVDF, recorded by agentcg-record (RECORDED_BENCHES),
+    for `agentcg fidelity`'s agreement table.
 
     `config`: a YAML file added to agentcgroupd's config in every pass (a
     `scheduler:` section tunes the flatcg/agentcg passes); see
@@ -486,7 +511,8 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
     order = stats.interleaved_order(schedulers, repeat)
     env = {"COMPARE_SCHEDULERS": ",".join(schedulers), "COMPARE_TRACES": ",".join(traces),
            "COMPARE_MEM_SCALE": str(mem_scale), "COMPARE_BENCH_S": str(bench_s),
-           "COMPARE_RUNS": ",".join(f"{s}:{r}" for s, r in order), "COMPARE_DAEMON_YAML": config_text}
+           "COMPARE_RUNS": ",".join(f"{s}:{r}" for s, r in order), "COMPARE_DAEMON_YAML": config_text,
+           "COMPARE_RECORD": "1" if record and bench_s > 0 else "0"}
     for t, d in durs.items():
         env["COMPARE_DURATION_" + "".join(c if c.isalnum() else "_" for c in t)] = d
     vm_out = dest / ".vm-out"

@@ -58,6 +58,7 @@ py::dict to_dict(const config::Config& c) {
   machine["fork_cost_ns"] = c.machine.fork_cost_ns;
   machine["exit_cost_ns"] = c.machine.exit_cost_ns;
   machine["fork_after_ns"] = c.machine.fork_after_ns;
+  machine["fork_child_ns"] = c.machine.fork_child_ns;
   machine["ext_busy_pct"] = c.machine.ext_busy_pct;
   machine["ext_wakeup_ns"] = c.machine.ext_wakeup_ns;
   machine["ext_fork_ns"] = c.machine.ext_fork_ns;

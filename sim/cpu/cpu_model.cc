@@ -193,6 +193,12 @@ CpuModel::Next CpuModel::advance(Task& t) {
     return Next::kRun;
   };
   p.syscall = false;
+  p.in_kernel = false;
+  // a forked child's own start (copy-on-write), before its first op
+  if (p.child_work) {
+    p.child_work = false;
+    return machine_work(machine_.fork_child_ns);
+  }
   for (std::uint64_t steps = 0;; ++steps) {
     if (steps > kMaxInstantOps) fail(p.spec->loc, "process " + std::to_string(t.pid) + " makes no progress (only zero-time ops)");
     if (p.stack.empty()) {
@@ -200,6 +206,7 @@ CpuModel::Next CpuModel::advance(Task& t) {
       // before it is gone and its waiting parent wakes.
       if (machine_.exit_cost_ns == 0 || p.exit_paid) return Next::kExit;
       p.exit_paid = true;
+      p.in_kernel = true;
       return machine_work(machine_.exit_cost_ns);
     }
     Frame& f = p.stack.back();
@@ -246,6 +253,7 @@ CpuModel::Next CpuModel::advance(Task& t) {
           --f.idx;
           p.fork_paid = true;
           p.fork_began = sim_.now();
+          p.in_kernel = true;
           return machine_work(machine_.fork_cost_ns);
         }
         const bool paid = p.fork_paid;
@@ -264,6 +272,7 @@ CpuModel::Next CpuModel::advance(Task& t) {
         const CgroupId cg = op.child() ? cgroup_of_template(*spec, t.cgroup) : tree_.find(spec->cgroup);
         cg_[cg].forks++;
         const std::uint32_t child = new_task(*spec, pid, cg, t.id);
+        procs_[child].child_work = machine_.fork_child_ns > 0;
         start_task(child, true, t.cpu, paid ? std::optional<Time>(p.fork_began) : std::nullopt);
         p.syscall = true;
         // the forker's copy-on-write work, once the child exists
@@ -433,15 +442,20 @@ void CpuModel::kick_cpu(int cpu, bool preempt) {
   sim_.schedule(at, this, kKick, static_cast<std::uint64_t>(cpu));
 }
 
-// machine.preempt lazy: on the CPU the wakeup runs on, at once; on another
-// one, flag curr: the flag takes effect at curr's next return to user
-// space (on_cpu_event) or at the next tick (kTick), the first tick strictly
-// after now on the tick grid slices end on.
+// machine.preempt lazy: on the CPU the wakeup runs on, at once (the
+// interrupt or system call that woke it returns to user space), unless curr
+// is in a system call's kernel work itself (a fork's copy_process, an
+// exit's do_exit: the interrupt returns to the kernel, which ignores the
+// lazy flag); on another CPU, or then, flag curr: the flag takes effect at
+// curr's next return to user space (on_cpu_event) or at the next tick
+// (kTick), the first tick strictly after now on the tick grid slices end
+// on. (sched_ext's kicks are a full resched: the BPF classes never come
+// here.)
 void CpuModel::resched_curr_lazy(int cpu) {
   Cpu& c = cpus_.at(static_cast<std::size_t>(cpu));
   // (no tick to wait for: a later config layer set tick_ns 0 over a lazy profile)
   if (machine_.preempt != config::MachineConfig::Preempt::kLazy || machine_.tick_ns == 0 || c.curr == nullptr ||
-      wake_src_cpu_ == cpu || wake_src_cpu_ == kAnyCpu) {
+      ((wake_src_cpu_ == cpu || wake_src_cpu_ == kAnyCpu) && !procs_[c.curr->id].in_kernel)) {
     kick_cpu(cpu, true);
     return;
   }

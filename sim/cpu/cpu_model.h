@@ -37,7 +37,8 @@
 //    that much of a CPU (daemons), without latency samples; a fork costs
 //    the forking task fork_cost_ns of CPU before the child starts (so a
 //    fork storm's parent, competing with its own children, forks slower)
-//    and fork_after_ns after the child exists (copy-on-write), and an exit
+//    and fork_after_ns after the child exists (copy-on-write), the child
+//    fork_child_ns before its first op (its own copy-on-write), and an exit
 //    costs the exiting task exit_cost_ns before it is gone;
 //    under a sched_ext class (SchedClass::sched_ext()) ext_busy_pct of a
 //    busy CPU's time is sched_ext's own (the task's work goes slower, its
@@ -191,6 +192,12 @@ class CpuModel final : public SchedContext, public EventHandler {
     bool fork_paid = false;
     // machine.exit_cost_ns: the exit's work has been run (advance() exits it next)
     bool exit_paid = false;
+    // machine.fork_child_ns: a forked child whose start work is still to run
+    bool child_work = false;
+    // the work it runs now is a system call's in the kernel (a fork's
+    // copy_process, an exit's do_exit): under machine.preempt lazy not even
+    // a wakeup on its own CPU preempts it before it returns to user space
+    bool in_kernel = false;
     // the last advance() made a system call and returned to user space
     // (a fork, an exec, a memory change, a wait with nothing to wait for):
     // a lazy reschedule takes effect there

@@ -671,6 +671,20 @@ TEST(ExitCost, ChargedToTheExitingTaskBeforeItsParentWakes) {
     EXPECT_LT(r["cgroups"]["/c"]["wakeup_latency_ns"]["p99"].get<std::uint64_t>(), 3 * kMs);
     EXPECT_GE(r["duration_ns"].get<std::uint64_t>(), 20 * (3 + 5) * kMs);
   }
+  // fork_child_ns: the child's, before its first op: /c pays it per child,
+  // /p nothing; the child still starts at once (its new-task latency ends
+  // when it first runs), and the waiting parent waits for it
+  config::MachineConfig fc;
+  fc.fork_child_ns = 2 * kMs;
+  for (const char* policy : {"cfs", "eevdf", "flatcg", "agentcg"}) {
+    SCOPED_TRACE(policy);
+    const auto r = run_machine(b.t, policy, fc);
+    EXPECT_EQ(cpu(r, "/p"), 0u);
+    EXPECT_EQ(cpu(r, "/c"), 20 * (1 + 2) * kMs);
+    EXPECT_LT(r["cgroups"]["/c"]["wakeup_latency_ns"]["p99"].get<std::uint64_t>(), 2 * kMs);
+    EXPECT_GE(r["duration_ns"].get<std::uint64_t>(), 20 * (3 + 5) * kMs);
+    EXPECT_EQ(r["config"]["machine"]["fork_child_ns"].get<std::uint64_t>(), 2 * kMs);
+  }
   Builder e(1, 1 * kSec);
   e.cgroup("/e", 100);
   trace::Op ex;
@@ -836,6 +850,28 @@ TEST(Preempt, LazyWaitsForTheTickOrTheNextSyscallReturn) {
   // a sleeper's timer fires on the hog's CPU: no wait under either model
   EXPECT_EQ(latency(hog, false, P::kLazy, "p90"), latency(hog, false, P::kFull, "p90"));
   EXPECT_LT(latency(hog, false, P::kLazy, "p90"), 100000u);
+  // ... unless the hog is in a system call's kernel work: a forker whose
+  // forks run 3 ms in copy_process (machine.fork_cost_ns) and 0.1 ms in
+  // user space. The interrupt returns to the kernel, which ignores the lazy
+  // flag: the sleeper waits for the fork to return (1.5 ms on average) or
+  // for the tick; full preempts the kernel work at once.
+  const auto in_kernel = [](P mode) {
+    Builder b(1, 2 * kSec);
+    b.cgroup("/a", 100);
+    b.cgroup("/b", 100);
+    b.process("/a", {repeat_op(1000000, {fork_op({run_op(10000)}), run_op(100000)})});
+    b.process("/b", {repeat_op(1000000, {run_op(50000), io_op(10 * kMs)})});
+    RunOptions o;
+    o.policy = "eevdf";
+    o.config.machine.tick_ns = 4 * kMs;
+    o.config.machine.preempt = mode;
+    o.config.machine.fork_cost_ns = 3 * kMs;
+    o.config.cfs.run_to_parity = false;
+    return sim::run(b.t, o)["cgroups"]["/b"]["wakeup_latency_ns"];
+  };
+  EXPECT_LT(in_kernel(P::kFull)["p90"].get<std::uint64_t>(), 100000u);
+  EXPECT_GT(in_kernel(P::kLazy)["p50"].get<std::uint64_t>(), 500000u);
+  EXPECT_LE(in_kernel(P::kLazy)["p99"].get<std::uint64_t>(), 3 * kMs + 100000);
 }
 
 // Same trace, config and seed: byte-identical results with per-CPU queues.

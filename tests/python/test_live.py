@@ -62,6 +62,24 @@ def test_collect_compare_layout_and_table(tmp_path: Path) -> None:
     assert enq.split()[1:4] == ["1000", "3000", "3.00"]
 
 
+def test_collect_compare_keeps_the_recordings(tmp_path: Path) -> None:
+    """compare_record's recordings (COMPARE_RECORD) land in DEST/recordings/
+    for fidelity; one whose folder exists without a finished recording is
+    named missing, and absent ones (--no-record) are not."""
+    _fake_guest_out(tmp_path / "vm")
+    rec = tmp_path / "vm" / "compare" / "recordings"
+    (rec / "cyclictest-load" / "recording").mkdir(parents=True)
+    (rec / "cyclictest-load" / "recording" / "meta.json").write_text('{"complete": true}\n')
+    (rec / "cyclictest-load" / "bench.txt").write_text("cyclictest_load_p99_us 70\n")
+    (rec / "fork-storm" / "recording").mkdir(parents=True)  # the recorder failed: no meta.json
+    summary = live.collect_compare(tmp_path / "vm", tmp_path / "out", ["fork-storm"], ["eevdf", "agentcg"])
+    got = tmp_path / "out" / "recordings"
+    assert (got / "cyclictest-load" / "recording" / "meta.json").exists()
+    assert (got / "cyclictest-load" / "bench.txt").read_text() == "cyclictest_load_p99_us 70\n"
+    assert not (got / "fork-storm").exists() and not (got / "cyclictest-storm").exists()
+    assert "recordings/fork-storm" in summary["missing"] and "recordings/cyclictest-storm" not in summary["missing"]
+
+
 def test_repetitions_give_medians_intervals_and_verdicts(tmp_path: Path) -> None:
     _fake_guest_out(tmp_path / "vm", reps=3)
     dest = tmp_path / "out"

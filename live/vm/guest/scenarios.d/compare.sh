@@ -16,6 +16,8 @@
 #   COMPARE_MEM_SCALE (0.25)  COMPARE_BENCH_S (8; 0 = no benchmarks)
 #   COMPARE_DAEMON_YAML (optional: YAML added to agentcgroupd's config in
 #     every pass, `live compare --config`; checked on the host first)
+#   COMPARE_RECORD (1: after the passes, record the cyclictest benchmarks
+#     under EEVDF with agentcg-record: compare_record)
 #   COMPARE_RUNS (optional: scheduler:repetition,... in the order to run,
 #     e.g. eevdf:1,agentcg:1,agentcg:2,eevdf:2 -> /out/compare/<scheduler>/
 #     rep-<n>/; the player's --seed is the repetition; without it each of
@@ -44,12 +46,13 @@ hist_overflow() { awk 'function num(s) { sub(/^0+/, "", s); return s + 0 }
 # cyclictest_next_to OUT LABEL SECONDS LOAD_CG LOAD_CMD...: cyclictest in
 # cgroup victim for SECONDS while LOAD_CMD runs in the sibling cgroup LOAD_CG
 # (started 1 s before); appends cyclictest_LABEL_{p50_us,p99_us,overflows}.
+# CTP (optional): a parent for both cgroups, with its trailing / (rb/).
 cyclictest_next_to() {
 	o=$1 label=$2 secs=$3 lcg=$4; shift 4
 	(
-		sh -c "echo \$\$ > $CG/$lcg/cgroup.procs && exec $*" > /dev/null 2>&1 &
+		sh -c "echo \$\$ > $CG/${CTP:-}$lcg/cgroup.procs && exec $*" > /dev/null 2>&1 &
 		sleep 1
-		sh -c "echo \$\$ > $CG/victim/cgroup.procs && exec cyclictest -q -m -t 2 -i 1000 -D $secs -h 20000 --histfile=/tmp/ct-$label.hist" > /dev/null 2>&1
+		sh -c "echo \$\$ > $CG/${CTP:-}victim/cgroup.procs && exec cyclictest -q -m -t 2 -i 1000 -D $secs -h 20000 --histfile=/tmp/ct-$label.hist" > /dev/null 2>&1
 		wait
 	)
 	echo "cyclictest_${label}_p50_us $(hist_pct /tmp/ct-$label.hist 50)" >> $o/bench.txt
@@ -76,6 +79,71 @@ compare_bench() { # out_dir
 	sh -c "echo \$\$ > $CG/bench/cgroup.procs && exec agentcg-work forkstorm 100 1" > /tmp/fx.txt 2>&1
 	awk '/^forks / && $2 > 0 { printf "fork_parent_us %.1f\nfork_child_us %.1f\n", $8 / $2, $10 / $2 }' /tmp/fx.txt >> $o/bench.txt
 	rmcg bench batch storm victim
+}
+
+# compare_record: the two cyclictest benchmarks once more under the
+# kernel's EEVDF (agentcgroupd in mode none, as in the eevdf pass), recorded
+# by agentcg-record, so that `agentcg fidelity` replays what ran in the
+# simulator (the agreement table's cyclictest rows; RECORDED_BENCHES in
+# python/agentcg/live.py names the layout). Their cgroups sit under
+# $CG/rb: the import keeps that subtree, not the recorder, the daemon or
+# init. -> /out/compare/recordings/cyclictest-{load,storm}/recording, and
+# the recorded run's own figures in bench.txt beside it (the recorder's
+# CPU disturbs them: fidelity reads the unrecorded passes' figures); then
+# the bundled fork storm played by agentcg-player under agentcg-record
+# (recordings/fork-storm: what one fork costs the forker and its child).
+compare_record() {
+	command -v agentcg-record > /dev/null || { data compare record error "agentcg-record not in the initramfs"; return 1; }
+	b=${COMPARE_BENCH_S:-8} r=/out/compare/recordings
+	start_daemon none || { data compare record error "daemon did not start"; return 1; }
+	mkcg rb 100
+	echo +cpu > $CG/rb/cgroup.subtree_control
+	mkcg rb/batch 100; mkcg rb/storm 100; mkcg rb/victim 100
+	ok=0
+	for l in load storm; do
+		d=$r/cyclictest-$l
+		mkdir -p $d
+		rm -f /tmp/rec-on
+		# the workload starts once tracing is on (the recorder starts its command then)
+		agentcg-record -o $d/recording --interval-ms 100 --buffer-kb 16384 -- \
+			sh -c "touch /tmp/rec-on; exec sleep $((b + 3))" > $d/record.log 2>&1 &
+		rp=$!
+		i=0
+		while [ ! -e /tmp/rec-on ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+		CTP=rb/
+		if [ $l = load ]; then
+			cyclictest_next_to $d load $b batch stress-ng --cpu 4 --timeout $((b + 2))s
+		else
+			cyclictest_next_to $d storm $b storm stress-ng --fork 4 --timeout $((b + 2))s
+		fi
+		CTP=
+		wait $rp
+		rc=$?
+		lost=$(awk -F': ' '/"lost_events"/ { gsub(/[^0-9]/, "", $2); print $2 }' $d/recording/meta.json 2>/dev/null)
+		data compare record cyclictest-$l rc=$rc lost_events=${lost:-?} $(tr '\n' ' ' < $d/bench.txt)
+		[ $rc -eq 0 ] && ok=$((ok + 1))
+	done
+	rmcg rb/batch rb/storm rb/victim rb
+	# the bundled fork storm, played as the eevdf pass plays it: fidelity
+	# reads the forker's and its children's CPU per fork from it
+	# (machine fork_after_ns, fork_child_ns, exit_cost_ns)
+	if [ -f /traces/fork-storm.json ]; then
+		d=$r/fork-storm
+		mkdir -p $d
+		eval dur=\${COMPARE_DURATION_fork_storm:-10s}
+		[ "$dur" = - ] && dur=10s
+		agentcg-record -o $d/recording --interval-ms 100 --buffer-kb 16384 -- agentcg-player /traces/fork-storm.json \
+			-o $d/results.json --label eevdf --seed 1 --mem-scale ${COMPARE_MEM_SCALE:-0.25} --duration $dur \
+			--cgroup-root $CG/agentcg-player > $d/record.log 2>&1
+		rc=$?
+		lost=$(awk -F': ' '/"lost_events"/ { gsub(/[^0-9]/, "", $2); print $2 }' $d/recording/meta.json 2>/dev/null)
+		data compare record fork-storm rc=$rc lost_events=${lost:-?}
+		[ $rc -eq 0 ] && ok=$((ok + 1))
+	else
+		ok=$((ok + 1))
+	fi
+	stop_daemon
+	[ $ok -eq 3 ]
 }
 
 compare_one() { # scheduler [repetition]
@@ -148,6 +216,9 @@ s_compare() {
 		for s in $(echo "${COMPARE_SCHEDULERS:-eevdf,flatcg,agentcg}" | tr ',' ' '); do
 			compare_one $s || fails="$fails $s"
 		done
+	fi
+	if [ "${COMPARE_RECORD:-0}" = 1 ] && [ "${COMPARE_BENCH_S:-8}" -gt 0 ]; then
+		compare_record || fails="$fails record"
 	fi
 	[ -z "$fails" ] && result compare PASS "schedulers ${COMPARE_SCHEDULERS:-eevdf,flatcg,agentcg} measured" ||
 		result compare FAIL "failed:$fails"
