@@ -520,6 +520,10 @@ def test_a_recorded_benchmark_is_replayed_and_held_out(tmp_path: Path, monkeypat
     older = fidelity.fidelity(traces, str(tmp_path / "older"), duration="2s", mem_scale=1.0, live_dir=str(live_dir),
                               quiet=True, seeds="1-3", ablate=False, machine=rep["profile"])
     assert older["recorded_benches"] == {} and not any(r["scenario"] == "cyclictest-load" for r in older["agreement"])
+    # figures of the wrong shape are no figures either (not a crash)
+    for doc in ([1, 2], {"eevdf": "x", "agentcg": [3]}, {"eevdf": [{"cyclictest_load_p50_us": True,
+                                                                     "cyclictest_load_p99_us": 5}]}):
+        assert fidelity.recorded_bench_live(doc, "cyclictest_load", ["eevdf", "agentcg"]) is None
 
 
 # --- a fork storm's costs from a recording of it ---------------------------------

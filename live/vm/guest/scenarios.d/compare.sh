@@ -17,7 +17,7 @@
 #   COMPARE_DAEMON_YAML (optional: YAML added to agentcgroupd's config in
 #     every pass, `live compare --config`; checked on the host first)
 #   COMPARE_RECORD (1: after the passes, record the cyclictest benchmarks
-#     under EEVDF with agentcg-record: compare_record)
+#     and the fork storm under EEVDF with agentcg-record: compare_record)
 #   COMPARE_RUNS (optional: scheduler:repetition,... in the order to run,
 #     e.g. eevdf:1,agentcg:1,agentcg:2,eevdf:2 -> /out/compare/<scheduler>/
 #     rep-<n>/; the player's --seed is the repetition; without it each of
@@ -124,13 +124,14 @@ compare_record() {
 		[ $rc -eq 0 ] && ok=$((ok + 1))
 	done
 	rmcg rb/batch rb/storm rb/victim rb
-	# the bundled fork storm, played as the eevdf pass plays it: fidelity
-	# reads the forker's and its children's CPU per fork from it
-	# (machine fork_after_ns, fork_child_ns, exit_cost_ns)
+	# the bundled fork storm, played as the eevdf pass plays it, for 10 s
+	# (or live compare's --duration for it): fidelity reads the forker's and
+	# its children's CPU per fork from it (machine fork_after_ns,
+	# fork_child_ns, exit_cost_ns)
 	if [ -f /traces/fork-storm.json ]; then
 		d=$r/fork-storm
 		mkdir -p $d
-		eval dur=\${COMPARE_DURATION_fork_storm:-10s}
+		dur=${COMPARE_DURATION_fork_storm:-10s}
 		[ "$dur" = - ] && dur=10s
 		agentcg-record -o $d/recording --interval-ms 100 --buffer-kb 16384 -- agentcg-player /traces/fork-storm.json \
 			-o $d/results.json --label eevdf --seed 1 --mem-scale ${COMPARE_MEM_SCALE:-0.25} --duration $dur \
