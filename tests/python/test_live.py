@@ -225,6 +225,29 @@ def test_compare_config_is_checked_before_the_boot(tmp_path: Path) -> None:
     assert not (tmp_path / "o" / "vm-serial.log").exists()
 
 
+def test_live_compare_records_unless_told_not_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guest records the benchmarks and the storm (COMPARE_RECORD=1) by
+    default; not with --no-record (record=False) nor without benchmarks
+    (--bench-seconds 0), where there is nothing to record."""
+    from agentcg import cli
+
+    build = _live_build()
+    seen: list = []
+
+    def fake_run_vm(b: Path, scenarios: str, out: Path, log: Path, env: dict, *rest: object) -> None:
+        seen.append(dict(env))
+        raise live.LiveSkip("stopped by the test before a boot")
+
+    monkeypatch.setattr(live, "run_vm", fake_run_vm)
+    for kw, want in (({}, "1"), ({"record": False}, "0"), ({"bench_s": 0}, "0")):
+        with pytest.raises(live.LiveSkip):
+            live.live_compare(str(tmp_path / "o"), build=str(build), traces=("hogs",), quiet=True, **kw)
+        assert seen[-1]["COMPARE_RECORD"] == want, kw
+    cli.main(["live", "compare", "--build", str(build), "--traces", "hogs", "--no-record", "--quiet",
+              "--out", str(tmp_path / "o")])
+    assert seen[-1]["COMPARE_RECORD"] == "0"
+
+
 def test_live_compare_accepts_fifo_and_names_every_scheduler_it_knows(tmp_path: Path) -> None:
     """--schedulers takes the daemon's FIFO mode besides flatcg and agentcg
     (what sched_ext itself costs) and eevdf-nohrtick (the emulator's timer
