@@ -700,7 +700,7 @@ def _parser_live(sub: Any) -> None:
     lv.add_argument("--bench-seconds", type=int, default=8, help="cyclictest/stress-ng seconds (0: none)")
     lv.add_argument("--no-overhead", action="store_true", help="skip the BPF cost measurement")
     lv.add_argument("--no-record", action="store_true",
-                    help="skip recording the cyclictest benchmarks under EEVDF (for fidelity's agreement table)")
+                    help="skip recording the cyclictest benchmarks and the fork storm under EEVDF (for fidelity)")
     lv.add_argument("--config", default=None, metavar="FILE",
                     help="YAML added to agentcgroupd's config in every pass (e.g. a scheduler: section to compare "
                          "tuned agentcg/flatcg against EEVDF); checked with agentcgroupd --check-config before the boot")

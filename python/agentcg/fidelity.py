@@ -25,6 +25,9 @@ and the child's CPU per cycle on the live machine (fork_cost_ns,
 exit_cost_ns), and the rest of its stress-ng fork loop's cycle is the
 forker's copy-on-write work (fork_after_ns); older results have only the
 stress-ng rate, the whole cycle as fork_cost_ns (fork_cost_from_benchmarks).
+Where the live results hold live compare's recording of the fork storm,
+the forker's copy-on-write, the child's own start (fork_child_ns) and the
+exit are measured in it instead (fork_costs_from_recording).
 Nor is
 sched_ext's own cost (ext_busy_pct, ext_wakeup_ns, ext_fork_ns: what the
 BPF schedulers' runs pay over EEVDF's), measured from the fitted scenarios'
@@ -340,6 +343,22 @@ FORK_BENCH_KEY = "storm_forks_per_s"  # live compare's stress-ng --fork 4 throug
 FORK_PARENT_KEY, FORK_CHILD_KEY = "fork_parent_us", "fork_child_us"
 
 
+def _trace_command(sub: str, args: Sequence[str], what: str) -> str:
+    """`agentcg trace SUB ARGS...` in-process: its stdout; a failure is an
+    AgentcgError starting with WHAT and carrying the command's message."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from . import _core
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = _core.trace_command(sub, list(args))
+    if rc != 0:
+        raise AgentcgError(f"{what}: " + (err.getvalue().strip() or f"trace {sub} failed (exit {rc})"))
+    return out.getvalue()
+
+
 def fork_cost_from_benchmarks(path: Path, cpus: int, background_pct: int
                               ) -> Optional[Tuple[Dict[str, int], str]]:
     """({fork_cost_ns[, exit_cost_ns, fork_after_ns]}, how) measured on the
@@ -450,46 +469,33 @@ def recorded_fork_cycle(ftrace: Path) -> Optional[Dict[str, Any]]:
             "child_comm": max(set(comm[c] for c in kids), key=lambda x: sum(1 for c in kids if comm[c] == x))}
 
 
-def _normal_cdf(x: float) -> float:
-    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
-
-
-def expected_ns(v: Any) -> float:
-    """The mean of a trace amount (docs/trace-format: a number, or a uniform,
-    exponential or log-normal distribution with an optional cap `max`)."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return float(v)
-    if not isinstance(v, dict):
-        raise AgentcgError(f"not a trace amount: {v!r}")
-    d = v.get("dist")
-    cap = float(v["max"]) if "max" in v else None
-    if d == "uniform":
-        return (float(v["min"]) + float(v["max"])) / 2.0
-    if d == "exponential":
-        mean = float(v["mean"])
-        return mean * (1.0 - math.exp(-cap / mean)) if cap else mean
-    if d == "lognormal":
-        mu, sg = math.log(float(v["median"])), float(v["sigma"])
-        if sg == 0.0:
-            return min(float(v["median"]), cap) if cap else float(v["median"])
-        if cap is None:
-            return math.exp(mu + sg * sg / 2.0)
-        lc = math.log(cap)
-        return (math.exp(mu + sg * sg / 2.0) * _normal_cdf((lc - mu - sg * sg) / sg)
-                + cap * (1.0 - _normal_cdf((lc - mu) / sg)))
-    raise AgentcgError(f"unknown distribution in a trace amount: {v!r}")
+def _without_forks(ops: Sequence[Mapping[str, Any]]) -> List[Mapping[str, Any]]:
+    out: List[Mapping[str, Any]] = []
+    for o in ops:
+        if o.get("op") == "fork":
+            continue
+        if o.get("op") == "repeat":
+            o = {**o, "body": _without_forks(o.get("body") or [])}
+        out.append(o)
+    return out
 
 
 def expected_run_ns(ops: Sequence[Mapping[str, Any]]) -> float:
-    """The mean CPU work of a process's ops: its run ops, repeat bodies
-    times their count (not the work of the children it forks)."""
-    total = 0.0
-    for o in ops:
-        if o.get("op") == "run":
-            total += expected_ns(o["ns"])
-        elif o.get("op") == "repeat":
-            total += float(o.get("count", 0)) * expected_run_ns(o.get("body") or [])
-    return total
+    """The mean CPU work of a process's OPS (trace JSON): its run ops, repeat
+    bodies times their count, not the work of the children it forks. The
+    simulator's own means (trace::Value::mean(), capped distributions
+    included), through `trace stats`'s cpu_demand_ns on a one-process trace;
+    a bad op is an AgentcgError with the parser's message."""
+    import tempfile
+
+    doc = {"format": "agentcg-trace", "version": 1, "machine": {"cpus": 1},
+           "cgroups": [{"path": "/w", "cpu_weight": 100}],
+           "processes": [{"pid": 1, "start_ns": 0, "cgroup": "/w", "ops": _without_forks(ops)}]}
+    with tempfile.TemporaryDirectory(prefix="agentcg-work-") as d:
+        path = Path(d) / "work.json"
+        path.write_text(json.dumps(doc), encoding="utf-8")
+        out = _trace_command("stats", [str(path), "--json"], "a child's ops")
+    return float(json.loads(out)["cpu_demand_ns"])
 
 
 def _fork_children(ops: Sequence[Mapping[str, Any]]) -> List[Mapping[str, Any]]:
@@ -1144,18 +1150,9 @@ def recorded_bench_sim(r: Mapping[str, Any], cgroup: str) -> Dict[str, Any]:
 def import_recording(rec: Path, dest: Path, only_cgroup: str) -> None:
     """`trace import --from agentcg-record REC -o DEST --only-cgroup ONLY_CGROUP`
     in-process; its errors come back as AgentcgError naming REC."""
-    import io
-    from contextlib import redirect_stderr, redirect_stdout
-
-    from . import _core
-
     dest.parent.mkdir(parents=True, exist_ok=True)
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        rc = _core.trace_command("import", ["--from", "agentcg-record", str(rec), "-o", str(dest),
-                                            "--only-cgroup", only_cgroup])
-    if rc != 0:
-        raise AgentcgError(f"{rec}: " + (err.getvalue().strip() or f"the import failed (exit {rc})"))
+    _trace_command("import", ["--from", "agentcg-record", str(rec), "-o", str(dest), "--only-cgroup", only_cgroup],
+                   str(rec))
 
 
 def recorded_benches(live_root: Path, dest: Path, schedulers: Sequence[str]
@@ -1526,20 +1523,10 @@ def capture_check(capture: Path, fmt: str, machine: Optional[Path], policy: str 
     simulated ones, errors in % (the same replay as `trace stats CAPTURE
     --from FMT --replay --json`, whose errors, a capture without a measured
     wakeup among them, come back as AgentcgError naming the capture)."""
-    import io
-    from contextlib import redirect_stderr, redirect_stdout
-
-    from . import _core
-
     args = [str(capture), "--from", fmt, "--replay", "--policy", policy, "--json"]
     if machine is not None:  # a fitted profile goes with --machine, a config with --config
         args += ["--machine" if _is_machine_profile(machine) else "--config", str(machine)]
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        rc = _core.trace_command("stats", args)
-    if rc != 0:
-        raise AgentcgError(f"--capture {capture}: " + (err.getvalue().strip() or f"the replay failed (exit {rc})"))
-    doc = json.loads(out.getvalue())
+    doc = json.loads(_trace_command("stats", args, f"--capture {capture}"))
     meas, sim = doc["wakeup_latency_ns"]["measured"], doc["wakeup_latency_ns"]["simulated"]
 
     def err_pct(m: Optional[float], x: Optional[float]) -> Optional[float]:

@@ -482,8 +482,9 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
     """`agentcg live compare`: one boot, every scheduler `repeat` times, the table.
 
     `record` (with benchmarks): after the passes, the cyclictest benchmarks
-    once more under EEVDF, recorded by agentcg-record (RECORDED_BENCHES),
-    for `agentcg fidelity`'s agreement table.
+    once more and the bundled fork storm under EEVDF, recorded by
+    agentcg-record (RECORDED_BENCHES, STORM_RECORDING), for `agentcg
+    fidelity`.
 
     `config`: a YAML file added to agentcgroupd's config in every pass (a
     `scheduler:` section tunes the flatcg/agentcg passes); see
