@@ -68,20 +68,14 @@ std::uint32_t Simulator::handler_index(EventHandler* h) {
   return i;
 }
 
-EventId Simulator::schedule(Time at, EventHandler* h, std::uint32_t kind, std::uint64_t arg) {
+void Simulator::schedule_rejected(Time at, EventHandler* h, std::uint32_t kind) const {
   if (at < now_) {
     throw std::logic_error("Simulator::schedule: event at " + std::to_string(at.ns()) +
                            " ns is before now (" + std::to_string(now_.ns()) + " ns)");
   }
   if (h == nullptr) throw std::logic_error("Simulator::schedule: null handler");
   if (kind > kKindMask) throw std::logic_error("Simulator::schedule: kind " + std::to_string(kind) + " >= 2^16");
-  const std::uint64_t seq = scheduled_ + 1;
-  if (seq >> (64 - kKindBits - kHandlerBits)) throw std::length_error("Simulator: more than 2^40 events scheduled");
-  const std::uint64_t hi = h == last_handler_ ? last_handler_index_ : handler_index(h);
-  push(Node{at.ns(), arg, (seq << (kKindBits + kHandlerBits)) | (hi << kKindBits) | kind});
-  ++scheduled_;
-  ++pending_;
-  return EventId{at.ns(), seq};
+  throw std::length_error("Simulator: more than 2^40 events scheduled");
 }
 
 bool Simulator::is_pending(EventId id) const {
@@ -96,14 +90,6 @@ bool Simulator::cancel(EventId id) {
   ++cancelled_;
   --pending_;
   return true;
-}
-
-void Simulator::push(Node n) {
-  // Only run_until() can leave now() below the heap's last minimum (it peeks
-  // past its boundary); re-bucket everything around the earlier time.
-  if (n.time < last_) rebase(n.time);
-  buckets_[bucket_of(n.time, last_)].push_back(n);
-  ++queued_;
 }
 
 void Simulator::rebase(std::uint64_t t) {
@@ -148,9 +134,14 @@ bool Simulator::take(Node& out) {
 }
 
 bool Simulator::step() {
-  Node n;
-  while (top() != nullptr) {
-    if (!take(n)) continue;  // lazily cancelled
+  // One top() per node: take() would call it again through pop().
+  for (const Node* t = top(); t != nullptr; t = top()) {
+    const Node n = *t;
+    ++head0_;
+    --queued_;
+    last_time_ = n.time;
+    last_seq_ = n.seq();
+    if (!cancelled_seqs_.empty() && cancelled_seqs_.erase(n.seq())) continue;  // lazily cancelled
     if (n.time < now_.ns()) throw std::logic_error("Simulator: time went backwards");
     now_ = Time::from_ns(n.time);
     --pending_;

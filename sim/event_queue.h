@@ -79,7 +79,17 @@ class Simulator {
   Time now() const { return now_; }
 
   // Schedules `h->on_event(kind, arg)` at absolute time `at` (>= now()).
-  EventId schedule(Time at, EventHandler* h, std::uint32_t kind, std::uint64_t arg = 0);
+  // Inline: it is on every event's path (the checks' messages are out of line).
+  EventId schedule(Time at, EventHandler* h, std::uint32_t kind, std::uint64_t arg = 0) {
+    const std::uint64_t seq = scheduled_ + 1;
+    if (at < now_ || h == nullptr || kind > kKindMask || (seq >> (64 - kKindBits - kHandlerBits)) != 0) [[unlikely]]
+      schedule_rejected(at, h, kind);
+    const std::uint64_t hi = h == last_handler_ ? last_handler_index_ : handler_index(h);
+    push(Node{at.ns(), arg, (seq << (kKindBits + kHandlerBits)) | (hi << kKindBits) | kind});
+    ++scheduled_;
+    ++pending_;
+    return EventId{at.ns(), seq};
+  }
   EventId schedule_in(Time delay, EventHandler* h, std::uint32_t kind, std::uint64_t arg = 0) {
     return schedule(now_ + delay, h, kind, arg);
   }
@@ -130,7 +140,15 @@ class Simulator {
   static unsigned bucket_of(std::uint64_t t, std::uint64_t last) {
     return t == last ? 0 : 64 - static_cast<unsigned>(__builtin_clzll(t ^ last));
   }
-  void push(Node n);
+  // Throws the error that schedule()'s checks found.
+  [[noreturn]] void schedule_rejected(Time at, EventHandler* h, std::uint32_t kind) const;
+  void push(Node n) {
+    // Only run_until() can leave now() below the heap's last minimum (it
+    // peeks past its boundary); re-bucket everything around the earlier time.
+    if (n.time < last_) rebase(n.time);
+    buckets_[bucket_of(n.time, last_)].push_back(n);
+    ++queued_;
+  }
   // The earliest node (bucket 0's head), nullptr when the queue is empty.
   const Node* top();
   Node pop();  // requires top() != nullptr
