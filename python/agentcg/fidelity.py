@@ -1107,10 +1107,10 @@ def _seed_list(seeds: Any) -> List[int]:
 # --- recorded benchmarks (live compare's cyclictest, recorded under EEVDF) ------
 
 # Machine costs a recording's run phases hold already (the CPU its tasks used
-# for forks and copy-on-write): 0 when a recording is replayed. Not
-# exit_cost_ns: the import ends a process at its sched_process_exit, so the
-# exit's teardown, which the task runs after it, is not in its runs.
-RECORDED_CPU_KEYS = ("fork_cost_ns", "fork_after_ns", "fork_child_ns")
+# for forks, copy-on-write and their exits' teardown: the import runs a task
+# to its last switch-out, past its sched_process_exit): 0 when a recording
+# is replayed.
+RECORDED_CPU_KEYS = ("fork_cost_ns", "fork_after_ns", "fork_child_ns", "exit_cost_ns")
 
 
 def _bench_latency(p50: float, p99: float, count: int) -> Dict[str, Any]:

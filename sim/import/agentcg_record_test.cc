@@ -144,7 +144,9 @@ TEST(RecordImport, SpinnerDemandMatchesSchedSwitch) {
     // too; they differ only if run phases were lost or invented).
     EXPECT_NEAR(static_cast<double>(run_ns(*p)), static_cast<double>(ref), 0.01 * static_cast<double>(ref)) << pid;
   }
-  EXPECT_EQ(run_ns(*find_proc(r.trace, 101)), 201980000u);  // 1000.001020 -> 1000.203000 (exit)
+  // 1000.001020 -> 1000.203010: sched_process_exit at .203000, its teardown
+  // to the last switch-out (X) counted
+  EXPECT_EQ(run_ns(*find_proc(r.trace, 101)), 201990000u);
 }
 
 TEST(RecordImport, OnlyCgroupKeepsOneSubtree) {

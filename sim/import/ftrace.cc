@@ -11,7 +11,10 @@
 // next wakeup is the sleep. Fork, exec and exit become ops at their place in
 // the task's sequence. Worked example:
 //   switch-in bash@0, fork@1ms, switch-out S@3ms, waking@10ms, switch-in@10.2ms,
-//   exit@11ms  ->  run 1ms, fork, run 2ms, sleep 7ms, run 0.8ms, exit
+//   sched_process_exit@11ms, switch-out Z@11.5ms
+//     ->  run 1ms, fork, run 2ms, sleep 7ms, run 1.3ms, exit
+// (the exit op goes at the last switch-out: the teardown after
+// sched_process_exit is the task's own CPU; Task::exiting)
 // and one observed wakeup latency of 0.2 ms (like `perf sched latency`: from
 // the first of sched_waking/sched_wakeup after a sleep, or sched_wakeup_new,
 // to the switch that runs the task).
@@ -60,6 +63,11 @@ struct Task {
   std::optional<std::uint64_t> wakeup_ns;  // pending wakeup for the latency figure
   std::int32_t cpu = -1;                   // running: the CPU it was switched in on
   std::optional<std::int32_t> nice;        // first nice seen in a sched_switch prio
+  // Past sched_process_exit: the task still runs its teardown (exit_mm,
+  // exit_files, ...: ~2 ms per child in the VM's fork storm) until its
+  // last switch-out (Z/X). That CPU is its own and stays in its ops, a run
+  // before the exit op, which goes at the last switch-out.
+  bool exiting = false;
 };
 
 struct KeyValue {
@@ -293,6 +301,10 @@ class FtraceImporter {
         if (detail_ != nullptr) detail_->cpu_ns[e.spec->pid] += end - task.since_ns;
       }
       if (task.state == TaskState::kSleeping) e.builder.sleep_for(end - task.since_ns, task.sleep_kind);
+      if (task.exiting) {  // its teardown ran to the recording's end
+        if (detail_ != nullptr) detail_->lifetime[e.spec->pid].second = end;
+        e.builder.exit();
+      }
     }
     if (table_.reused() != 0) report_.note_unrepresented("reused pids renumbered", table_.reused());
     report_.counters["tasks"] = table_.entries().size();
@@ -413,7 +425,11 @@ class FtraceImporter {
       ProcessTable::Entry& parent = task_entry(*ppid, get(kvs, "comm").value_or(""), t);
       Task& ptask = tasks_[*ppid];
       account_run(parent, ptask, t);
-      if (table_.find(*cpid) != nullptr) table_.retire(*cpid);  // pid reused after exit
+      if (ProcessTable::Entry* old = table_.find(*cpid)) {  // pid reused after exit
+        // Its last switch-out was lost: the exit it announced ends it here.
+        if (tasks_[*cpid].exiting && !old->builder.exited()) old->builder.exit();
+        table_.retire(*cpid);
+      }
       ProcessTable::Entry& child = table_.create(*cpid, std::string(child_comm), opts_.cgroup, t);
       if (detail_ != nullptr) detail_->lifetime[child.spec->pid] = {t, t};
       // The parent entry reference stays valid: the table is a deque.
@@ -443,12 +459,15 @@ class FtraceImporter {
       const auto pid = to_pid(get(kvs, "pid").value_or(""));
       if (!pid) return (why = "expected pid=N (0..2147483647)", false);
       if (*pid == 0) return true;
-      ProcessTable::Entry& e = task_entry(*pid, get(kvs, "comm").value_or(""), t);
+      task_entry(*pid, get(kvs, "comm").value_or(""), t);  // first sight: a process from now
       Task& task = tasks_[*pid];
-      account_run(e, task, t);
-      if (detail_ != nullptr && !e.builder.exited()) detail_->lifetime[e.spec->pid].second = t;
-      e.builder.exit();
-      task.state = TaskState::kDead;
+      // The exiting task itself emits the event: it is on a CPU now.
+      if (task.state == TaskState::kNew) {
+        task.state = TaskState::kRunning;
+        task.since_ns = t;
+      }
+      if (task.state == TaskState::kDead) return true;
+      task.exiting = true;  // the exit op follows its teardown (Task::exiting)
       return true;
     }
     if (event == "sched_migrate_task") {

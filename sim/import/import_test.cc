@@ -287,11 +287,13 @@ void expect_small_sched_trace(const Result& r) {
   const trace::ProcessSpec& bash = proc(t, 1000);
   EXPECT_EQ(bash.start_ns, std::optional<std::uint64_t>(0));
   EXPECT_EQ(ops_str(bash.ops),
-            "run:1000000 fork:1001 run:2000000 sleep:2010000 run:1900000 io:2000000 run:1000000 exit");
+            "run:1000000 fork:1001 run:2000000 sleep:2010000 run:1900000 io:2000000 run:1010000 exit");
   const trace::ProcessSpec& ls = proc(t, 1001);
   EXPECT_EQ(ls.parent, std::optional<std::int64_t>(1000));
   EXPECT_EQ(ls.comm, "bash");
-  EXPECT_EQ(ops_str(ls.ops), "run:40000 exec:ls run:3900000 exit");
+  // Both runs end at the last switch-out (X), not at sched_process_exit:
+  // the 10 us and 30 us of teardown between them are the tasks' own CPU.
+  EXPECT_EQ(ops_str(ls.ops), "run:40000 exec:ls run:3930000 exit");
   const trace::ProcessSpec& kw = proc(t, 30);
   EXPECT_EQ(kw.comm, "kworker/0:1");
   EXPECT_EQ(kw.start_ns, std::optional<std::uint64_t>(6210000));
@@ -381,6 +383,50 @@ TEST(FtraceImport, PrioBecomesNice) {
   EXPECT_EQ(proc(r.trace, 70).nice, std::nullopt);
   EXPECT_EQ(r.report.unrepresented.at("real-time priorities (replayed as nice 0)"), 2u);
   EXPECT_NE(trace::to_json(r.trace).dump().find("\"nice\":10"), std::string::npos);
+  EXPECT_NO_THROW(trace::validate(r.trace));
+}
+
+// A task's teardown after sched_process_exit (exit_mm and the rest: ~2 ms
+// per child in the VM's fork storm) is its own CPU: the run goes on to its
+// last switch-out (Z), a preemption in between does not end it, and the
+// exit op goes there. A task still exiting when the recording ends exits at
+// the end; one whose last switch-out was lost exits when its pid is reused.
+TEST(FtraceImport, TeardownAfterExitIsTheTasksOwnCpu) {
+  std::istringstream in(
+      "  sh-10 [000] d..2. 1.000000: sched_process_fork: comm=sh pid=10 child_comm=sh child_pid=11\n"
+      "  sh-10 [000] d..2. 1.000100: sched_process_fork: comm=sh pid=10 child_comm=sh child_pid=12\n"
+      "  sh-10 [000] d..2. 1.000200: sched_switch: prev_comm=sh prev_pid=10 prev_prio=120 prev_state=S ==> "
+      "next_comm=sh next_pid=11 next_prio=120\n"
+      "  sh-11 [000] ..... 1.001200: sched_process_exit: comm=sh pid=11 prio=120 group_dead=true\n"
+      "  sh-11 [000] d..2. 1.002200: sched_switch: prev_comm=sh prev_pid=11 prev_prio=120 prev_state=R+ ==> "
+      "next_comm=sh next_pid=12 next_prio=120\n"
+      "  sh-12 [000] ..... 1.002700: sched_process_exit: comm=sh pid=12 prio=120 group_dead=true\n"
+      "  sh-12 [000] d..2. 1.003200: sched_switch: prev_comm=sh prev_pid=12 prev_prio=120 prev_state=R+ ==> "
+      "next_comm=sh next_pid=11 next_prio=120\n"
+      "  sh-11 [000] d..2. 1.005200: sched_switch: prev_comm=sh prev_pid=11 prev_prio=120 prev_state=Z ==> "
+      "next_comm=sh next_pid=12 next_prio=120\n"
+      // 12's last switch-out is lost; its pid is reused by a new fork.
+      "  sh-10 [001] d..2. 1.006000: sched_process_fork: comm=sh pid=10 child_comm=sh child_pid=12\n"
+      "  sh-10 [001] d..2. 1.006100: sched_process_fork: comm=sh pid=10 child_comm=sh child_pid=13\n"
+      "  sh-13 [001] ..... 1.007000: sched_process_exit: comm=sh pid=13 prio=120 group_dead=true\n"
+      "  sh-12 [000] d..2. 1.008000: sched_switch: prev_comm=sh prev_pid=12 prev_prio=120 prev_state=S ==> "
+      "next_comm=swapper/0 next_pid=0 next_prio=120\n");
+  Result r = import_ftrace(in, "x.txt", Options{});
+  EXPECT_EQ(r.report.malformed, 0u);
+  // 11: 1 ms to sched_process_exit, 1 ms of teardown, preempted, 2 ms more.
+  EXPECT_EQ(ops_str(proc(r.trace, 11).ops), "run:4000000 exit");
+  // 12 (first holder): 0.5 ms to its exit, 0.5 ms of teardown; its last
+  // switch-out was lost, so it exits at the reuse of its pid.
+  const trace::ProcessSpec* first12 = nullptr;
+  for (const trace::ProcessSpec& p : r.trace.processes)
+    if (p.comm == "sh" && p.parent == std::optional<std::int64_t>(10) && !p.ops.empty() &&
+        p.ops.back().kind == trace::OpKind::kExit && p.pid != 11 && p.pid != 13)
+      first12 = &p;
+  ASSERT_NE(first12, nullptr);
+  EXPECT_EQ(ops_str(first12->ops), "run:1000000 exit");
+  // 13 never switched out after its exit: it runs to the recording's end
+  // (1.008000) and exits there.
+  EXPECT_EQ(ops_str(proc(r.trace, 13).ops), "run:1000000 exit");
   EXPECT_NO_THROW(trace::validate(r.trace));
 }
 

@@ -74,7 +74,7 @@ TEST(Stats, FtraceWakeupLatencyJson) {
   EXPECT_EQ(w.at("p999"), 200000);
   EXPECT_EQ(w.at("max"), 200000);
   EXPECT_EQ(j.at("tasks"), 3);
-  EXPECT_EQ(j.at("cpu_demand_ns"), 1000000 + 2000000 + 1900000 + 1000000 + 40000 + 3900000 + 100000);
+  EXPECT_EQ(j.at("cpu_demand_ns"), 1000000 + 2000000 + 1900000 + 1010000 + 40000 + 3930000 + 100000);
 }
 
 TEST(Merge, SessionsCgroupsPidsStagger) {
