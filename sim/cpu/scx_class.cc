@@ -177,7 +177,7 @@ class ScxClass final : public SchedClass {
       // Strategy hook: the task's slice (as bpf/agentcg.bpf.c's dispatch)
       std::uint64_t slice = agentcg_strategy_slice_ns(ctx_->strategy_of_task(t), tc.req.slice_ns);
       bool throttled = false;
-      const std::uint64_t left = bw_acquire_chain(tc.cg, slice, now, &throttled);
+      const std::uint64_t left = nr_bw_limited_ ? bw_acquire_chain(tc.cg, slice, now, &throttled) : slice;
       if (left < slice) {
         slice = left;
         if (!throttled && agentcg_feat(&t_, AGENTCG_F_MIN_SLICE))
@@ -226,7 +226,8 @@ class ScxClass final : public SchedClass {
     agentcg_eevdf_advance(&g_, agentcg_strategy_charge_ns(sa, ran));
     agentcg_task_charge(&tc.t, ran);
     tc.t.boosted = 0;
-    for (CgroupId a = tc.cg;; a = groups_[a].parent) {
+    // cpu.max: charge every limited level (none: nothing to walk, as BPF)
+    for (CgroupId a = tc.cg; nr_bw_limited_ != 0; a = groups_[a].parent) {
       Group& ga = groups_[a];
       if (agentcg_bw_limited(&ga.bw)) {
         agentcg_bw_charge(&ga.bw, &ga.local, ran);
@@ -301,7 +302,9 @@ class ScxClass final : public SchedClass {
     if (gr.bw_timer) ctx_->cancel_timer(gr.bw_timer);
     gr.bw_timer = 0;
     if (gr.throttled) unthrottle(cg);
+    nr_bw_limited_ -= agentcg_bw_limited(&gr.bw) ? 1 : 0;
     agentcg_bw_init(&gr.bw, quota_us ? *quota_us * 1000 : 0, period_us * 1000);
+    nr_bw_limited_ += agentcg_bw_limited(&gr.bw) ? 1 : 0;
     gr.local = 0;
     if (quota_us)
       gr.bw_timer = ctx_->arm_timer(ctx_->now() + Time::from_ns(gr.bw.period_ns),
@@ -398,6 +401,11 @@ class ScxClass final : public SchedClass {
   }
 
   u32 qshare_of(CgroupId cg) {
+    // the BPF program's fast path (refresh_qshare): a leaf computed at the
+    // current generation had its whole chain computed at it, so the walk
+    // would return its cached qshare; no ancestor chain to build
+    const agentcg_cgrp& leaf = groups_[cg].cg;
+    if (leaf.hweight_gen == g_.hweight_gen && leaf.qshare && leaf.hweight) return leaf.qshare;
     agentcg_cgrp* ch[AGENTCG_MAX_DEPTH];
     const u32 n = chain(cg, ch);
     return agentcg_refresh_hweight(ch, n, &g_);
@@ -772,6 +780,7 @@ class ScxClass final : public SchedClass {
   }
   std::vector<QEntry> heap_;
   std::uint32_t nr_throttled_now_ = 0;
+  std::uint32_t nr_bw_limited_ = 0;  // groups with a cpu.max (BPF: nr_bw_limited)
   std::vector<CpuCurr> curr_;  // per CPU: what runs (BPF cpu_currs)
 };
 
