@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// The engine (see event_queue.h): a radix heap of self-contained nodes with
-// a live bitmap for lazy cancel.
+// The engine (see event_queue.h): a radix heap of self-contained nodes, with
+// a set of cancelled sequence numbers for lazy cancel; schedule() and push()
+// are inline in the header (every event's path).
 #include "sim/event_queue.h"
 
 #include <utility>
