@@ -56,6 +56,7 @@
 
 #include <algorithm>
 #include <map>
+#include <span>
 
 namespace agentcg::gpu {
 namespace {
@@ -330,18 +331,19 @@ class Policy final : public GpuPolicy {
   void accrue(std::uint64_t to) {
     if (to <= last_ns_) return;
     const std::uint64_t dt = to - last_ns_;
-    for (GpuIndex g = 0; g < gpus_.size(); ++g) {
-      const std::size_t n = holders(g);
-      if (n == 0) continue;
-      for (auto& [id, c] : clients_) {
-        if (!c.granted || c.gpu != g) continue;
-        std::uint64_t share = dt / n;
-        if (c.dropped) {
-          share = share * cfg_.drop_tail_billing_pct / 100;
-          c.tail_billed_ns += share;
-        }
-        c.used_ns += share;
+    // Two passes over the clients (holders per GPU, then the bills), not
+    // one per GPU: every policy call advances time.
+    holders_.assign(gpus_.size(), 0);
+    for (const auto& [id, c] : clients_)
+      if (c.granted && c.gpu) ++holders_[*c.gpu];
+    for (auto& [id, c] : clients_) {
+      if (!c.granted || !c.gpu) continue;
+      std::uint64_t share = dt / holders_[*c.gpu];
+      if (c.dropped) {
+        share = share * cfg_.drop_tail_billing_pct / 100;
+        c.tail_billed_ns += share;
       }
+      c.used_ns += share;
     }
     last_ns_ = to;
   }
@@ -569,6 +571,24 @@ class Policy final : public GpuPolicy {
     return w;
   }
 
+  // waiters(g) of every GPU at once, in waiters_ (by GPU, then FIFO), with
+  // GPU g's in [waiters_at_[g], waiters_at_[g + 1]): one pass over the
+  // clients instead of one per GPU. evaluate() takes them before its GPU
+  // loop; what it does for GPU g (grants, drops) changes only g's clients
+  // and never who requests, so a later GPU's list is what waiters() would
+  // have given then.
+  void all_waiters() {
+    waiters_.clear();
+    for (auto& [id, c] : clients_)
+      if (c.requesting && c.gpu) waiters_.push_back(&c);
+    std::sort(waiters_.begin(), waiters_.end(), [](const Client* a, const Client* b) {
+      return *a->gpu != *b->gpu ? *a->gpu < *b->gpu : a->request_seq < b->request_seq;
+    });
+    waiters_at_.assign(gpus_.size() + 1, waiters_.size());
+    for (std::size_t k = waiters_.size(); k-- > 0;) waiters_at_[*waiters_[k]->gpu] = k;
+    for (std::size_t g = gpus_.size(); g-- > 0;) waiters_at_[g] = std::min(waiters_at_[g], waiters_at_[g + 1]);
+  }
+
   // memory-aware: after a holder grows, drop the newest holders (never the
   // last one) until the running set fits again.
   void shed_overflow(GpuIndex g, Decisions& out) {
@@ -610,6 +630,9 @@ class Policy final : public GpuPolicy {
       }
     }
 
+    all_waiters();
+    // Whether step 4 can want a timer: a quantum, or a compute limit.
+    const bool timers = (on_ && !mode_off_) || f_.compute_limit;
     for (GpuIndex g = 0; g < gpus_.size(); ++g) {
       // 2. Time quantum.
       if (on_ && !mode_off_) {
@@ -623,7 +646,7 @@ class Policy final : public GpuPolicy {
 
       // 3. Grants. Limited clients on a GPU run one at a time (see
       // limited_busy()); the others as the policy says.
-      auto w = waiters(g);
+      const std::span<Client* const> w(waiters_.data() + waiters_at_[g], waiters_at_[g + 1] - waiters_at_[g]);
       if (off) {
         for (Client* c : w)
           if (!c->throttled && !limited_busy(g, *c) && admit(g, *c, out)) grant(*c, now, out);
@@ -679,6 +702,7 @@ class Policy final : public GpuPolicy {
 
       // 4. Timers.
       for (auto& [id, c] : clients_) {
+        if (!timers) break;
         if (c.gpu != g || !c.granted || c.dropped) continue;
         if (on_ && !mode_off_) want(c.granted_at_ns + tq_ns_);
         if (limited(c)) {
@@ -759,6 +783,10 @@ class Policy final : public GpuPolicy {
   config::GpuConfig cfg_;
   std::vector<GpuCapacity> gpus_;
   std::map<ClientId, Client> clients_;
+  // scratch of accrue() and evaluate() (all_waiters()), kept to reuse their memory
+  std::vector<std::size_t> holders_;
+  std::vector<Client*> waiters_;
+  std::vector<std::size_t> waiters_at_;
   std::uint64_t tq_ns_ = 0;
   bool on_ = false;
   bool mode_off_ = false;

@@ -148,12 +148,12 @@ struct Gpu {
   double vt = 0, share = 0;
   std::uint64_t sm_pct_sum = 0;  // the sm_pct of the kernels in `active`
   double load = 1.0, rate = 1.0;  // GpuSim::refresh_rate() of them
-  double inv_load = 1.0;
+  double inv_load = 1.0, inv_rate = 1.0;
   // refresh_rate()'s memo of load and rate by sm_pct_sum (> 100), direct
   // mapped (sum % kRateMemo; 7 is prime, so sums of 100s spread)
   struct RateMemo {
     std::uint64_t sum = 0;  // 0: empty
-    double load = 1.0, rate = 1.0, inv_load = 1.0;
+    double load = 1.0, rate = 1.0, inv_load = 1.0, inv_rate = 1.0;
   };
   static constexpr std::size_t kRateMemo = 7;
   std::array<RateMemo, kRateMemo> rate_memo{};
@@ -435,7 +435,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     j.gpu = g;
     gpus_[g].set_contexts(gpus_[g].contexts + 1);
     lru_link(i);
-    make_room(g, 0, std::nullopt);
+    make_room(g, 0, kNoJob);
   }
 
   // Job i's resident bytes become `bytes` (it is placed): its GPU's total follows.
@@ -496,8 +496,9 @@ class GpuSim final : public GpuSimulation, public EventHandler {
   }
 
   // Evicts LRU pages (other jobs first by last touch; `self` last) until
-  // `need` more bytes fit; returns how many bytes may be added.
-  std::uint64_t make_room(std::uint32_t g, std::uint64_t need, std::optional<std::size_t> self) {
+  // `need` more bytes fit; returns how many bytes may be added. `self`:
+  // the job that needs them, or kNoJob.
+  std::uint64_t make_room(std::uint32_t g, std::uint64_t need, std::size_t self) {
     Gpu& G = gpus_[g];
     const std::uint64_t cap = G.capacity;
     if (G.resident + need <= cap) return need;
@@ -690,6 +691,11 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     const std::uint64_t missing = j.ws > j.resident ? j.ws - j.resident : 0;
     const std::uint64_t fault = std::min(j.slice, missing);
     double fault_ns = 0;
+    // Touched first: make_room() passes over job i wherever it is in the
+    // list, so the other jobs' order, and what it evicts, are the same;
+    // with i at the tail its walk does not step over it at the head (the
+    // kernel that finishes first started first: its job was the LRU).
+    touch(i, now);
     if (fault > 0) {
       const std::uint64_t room = make_room(g, fault, i);
       set_resident(G, j, std::min(j.ws, j.resident + room));
@@ -701,7 +707,6 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       }
       fault_ns = j.memo_fault_ns;
     }
-    touch(i, now);
     j.in_service = true;
     const Gpu::InService k{i, G.vt + static_cast<double>(j.spec.kernel_ns) + fault_ns, G.share, j.spec.sm_pct};
     G.active.push_back(k);
@@ -737,6 +742,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       G.load = 1.0;
       G.rate = 1.0;
       G.inv_load = 1.0;
+      G.inv_rate = 1.0;
       return;
     }
     Gpu::RateMemo& m = G.rate_memo[G.sm_pct_sum % Gpu::kRateMemo];
@@ -745,10 +751,12 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       m.load = static_cast<double>(G.sm_pct_sum) / 100.0;
       m.rate = 1.0 / (m.load * G.spec.corun_interference_pct / 100.0);
       m.inv_load = 1.0 / m.load;
+      m.inv_rate = m.load * G.spec.corun_interference_pct / 100.0;
     }
     G.load = m.load;
     G.inv_load = m.inv_load;
     G.rate = G.active.size() <= 1 ? 1.0 : m.rate;
+    G.inv_rate = G.active.size() <= 1 ? 1.0 : m.inv_rate;
   }
   static double load(const Gpu& G) { return G.load; }
   static double rate(const Gpu& G) { return G.rate; }
@@ -776,10 +784,13 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       G.done_event = EventId{};
       return;
     }
+    // The soonest kernel's solo work left, times the slowdown (1 / rate, kept with
+    // the rate): a multiplication, where a division by the rate was the
+    // costliest instruction of a `none` event.
     double m = G.active.front().finish_vt;
     for (const Gpu::InService& k : G.active) m = std::min(m, k.finish_vt);
     m -= G.vt;
-    const auto at = now + static_cast<std::uint64_t>(std::max(0.0, std::ceil(m / rate(G))));
+    const auto at = now + static_cast<std::uint64_t>(std::max(0.0, std::ceil(m * G.inv_rate)));
     if (G.done_event.valid() && sim_.is_pending(G.done_event) && G.done_at == at) return;
     if (G.done_event.valid()) sim_.cancel(G.done_event);
     G.done_event = sim_.schedule(Time::from_ns(at), this, kKernelDone, g);
