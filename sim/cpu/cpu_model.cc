@@ -173,6 +173,7 @@ void CpuModel::start_task(std::uint32_t id, bool fork, int parent_cpu, std::opti
   t.state = TaskState::kRunnable;
   t.runnable_since = runnable_since.value_or(sim_.now());
   procs_[id].woken = true;
+  procs_[id].woken_at = t.runnable_since;
   if (log_) log_->wakeups.push_back({t.pid, 0, sim_.now().ns(), true});
   const int cpu = cls_.select_cpu(t, parent_cpu < 0 ? 0 : parent_cpu, kWakeFork);
   t.cpu = cpu;
@@ -204,6 +205,7 @@ CpuModel::Next CpuModel::advance(Task& t) {
     if (p.stack.empty()) {
       // do_exit runs in the exiting task: CPU work charged to its cgroup
       // before it is gone and its waiting parent wakes.
+      if (!p.exit_paid) p.exit_began = sim_.now();
       if (machine_.exit_cost_ns == 0 || p.exit_paid) return Next::kExit;
       p.exit_paid = true;
       p.in_kernel = true;
@@ -377,6 +379,7 @@ void CpuModel::do_wake(Task& t, int sync_cpu) {
   const bool sync = sync_cpu != kNoCpu;
   t.runnable_since = sim_.now();
   procs_[t.id].woken = true;
+  procs_[t.id].woken_at = sim_.now();
   if (log_) log_->wakeups.push_back({t.pid, static_cast<std::uint32_t>(t.cpu < 0 ? 0 : t.cpu), sim_.now().ns(), false});
   if (machine_.wakeup_overhead_ns > 0 && !sync) {
     sim_.schedule_in(Time::from_ns(machine_.wakeup_overhead_ns), this, kEnqueue, t.id);
@@ -633,8 +636,9 @@ void CpuModel::dispatch(int cpu, Task* prev) {
   p.last_cpu = cpu;
   if (p.background) p.woken = false;
   if (p.woken) {
-    cg_[t.cgroup].wakeup.add(waited);
-    wakeup_all_.add(waited);
+    const std::uint64_t sample = (start - p.woken_at).ns();
+    cg_[t.cgroup].wakeup.add(sample);
+    wakeup_all_.add(sample);
     p.woken = false;
   }
   t.state = TaskState::kRunning;
@@ -699,6 +703,8 @@ void CpuModel::exit_task(Task& t) {
     if (parent.live_children == 0 && parent.waiting && pt.state == TaskState::kBlocked) {
       parent.waiting = false;
       do_wake(pt, t.cpu < 0 ? 0 : t.cpu);
+      // the player's sample: from the child's timestamp before _exit
+      parent.woken_at = p.exit_began;
     }
   }
   // Orphans are not reparented to init: nobody waits for them.

@@ -180,6 +180,11 @@ class CpuModel final : public SchedContext, public EventHandler {
     std::uint32_t live_children = 0;
     bool waiting = false;
     bool woken = false;             // became runnable by a wakeup or fork (latency sample pending)
+    // the pending sample's start: when it became runnable, or for a parent
+    // woken by its last child's exit, when that child's last op ended (the
+    // player's reference: the child's timestamp just before _exit, so the
+    // sample holds the exit's teardown, machine.exit_cost_ns)
+    Time woken_at;
     std::uint64_t mem_bytes = 0;
     std::optional<Time> tool_start;
     RandomStream rng;
@@ -192,6 +197,7 @@ class CpuModel final : public SchedContext, public EventHandler {
     bool fork_paid = false;
     // machine.exit_cost_ns: the exit's work has been run (advance() exits it next)
     bool exit_paid = false;
+    Time exit_began;  // when its last op ended (its exit's work began)
     // machine.fork_child_ns: a forked child whose start work is still to run
     bool child_work = false;
     // the work it runs now is a system call's in the kernel (a fork's

@@ -630,7 +630,11 @@ TEST(ExtCost, ChargedOnlyUnderSchedExt) {
 // /p forks a 1 ms child into /c and waits for it, 20 times: /c is charged
 // 20 x (1 + 3) ms and /p nothing of it; the parent's 20 waits each last at
 // least the child's run plus its exit, where without the cost /c has only
-// the children's runs. An explicit exit op pays it too. machine.fork_after_ns
+// the children's runs. A wait's wakeup sample counts from the child's last
+// op, as the player's does (the child's timestamp just before _exit), so it
+// holds the exit's 3 ms: the parent's 20 wait samples are >= 3 ms with the
+// cost and its 20 io samples are not; without the cost none is.
+// An explicit exit op pays it too. machine.fork_after_ns
 // (the forker's copy-on-write work once the child exists) is the forker's
 // and does not delay the child's start.
 TEST(ExitCost, ChargedToTheExitingTaskBeforeItsParentWakes) {
@@ -657,6 +661,13 @@ TEST(ExitCost, ChargedToTheExitingTaskBeforeItsParentWakes) {
     // each round: fork, >= 4 ms waiting for the child's run and exit, 5 ms io
     EXPECT_GE(cost["duration_ns"].get<std::uint64_t>(), 20 * (4 + 5) * kMs);
     EXPECT_LT(free["duration_ns"].get<std::uint64_t>(), 20 * (4 + 5) * kMs);
+    // /p's samples: its start, 20 io wakeups, 20 waits (the exit's 3 ms in each)
+    const auto& wl = cost["cgroups"]["/p"]["wakeup_latency_ns"];
+    EXPECT_EQ(wl["count"].get<std::uint64_t>(), 41u);
+    EXPECT_LT(wl["p50"].get<std::uint64_t>(), 1 * kMs);
+    EXPECT_GE(wl["p90"].get<std::uint64_t>(), 3 * kMs);
+    EXPECT_LT(wl["max"].get<std::uint64_t>(), 4 * kMs);
+    EXPECT_LT(free["cgroups"]["/p"]["wakeup_latency_ns"]["max"].get<std::uint64_t>(), 1 * kMs);
   }
   // fork_after_ns: the forker's, after the child exists: /p pays it per
   // fork, the child starts at once on the idle CPU (new-task latency below

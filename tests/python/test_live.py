@@ -72,10 +72,13 @@ def test_collect_compare_keeps_the_recordings(tmp_path: Path) -> None:
     (rec / "cyclictest-load" / "recording" / "meta.json").write_text('{"complete": true}\n')
     (rec / "cyclictest-load" / "bench.txt").write_text("cyclictest_load_p99_us 70\n")
     (rec / "fork-storm" / "recording").mkdir(parents=True)  # the recorder failed: no meta.json
+    (rec / "agent" / "recording").mkdir(parents=True)  # the agent trace played under EEVDF
+    (rec / "agent" / "recording" / "meta.json").write_text('{"complete": true}\n')
     summary = live.collect_compare(tmp_path / "vm", tmp_path / "out", ["fork-storm"], ["eevdf", "agentcg"])
     got = tmp_path / "out" / "recordings"
     assert (got / "cyclictest-load" / "recording" / "meta.json").exists()
     assert (got / "cyclictest-load" / "bench.txt").read_text() == "cyclictest_load_p99_us 70\n"
+    assert (got / "agent" / "recording" / "meta.json").exists()
     assert not (got / "fork-storm").exists() and not (got / "cyclictest-storm").exists()
     assert "recordings/fork-storm" in summary["missing"] and "recordings/cyclictest-storm" not in summary["missing"]
 

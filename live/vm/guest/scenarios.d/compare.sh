@@ -124,27 +124,30 @@ compare_record() {
 		[ $rc -eq 0 ] && ok=$((ok + 1))
 	done
 	rmcg rb/batch rb/storm rb/victim rb
-	# the bundled fork storm, played as the eevdf pass plays it, for 10 s
-	# (or live compare's --duration for it): fidelity reads the forker's and
-	# its children's CPU per fork from it (machine fork_after_ns,
-	# fork_child_ns, exit_cost_ns)
-	if [ -f /traces/fork-storm.json ]; then
-		d=$r/fork-storm
+	# the bundled fork storm and agent traces, played as the eevdf pass
+	# plays them, for 10 s (or live compare's --duration for them):
+	# fidelity reads the forker's and its children's CPU per fork from the
+	# storm (machine fork_after_ns, fork_child_ns, exit_cost_ns); the agent
+	# recording shows what its wakeups wait for under EEVDF
+	for t in fork-storm agent; do
+		if [ ! -f /traces/$t.json ]; then
+			ok=$((ok + 1))
+			continue
+		fi
+		d=$r/$t
 		mkdir -p $d
-		dur=${COMPARE_DURATION_fork_storm:-10s}
+		eval "dur=\${COMPARE_DURATION_$(echo $t | tr - _):-10s}"
 		[ "$dur" = - ] && dur=10s
-		agentcg-record -o $d/recording --interval-ms 100 --buffer-kb 16384 -- agentcg-player /traces/fork-storm.json \
+		agentcg-record -o $d/recording --interval-ms 100 --buffer-kb 16384 -- agentcg-player /traces/$t.json \
 			-o $d/results.json --label eevdf --seed 1 --mem-scale ${COMPARE_MEM_SCALE:-0.25} --duration $dur \
 			--cgroup-root $CG/agentcg-player > $d/record.log 2>&1
 		rc=$?
 		lost=$(awk -F': ' '/"lost_events"/ { gsub(/[^0-9]/, "", $2); print $2 }' $d/recording/meta.json 2>/dev/null)
-		data compare record fork-storm rc=$rc lost_events=${lost:-?}
+		data compare record $t rc=$rc lost_events=${lost:-?}
 		[ $rc -eq 0 ] && ok=$((ok + 1))
-	else
-		ok=$((ok + 1))
-	fi
+	done
 	stop_daemon
-	[ $ok -eq 3 ]
+	[ $ok -eq 4 ]
 }
 
 compare_one() { # scheduler [repetition]
