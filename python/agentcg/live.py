@@ -294,9 +294,10 @@ RECORDED_BENCHES = {"cyclictest-load": ("/rb", "/rb/victim", "cyclictest_load"),
 # (DEST/recordings/fork-storm/recording): what a fork costs the forker and
 # its child (fidelity.fork_costs_from_recording).
 STORM_RECORDING = "fork-storm"
-# ... and the bundled agent trace, played the same way
-# (DEST/recordings/agent/recording): what its wakeups wait for under EEVDF.
-AGENT_RECORDING = "agent"
+# ... and the bundled agent trace, played the same way under EEVDF
+# (DEST/recordings/agent/recording) and then under agentcg
+# (DEST/recordings/agent-agentcg/recording): what its wakeups wait for.
+AGENT_RECORDINGS = ("agent", "agent-agentcg")
 
 
 def collect_compare(vm_out: Path, dest: Path, traces: Sequence[str],
@@ -336,7 +337,7 @@ def collect_compare(vm_out: Path, dest: Path, traces: Sequence[str],
                 (dest / "logs").mkdir(exist_ok=True)
                 shutil.copyfile(src / "agentcgroupd.log",
                                 dest / "logs" / (f"agentcgroupd-{s}" + (f"-rep-{rep}" if rep else "") + ".log"))
-    for sc in (*RECORDED_BENCHES, STORM_RECORDING, AGENT_RECORDING):  # compare_record's recordings (COMPARE_RECORD)
+    for sc in (*RECORDED_BENCHES, STORM_RECORDING, *AGENT_RECORDINGS):  # compare_record's recordings (COMPARE_RECORD)
         rec = vm_out / "compare" / "recordings" / sc
         if (rec / "recording" / "meta.json").exists():
             shutil.rmtree(dest / "recordings" / sc, ignore_errors=True)
@@ -485,9 +486,10 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
     """`agentcg live compare`: one boot, every scheduler `repeat` times, the table.
 
     `record` (with benchmarks): after the passes, the cyclictest benchmarks
-    once more and the bundled fork storm and agent traces under EEVDF,
-    recorded by agentcg-record (RECORDED_BENCHES, STORM_RECORDING,
-    AGENT_RECORDING), for `agentcg fidelity`.
+    once more and the bundled fork storm and agent traces under EEVDF
+    (the agent trace under agentcg too), recorded by agentcg-record
+    (RECORDED_BENCHES, STORM_RECORDING, AGENT_RECORDINGS), for `agentcg
+    fidelity`.
 
     `config`: a YAML file added to agentcgroupd's config in every pass (a
     `scheduler:` section tunes the flatcg/agentcg passes); see

@@ -16,8 +16,9 @@
 #   COMPARE_MEM_SCALE (0.25)  COMPARE_BENCH_S (8; 0 = no benchmarks)
 #   COMPARE_DAEMON_YAML (optional: YAML added to agentcgroupd's config in
 #     every pass, `live compare --config`; checked on the host first)
-#   COMPARE_RECORD (1: after the passes, record the cyclictest benchmarks
-#     and the fork storm under EEVDF with agentcg-record: compare_record)
+#   COMPARE_RECORD (1: after the passes, record the cyclictest benchmarks,
+#     the fork storm and the agent trace under EEVDF, and the agent trace
+#     under agentcg, with agentcg-record: compare_record)
 #   COMPARE_RUNS (optional: scheduler:repetition,... in the order to run,
 #     e.g. eevdf:1,agentcg:1,agentcg:2,eevdf:2 -> /out/compare/<scheduler>/
 #     rep-<n>/; the player's --seed is the repetition; without it each of
@@ -128,7 +129,8 @@ compare_record() {
 	# plays them, for 10 s (or live compare's --duration for them):
 	# fidelity reads the forker's and its children's CPU per fork from the
 	# storm (machine fork_after_ns, fork_child_ns, exit_cost_ns); the agent
-	# recording shows what its wakeups wait for under EEVDF
+	# recording shows what its wakeups wait for under EEVDF (and, below,
+	# under agentcg)
 	for t in fork-storm agent; do
 		if [ ! -f /traces/$t.json ]; then
 			ok=$((ok + 1))
@@ -147,7 +149,29 @@ compare_record() {
 		[ $rc -eq 0 ] && ok=$((ok + 1))
 	done
 	stop_daemon
-	[ $ok -eq 4 ]
+	# the agent trace once more under agentcg (recordings/agent-agentcg):
+	# its wakeups beside EEVDF's, in the same boot
+	if [ -f /traces/agent.json ]; then
+		d=$r/agent-agentcg
+		mkdir -p $d
+		eval "dur=\${COMPARE_DURATION_agent:-10s}"
+		[ "$dur" = - ] && dur=10s
+		if start_daemon agentcg; then
+			agentcg-record -o $d/recording --interval-ms 100 --buffer-kb 16384 -- agentcg-player /traces/agent.json \
+				-o $d/results.json --label agentcg --seed 1 --mem-scale ${COMPARE_MEM_SCALE:-0.25} --duration $dur \
+				--cgroup-root $CG/agentcg-player > $d/record.log 2>&1
+			rc=$?
+			stop_daemon
+		else
+			rc=1
+		fi
+		lost=$(awk -F': ' '/"lost_events"/ { gsub(/[^0-9]/, "", $2); print $2 }' $d/recording/meta.json 2>/dev/null)
+		data compare record agent-agentcg rc=$rc lost_events=${lost:-?}
+		[ $rc -eq 0 ] && ok=$((ok + 1))
+	else
+		ok=$((ok + 1))
+	fi
+	[ $ok -eq 5 ]
 }
 
 compare_one() { # scheduler [repetition]
