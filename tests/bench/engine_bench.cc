@@ -12,7 +12,8 @@
 //    fork-storm mix, CFS and agentcg) reporting the speed-up over simulated
 //    time (target: >= 30x).
 //  - BM_GpuSim: the GPU model's cost per event under each GPU policy
-//    (target: within 2x of nvshare's), and per simulated kernel.
+//    (target: within 2x of nvshare's), and per simulated kernel;
+//    BM_GpuSim4k the same at 4x the iterations (the run's fixed part out).
 #include <benchmark/benchmark.h>
 
 #include <functional>
@@ -159,9 +160,13 @@ BENCHMARK_CAPTURE(BM_CpuSim, agentcg, std::string("agentcg"))->Unit(benchmark::k
 // `none` and `compute-limit`, where a GPU's 8 jobs co-run; nvshare and
 // memory-aware run one job per GPU at a time). Issue 21's target: every
 // policy within 2x of nvshare's ns_per_event.
-void BM_GpuSim(benchmark::State& state, const std::string& policy) {
+// BM_GpuSim4k: the same trace at 4,000 iterations per job, so that the
+// difference between the two runs, (time 4k - time 1k) / (events 4k -
+// events 1k), is the cost of an event with the run's fixed part (trace
+// section, policy set-up, results) taken out.
+void gpu_sim(benchmark::State& state, const std::string& policy, const char* iterations) {
   const auto trace = agentcg::trace::generate(
-      "gpu-oversub", 1, {{"gpus", "8"}, {"jobs", "64"}, {"job-mem-gb", "12"}, {"gpu-mem-gb", "16"}, {"iterations", "1000"}});
+      "gpu-oversub", 1, {{"gpus", "8"}, {"jobs", "64"}, {"job-mem-gb", "12"}, {"gpu-mem-gb", "16"}, {"iterations", iterations}});
   agentcg::sim::RunOptions o;
   o.gpu_policy = policy;
   double events = 0, kernels = 0;
@@ -179,10 +184,16 @@ void BM_GpuSim(benchmark::State& state, const std::string& policy) {
   state.counters["ns_per_kernel"] = benchmark::Counter(kernels * static_cast<double>(state.iterations()),
                                                        benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
+void BM_GpuSim(benchmark::State& state, const std::string& policy) { gpu_sim(state, policy, "1000"); }
+void BM_GpuSim4k(benchmark::State& state, const std::string& policy) { gpu_sim(state, policy, "4000"); }
 BENCHMARK_CAPTURE(BM_GpuSim, nvshare, std::string("nvshare"))->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK_CAPTURE(BM_GpuSim, none, std::string("none"))->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK_CAPTURE(BM_GpuSim, memory_aware, std::string("memory-aware"))->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK_CAPTURE(BM_GpuSim, compute_limit, std::string("compute-limit"))->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_GpuSim4k, nvshare, std::string("nvshare"))->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_GpuSim4k, none, std::string("none"))->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_GpuSim4k, memory_aware, std::string("memory-aware"))->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_GpuSim4k, compute_limit, std::string("compute-limit"))->Unit(benchmark::kMillisecond)->Iterations(3);
 
 
 // The eevdf model against cfs on long queues (the model keeps V as running
