@@ -701,16 +701,7 @@ class Policy final : public GpuPolicy {
       }
 
       // 4. Timers.
-      for (auto& [id, c] : clients_) {
-        if (!timers) break;
-        if (c.gpu != g || !c.granted || c.dropped) continue;
-        if (on_ && !mode_off_) want(c.granted_at_ns + tq_ns_);
-        if (limited(c)) {
-          const std::uint64_t q = quota_ns(c);
-          const std::uint64_t used = c.used_ns + c.tail_estimate_ns;
-          if (used < q) want(now + (q - used) * holders(g));
-        }
-      }
+      if (timers) want_timers(g, now, want);
     }
     if (f_.compute_limit) {
       bool any = false;
@@ -719,6 +710,21 @@ class Policy final : public GpuPolicy {
     }
     if (next && *next <= now) next = now + 1;
     out.next_tick_ns = next;
+  }
+
+  // evaluate()'s step 4 for GPU g: each holder's quantum end, and when a
+  // limited holder's quota runs out at the GPU's current sharing.
+  template <typename Want>
+  void want_timers(GpuIndex g, std::uint64_t now, Want& want) const {
+    for (const auto& [id, c] : clients_) {
+      if (c.gpu != g || !c.granted || c.dropped) continue;
+      if (on_ && !mode_off_) want(c.granted_at_ns + tq_ns_);
+      if (limited(c)) {
+        const std::uint64_t q = quota_ns(c);
+        const std::uint64_t used = c.used_ns + c.tail_estimate_ns;
+        if (used < q) want(now + (q - used) * holders(g));
+      }
+    }
   }
 
   // Forced switch (memory-aware GPU design §3, fixed): when the oldest waiter does
