@@ -69,6 +69,13 @@ def test_agreement_counts_matching_verdicts() -> None:
     assert "1 of 4 (25 %); on held-out scenarios: 1 of 4 (25 %)" in text
     # where the live side calls a difference (p50, p99, both shares): 1 of 4; /a alone is not decisive in sim
     assert fidelity.decisive_rate(rows) == (1, 4)
+    # a recorded benchmark among the scenarios (all 4 of its rows agree):
+    # the rates over the traces alone leave it out
+    bench = [dict(r, scenario="bench", agree=True) for r in rows]
+    text = fidelity.format_agreement(rows + bench, held_out=["x", "bench"], benches=["bench"])
+    assert "on held-out scenarios: 5 of 8 (62 %). Over the traces, the recorded benchmarks apart: 1 of 4 (25 %); " \
+           "held out: 1 of 4 (25 %)." in text
+    assert "Over the traces" not in fidelity.format_agreement(rows, held_out=["x"], benches=["bench"])
 
 
 def test_pairwise_agreement_ranks_every_pair() -> None:
@@ -91,6 +98,9 @@ def test_pairwise_agreement_ranks_every_pair() -> None:
     assert fidelity.ranking_rate(rows) == (3, 4)
     text = fidelity.format_pairwise(rows, held_out=["x"])
     assert "agentcg vs flatcg 3 of 4 (75 %)" in text and "3 of 4 (75 %), held out 3 of 4 (75 %)." in text
+    bench = [dict(r, scenario="bench", agree=False) for r in rows]
+    text = fidelity.format_pairwise(rows + bench, held_out=["x", "bench"], benches=["bench"])
+    assert "held out 11 of 24 (46 %) (over the held-out traces, the recorded benchmarks apart: 11 of 12 (92 %))" in text
 
 
 def test_agreement_needs_three_repetitions_and_tool_rows() -> None:
