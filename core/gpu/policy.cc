@@ -561,22 +561,12 @@ class Policy final : public GpuPolicy {
     return false;
   }
 
-  // Waiting requests on g in FIFO order.
-  std::vector<Client*> waiters(GpuIndex g) {
-    std::vector<Client*> w;
-    for (auto& [id, c] : clients_)
-      if (c.requesting && c.gpu == g) w.push_back(&c);
-    std::sort(w.begin(), w.end(),
-              [](const Client* a, const Client* b) { return a->request_seq < b->request_seq; });
-    return w;
-  }
-
-  // waiters(g) of every GPU at once, in waiters_ (by GPU, then FIFO), with
-  // GPU g's in [waiters_at_[g], waiters_at_[g + 1]): one pass over the
-  // clients instead of one per GPU. evaluate() takes them before its GPU
-  // loop; what it does for GPU g (grants, drops) changes only g's clients
-  // and never who requests, so a later GPU's list is what waiters() would
-  // have given then.
+  // The waiting requests of every GPU, in waiters_ (by GPU, then FIFO),
+  // with GPU g's in [waiters_at_[g], waiters_at_[g + 1]) (waiters()): one
+  // pass over the clients instead of one per GPU. evaluate() takes them
+  // before its GPU loop; what it does for GPU g (drops, grants) changes
+  // only g's clients and never who requests, so a later GPU's list is the
+  // one a fresh pass would give then.
   void all_waiters() {
     waiters_.clear();
     for (auto& [id, c] : clients_)
@@ -587,6 +577,11 @@ class Policy final : public GpuPolicy {
     waiters_at_.assign(gpus_.size() + 1, waiters_.size());
     for (std::size_t k = waiters_.size(); k-- > 0;) waiters_at_[*waiters_[k]->gpu] = k;
     for (std::size_t g = gpus_.size(); g-- > 0;) waiters_at_[g] = std::min(waiters_at_[g], waiters_at_[g + 1]);
+  }
+
+  // Waiting requests on g in FIFO order, as all_waiters() took them.
+  std::span<Client* const> waiters(GpuIndex g) const {
+    return {waiters_.data() + waiters_at_[g], waiters_at_[g + 1] - waiters_at_[g]};
   }
 
   // memory-aware: after a holder grows, drop the newest holders (never the
@@ -646,7 +641,7 @@ class Policy final : public GpuPolicy {
 
       // 3. Grants. Limited clients on a GPU run one at a time (see
       // limited_busy()); the others as the policy says.
-      const std::span<Client* const> w(waiters_.data() + waiters_at_[g], waiters_at_[g + 1] - waiters_at_[g]);
+      const std::span<Client* const> w = waiters(g);
       if (off) {
         for (Client* c : w)
           if (!c->throttled && !limited_busy(g, *c) && admit(g, *c, out)) grant(*c, now, out);
