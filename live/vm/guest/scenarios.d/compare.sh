@@ -82,6 +82,25 @@ compare_bench() { # out_dir
 	rmcg bench batch storm victim
 }
 
+# record_played TRACE NAME LABEL: /traces/TRACE.json played by
+# agentcg-player under agentcg-record with whatever scheduler runs now ->
+# /out/compare/recordings/NAME/{recording,results.json,record.log}; 0 when
+# it recorded (or the trace is not in the initramfs: nothing to record).
+record_played() {
+	[ -f /traces/$1.json ] || return 0
+	d=/out/compare/recordings/$2
+	mkdir -p $d
+	eval "dur=\${COMPARE_DURATION_$(echo $1 | tr - _):-10s}"
+	[ "$dur" = - ] && dur=10s
+	agentcg-record -o $d/recording --interval-ms 100 --buffer-kb 16384 -- agentcg-player /traces/$1.json \
+		-o $d/results.json --label $3 --seed 1 --mem-scale ${COMPARE_MEM_SCALE:-0.25} --duration $dur \
+		--cgroup-root $CG/agentcg-player > $d/record.log 2>&1
+	rc=$?
+	lost=$(awk -F': ' '/"lost_events"/ { gsub(/[^0-9]/, "", $2); print $2 }' $d/recording/meta.json 2>/dev/null)
+	data compare record $2 rc=$rc lost_events=${lost:-?}
+	return $rc
+}
+
 # compare_record: the two cyclictest benchmarks once more under the
 # kernel's EEVDF (agentcgroupd in mode none, as in the eevdf pass), recorded
 # by agentcg-record, so that `agentcg fidelity` replays what ran in the
@@ -91,8 +110,10 @@ compare_bench() { # out_dir
 # init. -> /out/compare/recordings/cyclictest-{load,storm}/recording, and
 # the recorded run's own figures in bench.txt beside it (the recorder's
 # CPU disturbs them: fidelity reads the unrecorded passes' figures); then
-# the bundled fork storm played by agentcg-player under agentcg-record
-# (recordings/fork-storm: what one fork costs the forker and its child).
+# the bundled fork storm and agent traces played by agentcg-player under
+# agentcg-record (record_played: recordings/fork-storm, what one fork
+# costs the forker and its child; recordings/agent), and the agent trace
+# again under agentcg (recordings/agent-agentcg).
 compare_record() {
 	command -v agentcg-record > /dev/null || { data compare record error "agentcg-record not in the initramfs"; return 1; }
 	b=${COMPARE_BENCH_S:-8} r=/out/compare/recordings
@@ -129,47 +150,19 @@ compare_record() {
 	# plays them, for 10 s (or live compare's --duration for them):
 	# fidelity reads the forker's and its children's CPU per fork from the
 	# storm (machine fork_after_ns, fork_child_ns, exit_cost_ns); the agent
-	# recording shows what its wakeups wait for under EEVDF (and, below,
-	# under agentcg)
+	# recording shows what its wakeups wait for under EEVDF, and once more
+	# under agentcg (recordings/agent-agentcg) beside it, in the same boot
 	for t in fork-storm agent; do
-		if [ ! -f /traces/$t.json ]; then
-			ok=$((ok + 1))
-			continue
-		fi
-		d=$r/$t
-		mkdir -p $d
-		eval "dur=\${COMPARE_DURATION_$(echo $t | tr - _):-10s}"
-		[ "$dur" = - ] && dur=10s
-		agentcg-record -o $d/recording --interval-ms 100 --buffer-kb 16384 -- agentcg-player /traces/$t.json \
-			-o $d/results.json --label eevdf --seed 1 --mem-scale ${COMPARE_MEM_SCALE:-0.25} --duration $dur \
-			--cgroup-root $CG/agentcg-player > $d/record.log 2>&1
-		rc=$?
-		lost=$(awk -F': ' '/"lost_events"/ { gsub(/[^0-9]/, "", $2); print $2 }' $d/recording/meta.json 2>/dev/null)
-		data compare record $t rc=$rc lost_events=${lost:-?}
-		[ $rc -eq 0 ] && ok=$((ok + 1))
+		record_played $t $t eevdf && ok=$((ok + 1))
 	done
 	stop_daemon
-	# the agent trace once more under agentcg (recordings/agent-agentcg):
-	# its wakeups beside EEVDF's, in the same boot
-	if [ -f /traces/agent.json ]; then
-		d=$r/agent-agentcg
-		mkdir -p $d
-		eval "dur=\${COMPARE_DURATION_agent:-10s}"
-		[ "$dur" = - ] && dur=10s
-		if start_daemon agentcg; then
-			agentcg-record -o $d/recording --interval-ms 100 --buffer-kb 16384 -- agentcg-player /traces/agent.json \
-				-o $d/results.json --label agentcg --seed 1 --mem-scale ${COMPARE_MEM_SCALE:-0.25} --duration $dur \
-				--cgroup-root $CG/agentcg-player > $d/record.log 2>&1
-			rc=$?
-			stop_daemon
-		else
-			rc=1
-		fi
-		lost=$(awk -F': ' '/"lost_events"/ { gsub(/[^0-9]/, "", $2); print $2 }' $d/recording/meta.json 2>/dev/null)
-		data compare record agent-agentcg rc=$rc lost_events=${lost:-?}
-		[ $rc -eq 0 ] && ok=$((ok + 1))
-	else
+	if [ ! -f /traces/agent.json ]; then
 		ok=$((ok + 1))
+	elif start_daemon agentcg; then
+		record_played agent agent-agentcg agentcg && ok=$((ok + 1))
+		stop_daemon
+	else
+		data compare record agent-agentcg rc=1 lost_events=?
 	fi
 	[ $ok -eq 5 ]
 }
