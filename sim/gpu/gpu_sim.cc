@@ -66,7 +66,7 @@ using agentcg::gpu::DecisionKind;
 using agentcg::gpu::Decisions;
 
 constexpr std::uint64_t kChunk = 2ull << 20;  // 2 MB VA blocks (open UVM driver)
-constexpr std::size_t kNoJob = ~std::size_t{0};  // the end of a GPU's LRU list
+constexpr std::uint32_t kNoJob = ~std::uint32_t{0};  // the end of a GPU's LRU list
 
 enum EventKind : std::uint32_t {
   kArrival = 1,
@@ -104,12 +104,6 @@ struct Job {
   std::uint64_t memo_fault = 0;
   double memo_fault_ns = 0;
   bool in_service = false;         // its head kernel is executing (in its GPU's `active`)
-  std::uint64_t resident = 0;      // bytes on its GPU (set_resident keeps the GPU's total)
-  std::uint64_t last_touch = 0;
-  // the GPU's LRU list (linked from place() until finish(), or until its
-  // last resident byte is evicted; a touch links it again)
-  std::size_t lru_prev = kNoJob, lru_next = kNoJob;
-  bool in_lru = false;
   std::uint64_t host_started = 0;
   // stats
   std::uint64_t start_ns = 0;
@@ -126,12 +120,26 @@ struct Job {
   std::optional<std::uint64_t> logged_resident;
 };
 
+// A job's resident bytes and its place in its GPU's LRU list: what the
+// eviction walk and a kernel start read, kept apart from Job (32 bytes a
+// job, in GpuSim::lru_ by job index: a walk reads a few adjacent lines, not
+// one ~400-byte Job per step; issue 21).
+struct LruNode {
+  std::uint64_t resident = 0;  // bytes on its GPU (set_resident keeps the GPU's total)
+  std::uint64_t last_touch = 0;
+  // linked from place() until finish(), or until its last resident byte is
+  // evicted; a touch links it again
+  std::uint32_t prev = kNoJob, next = kNoJob;
+  std::uint32_t gpu = 0;  // Job::gpu, once placed (its list's GPU)
+  bool linked = false;
+};
+
 struct Gpu {
   GpuSpec spec;
   double demand_ns_per_byte = 0;  // spec.pcie.demand_ns_per_byte(), once
   std::uint64_t contexts = 0;
   std::uint64_t resident = 0;  // sum of its jobs' resident bytes
-  std::size_t lru_head = kNoJob, lru_tail = kNoJob;  // least recently touched first
+  std::uint32_t lru_head = kNoJob, lru_tail = kNoJob;  // least recently touched first
   // Processor sharing in virtual time: `vt` is the solo work (ns) each
   // kernel in service has received, `share` the GPU time (ns) each has had;
   // both advance with real time at rates that depend only on the kernels in
@@ -217,6 +225,10 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       j.limit_pct = j.spec.limit_pct.value_or(100);
       jobs_.push_back(std::move(j));
     }
+    if (jobs_.size() >= kNoJob)
+      throw std::invalid_argument("the trace has " + std::to_string(jobs_.size()) + " GPU jobs; at most " +
+                                  std::to_string(kNoJob - 1) + " are supported");
+    lru_.resize(jobs_.size());
     if (log_) {
       log_->nr_gpus = static_cast<std::uint32_t>(gpus_.size());
       log_->gpu_jobs.clear();
@@ -401,7 +413,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     for (std::size_t i = 0; i < jobs_.size(); ++i) {
       Job& j = jobs_[i];
       if (!j.gpu) continue;
-      const std::uint64_t bytes = j.resident;
+      const std::uint64_t bytes = lru_[i].resident;
       const std::uint64_t step = std::max<std::uint64_t>(1, gpus_[*j.gpu].spec.memory_bytes / 256);
       const std::uint64_t last = j.logged_resident.value_or(~0ull);
       const bool moved = !j.logged_resident || (bytes == 0) != (last == 0) ||
@@ -433,85 +445,87 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     Job& j = jobs_[i];
     if (j.gpu) return;
     j.gpu = g;
+    lru_[i].gpu = g;
     gpus_[g].set_contexts(gpus_[g].contexts + 1);
     lru_link(i);
     make_room(g, 0, kNoJob);
   }
 
   // Job i's resident bytes become `bytes` (it is placed): its GPU's total follows.
-  void set_resident(std::size_t i, std::uint64_t bytes) { set_resident(gpus_[*jobs_[i].gpu], jobs_[i], bytes); }
-  // The same where the caller holds the job and its GPU (the eviction walk
-  // and the kernel start: no second lookup of the job's GPU).
-  static void set_resident(Gpu& G, Job& j, std::uint64_t bytes) {
-    G.resident = G.resident - j.resident + bytes;
-    j.resident = bytes;
+  void set_resident(std::size_t i, std::uint64_t bytes) { set_resident(gpus_[lru_[i].gpu], lru_[i], bytes); }
+  // The same where the caller holds the job's node and its GPU (the
+  // eviction walk and the kernel start: no second lookup of the job's GPU).
+  static void set_resident(Gpu& G, LruNode& n, std::uint64_t bytes) {
+    G.resident = G.resident - n.resident + bytes;
+    n.resident = bytes;
   }
 
   // Whether job a comes after job b in LRU order: touched later, or at the
   // same time with a higher index (the order a stable sort by last touch
   // of the jobs in index order gives).
-  bool lru_after(std::size_t a, std::size_t b) const {
-    return jobs_[a].last_touch > jobs_[b].last_touch ||
-           (jobs_[a].last_touch == jobs_[b].last_touch && a > b);
+  bool lru_after(std::uint32_t a, std::uint32_t b) const {
+    return lru_[a].last_touch > lru_[b].last_touch || (lru_[a].last_touch == lru_[b].last_touch && a > b);
   }
 
   // Links placed job i into its GPU's list at its place. Touches move a
   // job to the tail (time only grows), so the walk back passes only the
   // jobs touched at the same instant with a higher index; a job's first
   // link (at place()) may walk the whole list, once.
-  void lru_link(std::size_t i) {
-    Job& j = jobs_[i];
-    Gpu& G = gpus_[*j.gpu];
-    if (j.in_lru) return;
-    std::size_t before = G.lru_tail;
-    while (before != kNoJob && lru_after(before, i)) before = jobs_[before].lru_prev;
-    j.lru_prev = before;
-    j.lru_next = before == kNoJob ? G.lru_head : jobs_[before].lru_next;
-    (before == kNoJob ? G.lru_head : jobs_[before].lru_next) = i;
-    (j.lru_next == kNoJob ? G.lru_tail : jobs_[j.lru_next].lru_prev) = i;
-    j.in_lru = true;
+  void lru_link(std::uint32_t i) {
+    LruNode& n = lru_[i];
+    if (n.linked) return;
+    Gpu& G = gpus_[n.gpu];
+    std::uint32_t before = G.lru_tail;
+    while (before != kNoJob && lru_after(before, i)) before = lru_[before].prev;
+    n.prev = before;
+    n.next = before == kNoJob ? G.lru_head : lru_[before].next;
+    (before == kNoJob ? G.lru_head : lru_[before].next) = i;
+    (n.next == kNoJob ? G.lru_tail : lru_[n.next].prev) = i;
+    n.linked = true;
   }
 
-  void lru_unlink(std::size_t i) {
-    Job& j = jobs_[i];
-    if (!j.in_lru) return;
-    Gpu& G = gpus_[*j.gpu];
-    (j.lru_prev == kNoJob ? G.lru_head : jobs_[j.lru_prev].lru_next) = j.lru_next;
-    (j.lru_next == kNoJob ? G.lru_tail : jobs_[j.lru_next].lru_prev) = j.lru_prev;
-    j.lru_prev = j.lru_next = kNoJob;
-    j.in_lru = false;
+  void lru_unlink(std::uint32_t i) { lru_unlink(gpus_[lru_[i].gpu], i); }
+  void lru_unlink(Gpu& G, std::uint32_t i) {
+    LruNode& n = lru_[i];
+    if (!n.linked) return;
+    (n.prev == kNoJob ? G.lru_head : lru_[n.prev].next) = n.next;
+    (n.next == kNoJob ? G.lru_tail : lru_[n.next].prev) = n.prev;
+    n.prev = n.next = kNoJob;
+    n.linked = false;
   }
 
   // Job i touched its pages at `now`: the most recently used of its GPU.
-  void touch(std::size_t i, std::uint64_t now) {
+  void touch(std::uint32_t i, std::uint64_t now) {
+    LruNode& n = lru_[i];
+    Gpu& G = gpus_[n.gpu];
     // Already the most recently used: it stays so (every other job was
     // touched earlier, or at `now` with a lower index, or it would follow).
-    if (jobs_[i].in_lru && gpus_[*jobs_[i].gpu].lru_tail == i) {
-      jobs_[i].last_touch = now;
+    if (n.linked && G.lru_tail == i) {
+      n.last_touch = now;
       return;
     }
-    lru_unlink(i);
-    jobs_[i].last_touch = now;
+    lru_unlink(G, i);
+    n.last_touch = now;
     lru_link(i);
   }
 
   // Evicts LRU pages (other jobs first by last touch; `self` last) until
   // `need` more bytes fit; returns how many bytes may be added. `self`:
   // the job that needs them, or kNoJob.
-  std::uint64_t make_room(std::uint32_t g, std::uint64_t need, std::size_t self) {
+  std::uint64_t make_room(std::uint32_t g, std::uint64_t need, std::uint32_t self) {
     Gpu& G = gpus_[g];
     const std::uint64_t cap = G.capacity;
     if (G.resident + need <= cap) return need;
     std::uint64_t over = G.resident + need - cap;
-    for (std::size_t k = G.lru_head; k != kNoJob;) {
-      Job& victim = jobs_[k];
-      const std::size_t next = victim.lru_next;
+    for (std::uint32_t k = G.lru_head; k != kNoJob;) {
+      LruNode& victim = lru_[k];
+      const std::uint32_t next = victim.next;
       if (k != self && victim.resident > 0) {
         const std::uint64_t take = std::min(over, victim.resident);
         set_resident(G, victim, victim.resident - take);
         G.bytes_evicted += take;
         over -= take;
-        if (victim.resident == 0) lru_unlink(k);  // nothing left to evict: out of the walk
+        if (victim.resident == 0) lru_unlink(G, k);  // nothing left to evict: out of the walk
         if (over == 0) return need;
       }
       k = next;
@@ -582,14 +596,15 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     Job& j = jobs_[i];
     const std::uint32_t g = *j.gpu;
     const std::uint64_t want = std::min(j.pending_prefetch, j.ws);
-    const std::uint64_t missing = want > j.resident ? want - j.resident : 0;
+    const std::uint64_t resident = lru_[i].resident;
+    const std::uint64_t missing = want > resident ? want - resident : 0;
     j.pending_prefetch = 0;
     if (missing == 0) return;
     std::uint64_t bytes = (missing + kChunk - 1) / kChunk * kChunk;
-    bytes = std::min<std::uint64_t>(bytes, j.ws - j.resident);
-    bytes = make_room(g, bytes, i);
+    bytes = std::min<std::uint64_t>(bytes, j.ws - resident);
+    bytes = make_room(g, bytes, static_cast<std::uint32_t>(i));
     if (bytes == 0) return;
-    set_resident(i, j.resident + bytes);
+    set_resident(i, resident + bytes);
     touch(i, now);
     j.prefetch_bytes += bytes;
     gpus_[g].bytes_migrated += bytes;
@@ -688,7 +703,8 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     // so with LRU eviction the pages it needs next are those evicted first:
     // it faults min(slice, missing). Co-running sets that exceed memory
     // make every kernel fault its whole slice (the LRU cliff: thrashing).
-    const std::uint64_t missing = j.ws > j.resident ? j.ws - j.resident : 0;
+    LruNode& n = lru_[i];
+    const std::uint64_t missing = j.ws > n.resident ? j.ws - n.resident : 0;
     const std::uint64_t fault = std::min(j.slice, missing);
     double fault_ns = 0;
     // Touched first: make_room() passes over job i wherever it is in the
@@ -697,8 +713,8 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     // kernel that finishes first started first: its job was the LRU).
     touch(i, now);
     if (fault > 0) {
-      const std::uint64_t room = make_room(g, fault, i);
-      set_resident(G, j, std::min(j.ws, j.resident + room));
+      const std::uint64_t room = make_room(g, fault, static_cast<std::uint32_t>(i));
+      set_resident(G, n, std::min(j.ws, n.resident + room));
       j.fault_bytes += fault;
       G.bytes_migrated += fault;
       if (fault != j.memo_fault) {
@@ -815,8 +831,10 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       }
     }
     G.active.resize(kept);
-    // The finished jobs go on in job order (`active` is in start order).
-    if (finished.size() > 1) std::sort(finished.begin(), finished.end());
+    // The finished jobs go on in job order (`active` is in start order,
+    // which a thrashing `none` GPU's restarts keep in job order: no sort).
+    if (finished.size() > 1 && !std::is_sorted(finished.begin(), finished.end()))
+      std::sort(finished.begin(), finished.end());
     for (std::size_t i : finished) {
       Job& j = jobs_[i];
       j.in_service = false;
@@ -858,6 +876,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
   std::unique_ptr<agentcg::gpu::GpuPolicy> policy_;
   std::vector<Gpu> gpus_;
   std::vector<Job> jobs_;
+  std::vector<LruNode> lru_;  // by job index
   std::vector<std::size_t> work_;
   std::vector<std::size_t> finished_;  // kernel_done()'s scratch list
   std::vector<std::uint32_t> dirty_;   // the GPUs with Gpu::dirty set, for on_event()'s end
