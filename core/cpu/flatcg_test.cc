@@ -7,6 +7,12 @@
 
 #include <gtest/gtest.h>
 
+// flatcg_single_thread_test.cc runs these tests again on the simulator's
+// build of the header (AGENTCG_SINGLE_THREADED), under its own suite name.
+#ifndef AGENTCG_FLATCG_SUITE
+#define AGENTCG_FLATCG_SUITE Flatcg
+#endif
+
 #include <array>
 #include <vector>
 
@@ -40,7 +46,7 @@ struct Tree {
   }
 };
 
-TEST(Flatcg, SiblingSharesFollowActiveWeights) {
+TEST(AGENTCG_FLATCG_SUITE, SiblingSharesFollowActiveWeights) {
   Tree t({{-1, 100}, {0, 100}, {0, 200}});
   t.activate(1, true);
   t.activate(2, true);
@@ -53,7 +59,7 @@ TEST(Flatcg, SiblingSharesFollowActiveWeights) {
   EXPECT_NEAR(t.share(1), 1.0, 1e-6);
 }
 
-TEST(Flatcg, NestedSharesMultiplyDownTheTree) {
+TEST(AGENTCG_FLATCG_SUITE, NestedSharesMultiplyDownTheTree) {
   // root -> p(100) -> c1(100), c2(300); root -> q(100)
   Tree t({{-1, 100}, {0, 100}, {1, 100}, {1, 300}, {0, 100}});
   t.activate(2, true);
@@ -71,7 +77,7 @@ TEST(Flatcg, NestedSharesMultiplyDownTheTree) {
   EXPECT_NEAR(t.share(4), 1.0, 1e-6);
 }
 
-TEST(Flatcg, OwnTasksCompeteAsOneNiceZeroChild) {
+TEST(AGENTCG_FLATCG_SUITE, OwnTasksCompeteAsOneNiceZeroChild) {
   Tree t({{-1, 100}, {0, 300}});
   t.activate(0, true);  // a task in the root cgroup
   t.activate(1, true);
@@ -79,7 +85,7 @@ TEST(Flatcg, OwnTasksCompeteAsOneNiceZeroChild) {
   EXPECT_NEAR(t.share(1), 0.75, 1e-5);
 }
 
-TEST(Flatcg, EffWeightChangeUpdatesParentSum) {
+TEST(AGENTCG_FLATCG_SUITE, EffWeightChangeUpdatesParentSum) {
   Tree t({{-1, 100}, {0, 100}, {0, 100}});
   t.activate(1, true);
   t.activate(2, true);
@@ -96,7 +102,7 @@ TEST(Flatcg, EffWeightChangeUpdatesParentSum) {
   EXPECT_EQ(t.cg[0].child_weight_sum, 200u);
 }
 
-TEST(Flatcg, ChargeScalesByShare) {
+TEST(AGENTCG_FLATCG_SUITE, ChargeScalesByShare) {
   agentcg_cgrp cg;
   agentcg_cgrp_init(&cg, 100);
   agentcg_cgrp_charge(&cg, AGENTCG_ONE / 4, 1000000);
@@ -107,7 +113,7 @@ TEST(Flatcg, ChargeScalesByShare) {
   EXPECT_EQ(t.vtime, 500000u);
 }
 
-TEST(Flatcg, LagOfAnIdleGroupIsBoundedToOneSlice) {
+TEST(AGENTCG_FLATCG_SUITE, LagOfAnIdleGroupIsBoundedToOneSlice) {
   agentcg_global g{};
   g.cvtime_now = 100000000;
   agentcg_cgrp cg;
@@ -127,7 +133,7 @@ TEST(Flatcg, LagOfAnIdleGroupIsBoundedToOneSlice) {
   EXPECT_EQ(t.vtime, 46000000u);
 }
 
-TEST(Flatcg, WrapSafeBefore) {
+TEST(AGENTCG_FLATCG_SUITE, WrapSafeBefore) {
   EXPECT_TRUE(agentcg_before(~0ull - 5, 3));
   EXPECT_FALSE(agentcg_before(3, ~0ull - 5));
   EXPECT_TRUE(agentcg_before(1, 2));
@@ -135,7 +141,7 @@ TEST(Flatcg, WrapSafeBefore) {
 
 // One CPU, three always-busy groups 100:200:300, 1 ms quanta, smallest cvtime
 // first: each group's CPU time is within 1 % of its weight fraction.
-TEST(Flatcg, SmallestCvtimeFirstGivesWeightedShares) {
+TEST(AGENTCG_FLATCG_SUITE, SmallestCvtimeFirstGivesWeightedShares) {
   Tree t({{-1, 100}, {0, 100}, {0, 200}, {0, 300}});
   for (int i = 1; i <= 3; i++) t.activate(i, true);
   std::array<std::uint64_t, 4> ran{};

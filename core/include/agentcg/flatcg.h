@@ -245,11 +245,26 @@ static inline u32 agentcg_refresh_hweight(struct agentcg_cgrp *const *chain, u32
 }
 
 /*
- * Atomic add that works in C, C++ and BPF (-mcpu=v3 fetch atomics). Used
- * only on counters several CPUs change at once in the live scheduler; the
- * simulator is single-threaded and pays nothing for it.
+ * Atomic add that works in C, C++ and BPF (-mcpu=v3 fetch atomics); returns
+ * the old value. Used only on counters several CPUs change at once in the
+ * live scheduler. The simulator is single-threaded (each run owns its
+ * groups) and is built with AGENTCG_SINGLE_THREADED: there it is a plain
+ * add, because a locked add costs ~20 cycles on x86 even uncontended, and a
+ * wakeup and a sleep make eight or more (issue 14: the flatcg/agentcg
+ * classes' time per event against cfs).
  */
+#if defined(__cplusplus) && defined(AGENTCG_SINGLE_THREADED) && !defined(__bpf__)
+template <typename T, typename V>
+static inline T agentcg_fetch_add(T *p, V v)
+{
+	const T old = *p;
+	*p = static_cast<T>(old + static_cast<T>(v));
+	return old;
+}
+#define AGENTCG_ATOMIC_ADD(p, v) agentcg_fetch_add((p), (v))
+#else
 #define AGENTCG_ATOMIC_ADD(p, v) __sync_fetch_and_add((p), (v))
+#endif
 
 /*
  * One level of an activation walk, without a lock: `node`'s own-task count
