@@ -162,6 +162,14 @@ struct MachineConfig {
   // interrupted task); nobody's on an idle CPU. Apart from
   // wakeup_overhead_ns, which is latency only.
   std::uint64_t wakeup_work_ns = 0;
+  // CPU work of a task's own around each sleep or I/O op: the blocking
+  // system call, schedule() out and back in, the timer it arms, and what
+  // the task does between the wakeup and its next op (the player takes the
+  // time and records a sample). Run when it wakes, before its next op,
+  // charged to its cgroup, as kernel work. 0 = none (the model before
+  // this key); under the VM's emulation ~0.2 ms per cycle (the io trace's
+  // live CPU share against its ops' run time).
+  std::uint64_t sleep_cost_ns = 0;
   // The scheduler tick (1 s / CONFIG_HZ): a slice that runs out is noticed
   // at the next tick, so a slice ends on the tick grid (the kernel's
   // HRTICK, which would end it on time, is off by default). 0 = slices end

@@ -38,7 +38,9 @@ CONFIG_HZ, and its preemption model (machine preempt: lazy for Debian's
 7.2) from /sys/kernel/debug/sched/preempt, which run-vm.sh records beside
 the live results (kernel.json);
 --model gives it (or any machine key) by hand and holds it fixed through
-the fit.
+the fit. The CPU spent outside the trace's cgroups (background_cpu_pct)
+and a task's own CPU per sleep or I/O cycle (sleep_cost_ns) are fitted
+together to the fitted scenarios' CPU shares (fit_background).
 
 Recorded benchmarks: live compare also records its cyclictest benchmarks
 (cyclictest next to a CPU load and next to a fork storm) once under EEVDF
@@ -293,6 +295,8 @@ def calibrate(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[str
 
 
 BACKGROUND_PCTS = (0, 5, 10, 20, 30, 40, 60, 80, 100, 120, 150, 180)  # background CPU tried, % of one CPU
+# CPU per sleep or I/O cycle tried (ns): the blocking call and its return
+SLEEP_COSTS = (0, 25000, 50000, 100000, 150000, 200000, 250000, 300000, 400000)
 
 
 def share_error(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[str, Any]],
@@ -310,19 +314,35 @@ def share_error(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[s
 def fit_background(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[str, Any]],
                    m: Mapping[str, Any]) -> Dict[str, Any]:
     """M with the background_cpu_pct (CPU used outside the trace's cgroups:
-    daemons, the player's supervisor, the emulation) of BACKGROUND_PCTS
-    that minimises the CPU-share error over KEYS; M unchanged when the
-    model has no such key or nothing beats M's own value."""
+    daemons, the player's supervisor, the emulation) of BACKGROUND_PCTS and
+    the sleep_cost_ns (a task's own CPU per sleep or I/O cycle: the
+    blocking call, schedule() out and back, the player's sample) of
+    SLEEP_COSTS that together minimise the CPU-share error over KEYS (the
+    two pull the shares opposite ways: background work takes from every
+    cgroup, a sleep's cost adds to the cgroups that sleep); M unchanged
+    where the model has no such key or nothing beats M's own values."""
     if not model_knows({"background_cpu_pct": 0}):
         return dict(m)
-    best = (share_error(simulate, keys, real, m), m.get("background_cpu_pct", 0))
-    for pct in BACKGROUND_PCTS:
-        e = share_error(simulate, keys, real, {**m, "background_cpu_pct": pct})
-        if e < best[0] - 1e-12:
-            best = (e, pct)
+    costs = SLEEP_COSTS if model_knows({"sleep_cost_ns": 0}) else (0,)
+    own = (m.get("background_cpu_pct", 0), m.get("sleep_cost_ns", 0))
+    best = (share_error(simulate, keys, real, m), own)
+    for cost in costs:
+        for pct in BACKGROUND_PCTS:
+            trial = {**m, "background_cpu_pct": pct}
+            if cost:
+                trial["sleep_cost_ns"] = cost
+            else:
+                trial.pop("sleep_cost_ns", None)
+            e = share_error(simulate, keys, real, trial)
+            if e < best[0] - 1e-12:
+                best = (e, (pct, cost))
     out = dict(m)
-    if best[1]:
-        out["background_cpu_pct"] = best[1]
+    out.pop("background_cpu_pct", None)
+    out.pop("sleep_cost_ns", None)
+    if best[1][0]:
+        out["background_cpu_pct"] = best[1][0]
+    if best[1][1]:
+        out["sleep_cost_ns"] = best[1][1]
     return out
 
 
@@ -993,6 +1013,7 @@ ABLATIONS: Tuple[Tuple[str, Dict[str, Any]], ...] = (
     ("no idle-exit cost (idle_exit_ns 0)", {"idle_exit_ns": 0}),
     ("no migration cost (migration_cost_ns 0)", {"migration_cost_ns": 0}),
     ("no background CPU (background_cpu_pct 0)", {"background_cpu_pct": 0}),
+    ("no sleep cost (sleep_cost_ns 0)", {"sleep_cost_ns": 0}),
     ("no fork cost (fork_cost_ns 0)", {"fork_cost_ns": 0}),
     ("no exit cost (exit_cost_ns 0)", {"exit_cost_ns": 0}),
     ("no copy-on-write after a fork (fork_after_ns 0)", {"fork_after_ns": 0}),

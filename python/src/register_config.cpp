@@ -63,6 +63,7 @@ py::dict to_dict(const config::Config& c) {
   machine["ext_wakeup_ns"] = c.machine.ext_wakeup_ns;
   machine["ext_fork_ns"] = c.machine.ext_fork_ns;
   machine["wakeup_work_ns"] = c.machine.wakeup_work_ns;
+  machine["sleep_cost_ns"] = c.machine.sleep_cost_ns;
   machine["tick_ns"] = c.machine.tick_ns;
   machine["preempt"] = c.machine.preempt == config::MachineConfig::Preempt::kLazy ? "lazy" : "full";
   py::dict cfs;

@@ -200,6 +200,12 @@ CpuModel::Next CpuModel::advance(Task& t) {
     p.child_work = false;
     return machine_work(machine_.fork_child_ns);
   }
+  // the sleep's system call and its return, once it is woken
+  if (p.sleep_work) {
+    p.sleep_work = false;
+    p.in_kernel = true;
+    return machine_work(machine_.sleep_cost_ns);
+  }
   for (std::uint64_t steps = 0;; ++steps) {
     if (steps > kMaxInstantOps) fail(p.spec->loc, "process " + std::to_string(t.pid) + " makes no progress (only zero-time ops)");
     if (p.stack.empty()) {
@@ -235,6 +241,7 @@ CpuModel::Next CpuModel::advance(Task& t) {
         const std::uint64_t ns = op.amount.sample(p.rng);
         if (ns == 0) break;
         t.state = TaskState::kBlocked;
+        p.sleep_work = machine_.sleep_cost_ns > 0;
         sim_.schedule_in(Time::from_ns(ns), this, kWake, t.id);
         return Next::kBlock;
       }

@@ -200,6 +200,9 @@ class CpuModel final : public SchedContext, public EventHandler {
     Time exit_began;  // when its last op ended (its exit's work began)
     // machine.fork_child_ns: a forked child whose start work is still to run
     bool child_work = false;
+    // machine.sleep_cost_ns: it slept or waited for I/O, and the cost of
+    // that cycle is still to run (when it next runs, before its next op)
+    bool sleep_work = false;
     // the work it runs now is a system call's in the kernel (a fork's
     // copy_process, an exit's do_exit): under machine.preempt lazy not even
     // a wakeup on its own CPU preempts it before it returns to user space

@@ -767,6 +767,41 @@ TEST(WakeupWork, ChargedToTheTaskOnTheSleepersCpu) {
   EXPECT_EQ(dump_results(run_machine(b.t, "eevdf", m)), dump_results(work));
 }
 
+// machine.sleep_cost_ns: each sleep or I/O cycle costs the sleeper that
+// much CPU when it wakes, charged to its own cgroup (not to the task it
+// interrupts, unlike wakeup_work_ns), before its next op: 100 cycles of
+// 1 ms of I/O and 0.1 ms of work take 100 x 0.2 ms more of /io's CPU and
+// make the run that much longer; /w is not charged. Under every class.
+TEST(SleepCost, ChargedToTheSleeperWhenItWakes) {
+  Builder b(1, 10 * kSec);
+  b.cgroup("/w", 100);
+  b.cgroup("/io", 100);
+  b.process("/w", {run_op(20 * kMs)});
+  b.process("/io", {repeat_op(100, {io_op(1 * kMs), run_op(100000)})});
+  b.t.duration_ns.reset();  // the run ends when both exit
+  config::MachineConfig m;
+  m.context_switch_ns = 0;
+  m.context_switch_ns_set = true;
+  const auto cpu = [](const nlohmann::json& r, const char* cg) {
+    return r["cgroups"][cg]["cpu_time_ns"].get<std::uint64_t>();
+  };
+  for (const char* policy : {"cfs", "eevdf", "flatcg", "agentcg"}) {
+    SCOPED_TRACE(policy);
+    config::MachineConfig c = m;
+    const auto base = run_machine(b.t, policy, c);
+    c.sleep_cost_ns = 200000;
+    const auto cost = run_machine(b.t, policy, c);
+    EXPECT_EQ(cpu(base, "/io"), 100 * 100000u);
+    EXPECT_EQ(cpu(cost, "/io"), 100 * (100000u + 200000u));
+    EXPECT_EQ(cpu(cost, "/w"), 20 * kMs);
+    // each cycle is 1 ms of I/O, then 0.3 ms of CPU: the /io task, alone
+    // on its CPU once /w is done, ends no sooner than 100 x 1.3 ms
+    EXPECT_GE(cost["duration_ns"].get<std::uint64_t>(), 100 * 1300000u);
+    EXPECT_EQ(cost["config"]["machine"]["sleep_cost_ns"].get<std::uint64_t>(), 200000u);
+    EXPECT_EQ(dump_results(run_machine(b.t, policy, c)), dump_results(cost));
+  }
+}
+
 // machine.tick_ns: a used-up slice is noticed at the next tick. Two hogs
 // on one CPU: with a 4 ms tick every slice ends on the 4 ms grid, so the
 // CPU switches once per tick and a preempted hog waits one tick; without

@@ -136,6 +136,7 @@ def test_config_dict_overrides_and_errors(small_trace: agentcg.Trace, tmp_path) 
                                  "migration_cost_ns": 0, "background_cpu_pct": 0, "fork_cost_ns": 0, "exit_cost_ns": 0, "fork_after_ns": 0,
                                  "fork_child_ns": 0,
                                  "ext_busy_pct": 0, "ext_wakeup_ns": 0, "ext_fork_ns": 0, "wakeup_work_ns": 0,
+                                 "sleep_cost_ns": 0,
                                  "tick_ns": 0, "preempt": "full"}
     bad = tmp_path / "bad.yaml"
     bad.write_text("machine:\n  speed_pct: 0\n")

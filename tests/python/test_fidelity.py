@@ -263,6 +263,31 @@ def test_background_cpu_is_fitted_from_the_shares(tmp_path: Path) -> None:
     assert fidelity.share_error(simulate, ["hogs/eevdf"], real, got) == 0
 
 
+def test_sleep_cost_is_fitted_with_the_background(tmp_path: Path) -> None:
+    """The stand-in "live" machine spends 100 us of a task's CPU on each of
+    its sleep or I/O cycles and 10 % of a CPU outside the trace's cgroups:
+    /io gets more than its ops ask and /batch less. The share fit finds
+    both together (fitting the background alone cannot raise /io's share)."""
+    if not fidelity.model_knows({"background_cpu_pct": 0, "sleep_cost_ns": 0}):
+        pytest.skip("this build's model has no machine.sleep_cost_ns")
+    prep = tmp_path / "io.json"
+    fidelity.prepare_trace(Path(REPO) / "traces" / "io.json", prep, fidelity.parse_duration("2s"), 1.0)
+    m = {"cpus": 2, "wakeup_overhead_ns": 1000, "speed_pct": 100, "context_switch_ns": 2000}
+    live_doc = agentcg.run(str(prep), policy="eevdf",
+                           config={"machine": {**m, "background_cpu_pct": 10, "sleep_cost_ns": 100000}}).data
+
+    def simulate(key: str, mach: Dict[str, Any]) -> Dict[str, Any]:
+        return dict(agentcg.run(str(prep), policy="eevdf", config={"machine": dict(mach)}).data)
+
+    real = {"io/eevdf": live_doc}
+    plain = dict(agentcg.run(str(prep), policy="eevdf", config={"machine": m}).data)
+    io_share = [r for r in fidelity.side_by_side(plain, live_doc) if r["metric"] == "CPU share /io"][0]
+    assert io_share["sim"] < io_share["live"] - 0.01  # the cost is visible in the shares
+    got = fidelity.fit_background(simulate, ["io/eevdf"], real, m)
+    assert (got["background_cpu_pct"], got["sleep_cost_ns"]) == (10, 100000)
+    assert fidelity.share_error(simulate, ["io/eevdf"], real, got) == 0
+
+
 # --- the fork and exit costs, measured by live compare's fork benchmarks ---------
 
 def test_fork_cost_from_the_fork_benchmark(tmp_path: Path) -> None:
