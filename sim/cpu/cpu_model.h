@@ -45,7 +45,9 @@
 //    cgroup is charged only the work), a wakeup costs ext_wakeup_ns more
 //    and a fork ext_fork_ns more; a timer wakeup's wakeup_work_ns is CPU
 //    work of the task running
-//    on the sleeper's last CPU, charged to its cgroup. Per-CPU queues
+//    on the sleeper's last CPU, charged to its cgroup; sleep_cost_ns is the
+//    sleeper's own CPU per sleep or I/O op (the blocking call and its
+//    return), run when it wakes, before its next op. Per-CPU queues
 //    (runqueues: per_cpu) are the classes' (sim/cpu/cfs.h); the model offers
 //    the kernel's placement as select_cpu_fair().
 // Not modelled: SMT, caches, interrupts and softirqs, multi-threaded
