@@ -46,6 +46,7 @@ CpuModel::CpuModel(Simulator& sim, const trace::Trace& trace, SchedClass& cls,
     listed_by_pid_[trace.processes[i].pid] = i;
     next_pid_ = std::max(next_pid_, trace.processes[i].pid + 1);
   }
+  last_listed_pid_ = next_pid_ - 1;
   if (log_) {
     log_->nr_cpus = static_cast<std::uint32_t>(cpus_.size());
     log_->cgroup_paths.clear();
@@ -104,6 +105,7 @@ void CpuModel::start() {
     spec->ops = {rep};
     background_specs_.push_back(std::move(spec));
     const std::uint32_t id = new_task(*background_specs_.back(), next_pid_++, kRootCgroup, -1);
+    ++nr_background_;
     procs_[id].background = true;
     --live_;
     start_task(id, true, -1);
@@ -144,7 +146,13 @@ std::uint32_t CpuModel::new_task(const trace::ProcessSpec& spec, std::int64_t pi
   Proc p{.spec = &spec,
          .stack = {Frame{&spec.ops, 0, 1}},
          .parent = parent,
-         .rng = RandomStream(seed_, static_cast<std::uint64_t>(pid)),
+         // A forked child's stream is keyed by the pid it has without the
+         // background tasks (whose pids come before the children's): the
+         // player numbers children from the last listed pid + 1, and a
+         // machine's background_cpu_pct must not change what work a trace's
+         // children draw (it did: the agent trace's heaviest session went
+         // from 0.115 to 0.150 of the machine at background_cpu_pct 1).
+         .rng = RandomStream(seed_, static_cast<std::uint64_t>(pid > last_listed_pid_ ? pid - nr_background_ : pid)),
          .comm = spec.comm.empty() ? "pid" + std::to_string(pid) : spec.comm};
   procs_.push_back(std::move(p));
   if (parent >= 0) procs_[static_cast<std::size_t>(parent)].live_children++;
@@ -241,7 +249,7 @@ CpuModel::Next CpuModel::advance(Task& t) {
         const std::uint64_t ns = op.amount.sample(p.rng);
         if (ns == 0) break;
         t.state = TaskState::kBlocked;
-        p.sleep_work = machine_.sleep_cost_ns > 0;
+        p.sleep_work = machine_.sleep_cost_ns > 0 && !p.background;  // background_cpu_pct is what it says
         sim_.schedule_in(Time::from_ns(ns), this, kWake, t.id);
         return Next::kBlock;
       }

@@ -344,6 +344,8 @@ class CpuModel final : public SchedContext, public EventHandler {
   // Idle CPUs (curr == nullptr), and those of them without a kick pending.
   std::vector<std::uint64_t> idle_, idle_unkicked_;
   std::int64_t next_pid_ = 1;
+  std::int64_t last_listed_pid_ = 0;  // the trace's highest listed pid: children's pids follow
+  std::int64_t nr_background_ = 0;    // background tasks (machine.background_cpu_pct), pids after it
   std::uint64_t live_ = 0;            // tasks not yet exited
   std::uint64_t pending_starts_ = 0;  // listed processes still to start
   std::uint64_t context_switches_ = 0;
