@@ -766,28 +766,40 @@ TEST(ExitWakeup, ParentIsQueuedBeforeTheExitingCpuPicksAgain) {
 // CPU: /w has 200 ms of work, /io sleeps 1 ms and runs 0.1 ms 100 times,
 // so each of /io's timer wakeups interrupts /w: /w's cgroup is charged its
 // work plus 100 x 50 us, /io's its own work, and the wakeups are the same.
-TEST(WakeupWork, ChargedToTheTaskOnTheSleepersCpu) {
+// One CPU: /w runs W of work; /io sleeps (I/O) 1 ms and runs 0.1 ms, 100
+// times; the run ends when both exit. A machine with free context switches.
+trace::Trace sleeper_beside_work(std::uint64_t w_ns) {
   Builder b(1, 10 * kSec);
   b.cgroup("/w", 100);
   b.cgroup("/io", 100);
-  b.process("/w", {run_op(200 * kMs)});
+  b.process("/w", {run_op(w_ns)});
   b.process("/io", {repeat_op(100, {io_op(1 * kMs), run_op(100000)})});
-  b.t.duration_ns.reset();  // the run ends when both exit
+  b.t.duration_ns.reset();
+  return b.t;
+}
+config::MachineConfig free_switches() {
   config::MachineConfig m;
   m.context_switch_ns = 0;
   m.context_switch_ns_set = true;
-  const auto base = run_machine(b.t, "eevdf", m);
+  return m;
+}
+std::uint64_t cpu_time(const nlohmann::json& r, const char* cg) {
+  return r["cgroups"][cg]["cpu_time_ns"].get<std::uint64_t>();
+}
+
+TEST(WakeupWork, ChargedToTheTaskOnTheSleepersCpu) {
+  const trace::Trace t = sleeper_beside_work(200 * kMs);
+  config::MachineConfig m = free_switches();
+  const auto base = run_machine(t, "eevdf", m);
   m.wakeup_work_ns = 50000;
-  const auto work = run_machine(b.t, "eevdf", m);
-  const auto cpu = [](const nlohmann::json& r, const char* cg) {
-    return r["cgroups"][cg]["cpu_time_ns"].get<std::uint64_t>();
-  };
+  const auto work = run_machine(t, "eevdf", m);
+  const auto& cpu = cpu_time;
   EXPECT_EQ(cpu(base, "/w"), 200 * kMs);
   EXPECT_EQ(cpu(work, "/w"), 200 * kMs + 100 * 50000u);
   EXPECT_EQ(cpu(base, "/io"), 100 * 100000u);
   EXPECT_EQ(cpu(work, "/io"), 100 * 100000u);
   EXPECT_EQ(work["wakeup_latency_ns"]["count"], base["wakeup_latency_ns"]["count"]);
-  EXPECT_EQ(dump_results(run_machine(b.t, "eevdf", m)), dump_results(work));
+  EXPECT_EQ(dump_results(run_machine(t, "eevdf", m)), dump_results(work));
 }
 
 // machine.sleep_cost_ns: each sleep or I/O cycle costs the sleeper that
@@ -796,24 +808,14 @@ TEST(WakeupWork, ChargedToTheTaskOnTheSleepersCpu) {
 // 1 ms of I/O and 0.1 ms of work take 100 x 0.2 ms more of /io's CPU and
 // make the run that much longer; /w is not charged. Under every class.
 TEST(SleepCost, ChargedToTheSleeperWhenItWakes) {
-  Builder b(1, 10 * kSec);
-  b.cgroup("/w", 100);
-  b.cgroup("/io", 100);
-  b.process("/w", {run_op(20 * kMs)});
-  b.process("/io", {repeat_op(100, {io_op(1 * kMs), run_op(100000)})});
-  b.t.duration_ns.reset();  // the run ends when both exit
-  config::MachineConfig m;
-  m.context_switch_ns = 0;
-  m.context_switch_ns_set = true;
-  const auto cpu = [](const nlohmann::json& r, const char* cg) {
-    return r["cgroups"][cg]["cpu_time_ns"].get<std::uint64_t>();
-  };
+  const trace::Trace t = sleeper_beside_work(20 * kMs);
+  const auto& cpu = cpu_time;
   for (const char* policy : {"cfs", "eevdf", "flatcg", "agentcg"}) {
     SCOPED_TRACE(policy);
-    config::MachineConfig c = m;
-    const auto base = run_machine(b.t, policy, c);
+    config::MachineConfig c = free_switches();
+    const auto base = run_machine(t, policy, c);
     c.sleep_cost_ns = 200000;
-    const auto cost = run_machine(b.t, policy, c);
+    const auto cost = run_machine(t, policy, c);
     EXPECT_EQ(cpu(base, "/io"), 100 * 100000u);
     EXPECT_EQ(cpu(cost, "/io"), 100 * (100000u + 200000u));
     EXPECT_EQ(cpu(cost, "/w"), 20 * kMs);
@@ -821,7 +823,7 @@ TEST(SleepCost, ChargedToTheSleeperWhenItWakes) {
     // on its CPU once /w is done, ends no sooner than 100 x 1.3 ms
     EXPECT_GE(cost["duration_ns"].get<std::uint64_t>(), 100 * 1300000u);
     EXPECT_EQ(cost["config"]["machine"]["sleep_cost_ns"].get<std::uint64_t>(), 200000u);
-    EXPECT_EQ(dump_results(run_machine(b.t, policy, c)), dump_results(cost));
+    EXPECT_EQ(dump_results(run_machine(t, policy, c)), dump_results(cost));
   }
 }
 
