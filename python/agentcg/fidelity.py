@@ -40,7 +40,7 @@ the live results (kernel.json);
 --model gives it (or any machine key) by hand and holds it fixed through
 the fit. The CPU spent outside the trace's cgroups (background_cpu_pct)
 and a task's own CPU per sleep or I/O cycle (sleep_cost_ns) are fitted
-together to the fitted scenarios' CPU shares (fit_background).
+together to the fitted scenarios' CPU shares (fit_share_costs).
 
 Recorded benchmarks: live compare also records its cyclictest benchmarks
 (cyclictest next to a CPU load and next to a fork storm) once under EEVDF
@@ -311,7 +311,7 @@ def share_error(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[s
     return err
 
 
-def fit_background(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[str, Any]],
+def fit_share_costs(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[str, Any]],
                    m: Mapping[str, Any]) -> Dict[str, Any]:
     """M with the background_cpu_pct (CPU used outside the trace's cgroups:
     daemons, the player's supervisor, the emulation) of BACKGROUND_PCTS and
@@ -1378,7 +1378,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
         if model_knows({"ext_busy_pct": 0, "ext_wakeup_ns": 0}) and not {"ext_busy_pct", "ext_wakeup_ns"} & set(model):
             ext, ext_how = ext_cost_from_live(real, fit_keys, live_root / "benchmarks.json")
             m.update({k: v for k, v in ext.items() if v})
-        m = fit_background(simulate, fit_keys, real, m)
+        m = fit_share_costs(simulate, fit_keys, real, m)
         if "fork_cost_ns" not in model and model_knows({"fork_cost_ns": 0}):
             fc = fork_cost_from_benchmarks(live_root / "benchmarks.json", cpus, int(m.get("background_cpu_pct", 0)))
             if fc and model_knows({k: 0 for k in fc[0]}):

@@ -258,7 +258,7 @@ def test_background_cpu_is_fitted_from_the_shares(tmp_path: Path) -> None:
 
     real = {"hogs/eevdf": live_doc}
     assert fidelity.share_error(simulate, ["hogs/eevdf"], real, m) > 0
-    got = fidelity.fit_background(simulate, ["hogs/eevdf"], real, m)
+    got = fidelity.fit_share_costs(simulate, ["hogs/eevdf"], real, m)
     assert got["background_cpu_pct"] == 40
     assert fidelity.share_error(simulate, ["hogs/eevdf"], real, got) == 0
 
@@ -283,7 +283,7 @@ def test_sleep_cost_is_fitted_with_the_background(tmp_path: Path) -> None:
     plain = dict(agentcg.run(str(prep), policy="eevdf", config={"machine": m}).data)
     io_share = [r for r in fidelity.side_by_side(plain, live_doc) if r["metric"] == "CPU share /io"][0]
     assert io_share["sim"] < io_share["live"] - 0.01  # the cost is visible in the shares
-    got = fidelity.fit_background(simulate, ["io/eevdf"], real, m)
+    got = fidelity.fit_share_costs(simulate, ["io/eevdf"], real, m)
     assert (got["background_cpu_pct"], got["sleep_cost_ns"]) == (10, 100000)
     assert fidelity.share_error(simulate, ["io/eevdf"], real, got) == 0
 
