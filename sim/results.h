@@ -11,7 +11,8 @@
 // in the bin over the bin's width x cpus, at most 1.0 (a live CPU reading
 // can land in a bin a little after the time it was spent, so the player's
 // bins can overshoot; the simulator's never do); at most 200 series bins,
-// each a whole multiple of series_bin_ns.
+// each a whole multiple of series_bin_ns; the series "guaranteed" (the
+// simulator's alone) merges its bins the same way.
 // Who calls it: CpuModel::results() (body), run_simulation() in sim/api.cc
 // and the player (whole document). Library agentcg_metrics (no simulator).
 #pragma once
@@ -47,6 +48,11 @@ struct CgroupResultsInput {
   // CPU ns spent in [k * series_bin_ns, (k + 1) * series_bin_ns); bins past
   // the end of the run are folded into the last one.
   std::vector<std::uint64_t> series_ns;
+  // CPU ns (CPUs x ns) cpu.weight guaranteed it per series bin: while it
+  // had n runnable tasks, min(n, its guarantee in CPUs), the guarantee
+  // being its weight's share down the tree with every sibling busy (and
+  // cpu.max). Empty: not measured (the live player; the root).
+  std::vector<double> guaranteed_ns;
 };
 
 // The CPU part of a run: everything but the run's identity.

@@ -71,6 +71,23 @@ void CpuModel::fail(const trace::SourceLoc& loc, const std::string& what) const 
 }
 
 void CpuModel::start() {
+  // cpu.weight's guarantee: the weights and cpu.max caps down the tree with
+  // every cgroup busy. A leaf could use every CPU; a cgroup with children
+  // competes with them through the tasks listed in it (the root: with the
+  // background tasks too), each one CPU at most.
+  {
+    const auto m = static_cast<std::uint32_t>(cpus_.size());
+    std::vector<std::uint32_t> entities(tree_.size(), 0);
+    for (std::size_t i = 0; i < tree_.size(); ++i)
+      if (tree_.children(static_cast<CgroupId>(i)).empty() && i != kRootCgroup) entities[i] = m;
+    for (const auto& p : trace_.processes) {
+      const CgroupId cg = tree_.find(p.cgroup);
+      if (!tree_.children(cg).empty() || cg == kRootCgroup) ++entities[cg];
+    }
+    entities[kRootCgroup] += (machine_.background_cpu_pct + 99) / 100;
+    guarantee_cpus_ = tree_.entitled_shares(m, entities);
+    for (double& g : guarantee_cpus_) g *= static_cast<double>(m);
+  }
   cls_.init(*this);
   for (std::size_t i = 0; i < tree_.size(); ++i) cls_.cgroup_init(tree_.info(static_cast<CgroupId>(i)));
   for (std::size_t i = 0; i < trace_.processes.size(); ++i) {
@@ -180,6 +197,7 @@ void CpuModel::start_task(std::uint32_t id, bool fork, int parent_cpu, std::opti
   cls_.init_task(t, fork);
   t.state = TaskState::kRunnable;
   t.runnable_since = runnable_since.value_or(sim_.now());
+  runnable_changed(t, +1);
   procs_[id].woken = true;
   procs_[id].woken_at = t.runnable_since;
   if (log_) log_->wakeups.push_back({t.pid, 0, sim_.now().ns(), true});
@@ -405,6 +423,7 @@ void CpuModel::do_wake(Task& t, int sync_cpu) {
 
 void CpuModel::do_enqueue(Task& t, int src_cpu) {
   t.state = TaskState::kRunnable;
+  runnable_changed(t, +1);
   const int cpu = cls_.select_cpu(t, t.cpu < 0 ? 0 : t.cpu, kWakeTtwu);
   t.cpu = cpu;
   wake_src_cpu_ = src_cpu;
@@ -605,7 +624,32 @@ void CpuModel::stop_curr(int cpu, bool runnable) {
   c.curr = nullptr;
   c.lazy_resched = false;  // __schedule() clears the need-resched flags
   sync_idle(static_cast<std::size_t>(cpu));
+  if (!runnable) runnable_changed(t, -1);
   cls_.stopping(t, cpu, runnable);
+}
+
+void CpuModel::runnable_changed(const Task& t, int delta) {
+  const Time now = sim_.now();
+  for (CgroupId c = t.cgroup; c != kRootCgroup; c = tree_.info(c).parent) {
+    CgStats& s = cg_[c];
+    accrue_guarantee(s, c, now);
+    s.nr_runnable = static_cast<std::uint32_t>(static_cast<std::int64_t>(s.nr_runnable) + delta);
+  }
+}
+
+void CpuModel::accrue_guarantee(CgStats& s, std::size_t cg, Time now) {
+  if (s.nr_runnable > 0 && now > s.runnable_from) {
+    const double owed = std::min(static_cast<double>(s.nr_runnable), guarantee_cpus_[cg]);
+    const std::uint64_t bin = series_bin_.ns();
+    for (std::uint64_t from = s.runnable_from.ns(); from < now.ns();) {
+      const std::uint64_t b = from / bin;
+      const std::uint64_t to = std::min(now.ns(), (b + 1) * bin);
+      if (s.guaranteed.size() <= b) s.guaranteed.resize(b + 1, 0.0);
+      s.guaranteed[b] += owed * static_cast<double>(to - from);
+      from = to;
+    }
+  }
+  s.runnable_from = now;
 }
 
 void CpuModel::rearm_cpu(int cpu) {
@@ -807,6 +851,7 @@ void CpuModel::finish() {
       max_runnable_wait_ns_ = std::max(max_runnable_wait_ns_, (sim_.now() - t.runnable_since).ns());
   for (std::size_t i = 0; i < cg_.size(); ++i)
     if (cg_[i].throttled_since) note_throttle(static_cast<CgroupId>(i), false);
+  for (std::size_t i = 1; i < cg_.size(); ++i) accrue_guarantee(cg_[i], i, sim_.now());
   end_time_ = sim_.now();
   if (log_) log_->end_ns = end_time_.ns();
 }
@@ -896,6 +941,7 @@ CpuResultsInput CpuModel::results_input() const {
     c.mem_events_max = mem_[i].events_max;
     c.mem_oom_kill = mem_[i].oom_kill;
     c.series_ns = std::move(series[i]);
+    if (i != kRootCgroup) c.guaranteed_ns = cg_[i].guaranteed;
     if (i != kRootCgroup && !child_listed[i] && !cgroup_had_activity(c)) {
       ++in.idle_cgroups;
       continue;

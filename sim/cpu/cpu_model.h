@@ -252,6 +252,13 @@ class CpuModel final : public SchedContext, public EventHandler {
     std::vector<StepMark> steps;          // annotated steps, in time order
     bool step_ops = false;                // the trace marks steps here with `step` ops
     std::vector<std::uint64_t> detected;  // the policy's new-step detections, ns
+    // cpu.weight's guarantee where the group is busy (results' series
+    // "guaranteed"): its runnable tasks, its descendants' included (running
+    // or queued), counted since runnable_from; and per series bin the CPU
+    // time min(nr_runnable, guarantee_cpus_) it was owed (not the root's).
+    std::uint32_t nr_runnable = 0;
+    Time runnable_from;
+    std::vector<double> guaranteed;
   };
   struct MemState {
     std::uint64_t usage = 0, peak = 0;
@@ -282,6 +289,11 @@ class CpuModel final : public SchedContext, public EventHandler {
     return machine_.ext_busy_pct ? (work_ns * 100 + k - 1) / k : work_ns;
   }
   void stop_curr(int cpu, bool runnable);
+  // Task t's cgroup and its ancestors have one runnable task more (delta
+  // +1: a start or an enqueue after a wakeup) or fewer (-1: it blocked or
+  // exited); CgStats::guaranteed is brought up to now first.
+  void runnable_changed(const Task& t, int delta);
+  void accrue_guarantee(CgStats& s, std::size_t cg, Time now);
   void rearm_cpu(int cpu);
   void on_cpu_event(int cpu);
   void preempt(int cpu);
@@ -316,6 +328,10 @@ class CpuModel final : public SchedContext, public EventHandler {
   std::map<std::int64_t, std::size_t> listed_by_pid_;  // listed pid -> processes index
   std::map<std::int64_t, std::uint32_t> task_by_pid_;  // pid -> newest task with it
   std::vector<CgStats> cg_;
+  // cpu.weight's guarantee per cgroup, in CPUs: what it is owed whenever it
+  // has that many runnable tasks, however busy its siblings are (weights
+  // and cpu.max down the tree, each sibling taken as busy; start()).
+  std::vector<double> guarantee_cpus_;
   std::vector<MemState> mem_;
   // Counters: the policy group of agentcg/counters.h, then its workload
   // group, by id (no string lookup or allocation per bump); any other name

@@ -275,6 +275,70 @@ TEST(Bandwidth, QuarterQuotaDeliversAQuarterUnderCfsAndEevdf) {
   }
 }
 
+// cpu.weight's guarantee where a group is busy (results' series
+// "guaranteed"): per bin, min(its runnable tasks, its weight's CPUs with
+// every sibling busy) over the bin x the CPUs. /a (weight 300: 1.5 CPUs)
+// has one hog, so it is owed one CPU; /b (0.5 CPU) has two tasks from 1 s
+// to their exit (300 ms of CPU each, ~1.6 s): owed nothing before or
+// after, so its whole-run share, far under its entitlement, is no
+// shortfall. While both are busy every class gives each what it is owed.
+TEST(WeightGuarantee, OwedWhileRunnableAndGivenByEveryClass) {
+  Builder b(2, 2 * kSec);
+  b.cgroup("/a", 300);
+  b.cgroup("/b", 100);
+  b.hogs("/a", 1);
+  for (int i = 0; i < 2; ++i) b.process("/b", {run_op(300 * kMs)}, 1 * kSec);
+  for (const char* policy : {"cfs", "eevdf", "flatcg", "agentcg"}) {
+    SCOPED_TRACE(policy);
+    const auto r = run(b.t, policy);
+    const auto& s = r["series"];
+    ASSERT_EQ(s["interval_ns"].get<std::uint64_t>(), 100 * kMs);
+    ASSERT_FALSE(s["guaranteed"].contains("/"));
+    const auto& owed_a = s["guaranteed"]["/a"];
+    const auto& owed_b = s["guaranteed"]["/b"];
+    ASSERT_EQ(owed_a.size(), 20u);
+    ASSERT_EQ(owed_b.size(), 20u);
+    for (std::size_t k = 0; k < 20; ++k) {
+      SCOPED_TRACE(k);
+      EXPECT_DOUBLE_EQ(owed_a[k].get<double>(), 0.5);  // min(1 task, 1.5 CPUs) of 2
+      if (k < 10 || k >= 17) {
+        EXPECT_DOUBLE_EQ(owed_b[k].get<double>(), 0.0);  // before the start, after the exits
+      } else if (k < 15) {
+        EXPECT_DOUBLE_EQ(owed_b[k].get<double>(), 0.25);  // min(2 tasks, 0.5 CPU) of 2
+      }
+    }
+    double got_a = 0, got_b = 0;
+    for (std::size_t k = 10; k < 15; ++k) {
+      got_a += s["cgroups"]["/a"][k].get<double>() / 5;
+      got_b += s["cgroups"]["/b"][k].get<double>() / 5;
+    }
+    EXPECT_GE(got_a, 0.5 - 0.02);
+    EXPECT_GE(got_b, 0.25 - 0.02);
+    EXPECT_GT(r["cgroups"]["/b"]["entitled_share"].get<double>() - share(r, "/b"), 0.05);
+  }
+}
+
+// The guarantee down a tree and under cpu.max: /q's quota (0.25 CPU) caps
+// it, /p takes the other 3.75 CPUs, which its children split 1:3.
+TEST(WeightGuarantee, FollowsTheTreeAndCpuMax) {
+  Builder b(4, 1 * kSec);
+  b.cgroup("/p", 100);
+  b.cgroup("/p/x", 100);
+  b.cgroup("/p/y", 300);
+  b.cgroup("/q", 100).cpu_max = trace::CpuMax{25000, 100000};
+  for (const char* g : {"/p/x", "/p/y", "/q"}) b.hogs(g, 4);
+  const auto r = run(b.t, "eevdf");
+  const auto& owed = r["series"]["guaranteed"];
+  const std::pair<const char*, double> want[] = {
+      {"/p", 3.75 / 4}, {"/p/x", 0.9375 / 4}, {"/p/y", 2.8125 / 4}, {"/q", 0.25 / 4}};
+  for (const auto& [g, w] : want) {
+    SCOPED_TRACE(g);
+    ASSERT_EQ(owed[g].size(), 10u);
+    for (const auto& v : owed[g]) EXPECT_NEAR(v.get<double>(), w, 1e-6);
+    EXPECT_NEAR(share(r, g), w, 0.02);
+  }
+}
+
 // 36 groups on 2 CPUs: 4 of CPU hogs, 32 of bursty tasks (20 ms of CPU,
 // 150 ms asleep, exponential). EEVDF used to take a group's entity off its
 // parent's queue while its task ran and to re-place it at V when the task
