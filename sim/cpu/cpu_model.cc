@@ -85,8 +85,12 @@ void CpuModel::start() {
       if (!tree_.children(cg).empty() || cg == kRootCgroup) ++entities[cg];
     }
     entities[kRootCgroup] += (machine_.background_cpu_pct + 99) / 100;
-    guarantee_cpus_ = tree_.entitled_shares(m, entities);
-    for (double& g : guarantee_cpus_) g *= static_cast<double>(m);
+    const std::vector<double> shares = tree_.entitled_shares(m, entities);
+    owed_.assign(tree_.size(), Owed{});
+    for (std::size_t i = 0; i < tree_.size(); ++i) {
+      owed_[i].cpus = shares[i] * static_cast<double>(m);
+      owed_[i].parent = tree_.info(static_cast<CgroupId>(i)).parent;
+    }
   }
   cls_.init(*this);
   for (std::size_t i = 0; i < tree_.size(); ++i) cls_.cgroup_init(tree_.info(static_cast<CgroupId>(i)));
@@ -629,27 +633,31 @@ void CpuModel::stop_curr(int cpu, bool runnable) {
 }
 
 void CpuModel::runnable_changed(const Task& t, int delta) {
-  const Time now = sim_.now();
-  for (CgroupId c = t.cgroup; c != kRootCgroup; c = tree_.info(c).parent) {
-    CgStats& s = cg_[c];
-    accrue_guarantee(s, c, now);
-    s.nr_runnable = static_cast<std::uint32_t>(static_cast<std::int64_t>(s.nr_runnable) + delta);
+  const std::uint64_t now = sim_.now().ns();
+  for (CgroupId c = t.cgroup; c != kRootCgroup; c = owed_[c].parent) {
+    accrue_guarantee(c, now);
+    owed_[c].nr = static_cast<std::uint32_t>(static_cast<std::int64_t>(owed_[c].nr) + delta);
   }
 }
 
-void CpuModel::accrue_guarantee(CgStats& s, std::size_t cg, Time now) {
-  if (s.nr_runnable > 0 && now > s.runnable_from) {
-    const double owed = std::min(static_cast<double>(s.nr_runnable), guarantee_cpus_[cg]);
-    const std::uint64_t bin = series_bin_.ns();
-    for (std::uint64_t from = s.runnable_from.ns(); from < now.ns();) {
-      const std::uint64_t b = from / bin;
-      const std::uint64_t to = std::min(now.ns(), (b + 1) * bin);
-      if (s.guaranteed.size() <= b) s.guaranteed.resize(b + 1, 0.0);
-      s.guaranteed[b] += owed * static_cast<double>(to - from);
-      from = to;
+void CpuModel::accrue_guarantee(std::size_t cg, std::uint64_t now) {
+  Owed& o = owed_[cg];
+  const std::uint64_t bin = series_bin_.ns();
+  if (o.nr > 0 && now > o.from_ns) {
+    const double cpus = std::min(static_cast<double>(o.nr), o.cpus);
+    std::vector<double>& g = cg_[cg].guaranteed;
+    // from_ns's bin is kept: a division only when a change crosses into a
+    // later bin, not at every wakeup and sleep
+    for (std::uint64_t b = o.bin, from = o.from_ns;; ++b) {
+      if (g.size() <= b) g.resize(b + 1, 0.0);
+      const std::uint64_t end = std::min(now, (b + 1) * bin);
+      g[b] += cpus * static_cast<double>(end - from);
+      if (end == now) break;
+      from = end;
     }
   }
-  s.runnable_from = now;
+  o.from_ns = now;
+  if (now >= (o.bin + 1) * bin) o.bin = now / bin;
 }
 
 void CpuModel::rearm_cpu(int cpu) {
@@ -851,7 +859,7 @@ void CpuModel::finish() {
       max_runnable_wait_ns_ = std::max(max_runnable_wait_ns_, (sim_.now() - t.runnable_since).ns());
   for (std::size_t i = 0; i < cg_.size(); ++i)
     if (cg_[i].throttled_since) note_throttle(static_cast<CgroupId>(i), false);
-  for (std::size_t i = 1; i < cg_.size(); ++i) accrue_guarantee(cg_[i], i, sim_.now());
+  for (std::size_t i = 1; i < cg_.size(); ++i) accrue_guarantee(i, sim_.now().ns());
   end_time_ = sim_.now();
   if (log_) log_->end_ns = end_time_.ns();
 }

@@ -252,13 +252,20 @@ class CpuModel final : public SchedContext, public EventHandler {
     std::vector<StepMark> steps;          // annotated steps, in time order
     bool step_ops = false;                // the trace marks steps here with `step` ops
     std::vector<std::uint64_t> detected;  // the policy's new-step detections, ns
-    // cpu.weight's guarantee where the group is busy (results' series
-    // "guaranteed"): its runnable tasks, its descendants' included (running
-    // or queued), counted since runnable_from; and per series bin the CPU
-    // time min(nr_runnable, guarantee_cpus_) it was owed (not the root's).
-    std::uint32_t nr_runnable = 0;
-    Time runnable_from;
+    // per series bin, the CPU time cpu.weight owed it (Owed; not the root)
     std::vector<double> guaranteed;
+  };
+  // cpu.weight's guarantee where a group is busy (results' series
+  // "guaranteed"), per cgroup, apart from CgStats (32 bytes: a wakeup or a
+  // sleep touches one line per level, not a CgStats with its histograms):
+  // its runnable tasks, its descendants' included (running or queued),
+  // counted since from_ns; CgStats::guaranteed adds min(nr, cpus) x time.
+  struct Owed {
+    std::uint64_t from_ns = 0;
+    std::uint64_t bin = 0;  // from_ns's series bin
+    double cpus = 0;        // what its weight guarantees it, in CPUs, with every sibling busy (start())
+    CgroupId parent = kRootCgroup;
+    std::uint32_t nr = 0;
   };
   struct MemState {
     std::uint64_t usage = 0, peak = 0;
@@ -293,7 +300,7 @@ class CpuModel final : public SchedContext, public EventHandler {
   // +1: a start or an enqueue after a wakeup) or fewer (-1: it blocked or
   // exited); CgStats::guaranteed is brought up to now first.
   void runnable_changed(const Task& t, int delta);
-  void accrue_guarantee(CgStats& s, std::size_t cg, Time now);
+  void accrue_guarantee(std::size_t cg, std::uint64_t now);
   void rearm_cpu(int cpu);
   void on_cpu_event(int cpu);
   void preempt(int cpu);
@@ -328,10 +335,7 @@ class CpuModel final : public SchedContext, public EventHandler {
   std::map<std::int64_t, std::size_t> listed_by_pid_;  // listed pid -> processes index
   std::map<std::int64_t, std::uint32_t> task_by_pid_;  // pid -> newest task with it
   std::vector<CgStats> cg_;
-  // cpu.weight's guarantee per cgroup, in CPUs: what it is owed whenever it
-  // has that many runnable tasks, however busy its siblings are (weights
-  // and cpu.max down the tree, each sibling taken as busy; start()).
-  std::vector<double> guarantee_cpus_;
+  std::vector<Owed> owed_;  // by cgroup id
   std::vector<MemState> mem_;
   // Counters: the policy group of agentcg/counters.h, then its workload
   // group, by id (no string lookup or allocation per bump); any other name
