@@ -158,6 +158,42 @@ def capped_jain(r: Doc, demand: Optional[Mapping[str, float]]) -> float:
     return s * s / (len(xs) * s2) if s2 > 0 else NAN
 
 
+WEIGHT_WINDOW_NS = 1_000_000_000
+WEIGHT_SHORTFALL_FLAG = 2.0  # points: above this, cpu.weight is not honoured
+
+
+def weight_shortfall(r: Doc, window_ns: int = WEIGHT_WINDOW_NS) -> float:
+    """cpu.weight where a cgroup is busy, in points of the machine (NaN when
+    the results do not say what was owed: the live player's).
+
+    results.json's series "guaranteed" holds, per interval and cgroup, the
+    CPU its weight owed it: min(its runnable tasks, its weight's CPUs with
+    every sibling busy, cpu.max included). Per window of about `window_ns`
+    in which a cgroup was owed anything, its shortfall is max(0, owed -
+    got); the figure is the largest, over the cgroups, of their mean
+    shortfall. A window nets what a time-sliced scheduler gives and takes
+    back within a few rounds; a surplus in one window does not pay for a
+    shortfall in another. Unlike a whole-run share against the
+    entitlement, the time a cgroup had nothing to run is no shortfall."""
+    s = r.get("series") or {}
+    owed_by = s.get("guaranteed")
+    if not owed_by or not s.get("interval_ns"):
+        return NAN
+    k = max(1, round(window_ns / s["interval_ns"]))
+    worst = 0.0
+    for path, owed in owed_by.items():
+        got = (s.get("cgroups") or {}).get(path, [])
+        short, busy = 0.0, 0
+        for i in range(0, len(owed), k):
+            o, g = owed[i:i + k], got[i:i + k]
+            if sum(o) > 0:
+                busy += 1
+                short += max(0.0, (sum(o) - sum(g)) / len(o))
+        if busy:
+            worst = max(worst, 100.0 * short / busy)
+    return worst
+
+
 def _pctl(xs: List[float], q: float) -> float:
     """Nearest-rank percentile, as results.json's latency summaries."""
     xs = sorted(x for x in xs if not math.isnan(x))
@@ -203,6 +239,8 @@ def build_rows(runs: Mapping[str, Sequence[Doc]], per_cgroup: bool = False,
         add("CPU utilisation", "%", lambda r: _f(r.get("cpu_utilization"), 100), None)
         add("fairness (Jain, demand-capped)" if demand else "fairness (Jain vs full entitlement)", "",
             lambda r: capped_jain(r, demand), False)
+        add("cpu.weight shortfall where busy, worst cgroup", "points", weight_shortfall, True,
+            flag_at=WEIGHT_SHORTFALL_FLAG)
 
         leaves = sorted({p for r in every for p in leaf_cgroups(r)})
         many = len(leaves) > AGGREGATE_ABOVE

@@ -15,8 +15,8 @@ Scenarios (one command each, printed as it runs):
   storm    the bundled traces/fork-storm.json, run seed S
 Figures per policy: tool-call p50/p99, interactive wakeup p99 (the
 /victim cgroup's wakeups in the fork storm, which has no shell), completed
-tool calls, the share gap where busy (share_gap() below; over 2 points =
-cpu.weight not honoured), cpu.max overruns (CPU
+tool calls, the share gap where busy (agentcg.table.weight_shortfall: over
+2 points = cpu.weight not honoured), cpu.max overruns (CPU
 time above quota x periods, where a cgroup has cpu.max), new-step
 precision/recall.
   --ablation  also runs agentcg with each feature off in turn (one
@@ -34,6 +34,9 @@ import os
 import statistics
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from agentcg.table import weight_shortfall  # noqa: E402
 
 POLICIES = ["eevdf", "cfs", "flatcg", "agentcg"]
 
@@ -64,32 +67,6 @@ def scaled_trace(src, dst, factor):
     return dst
 
 
-def share_gap(r, window_ns=1_000_000_000):
-    """cpu.weight where a cgroup is busy: the largest, over the cgroups, of
-    the mean shortfall of its CPU share below what its weight guaranteed it
-    (results' series "guaranteed": min(its runnable tasks, its weight's
-    CPUs with every sibling busy), per bin), over the windows of about
-    `window_ns` in which it was owed anything, in points of the machine.
-    A window nets what a time-sliced scheduler gives and takes back within
-    a few rounds; a surplus in one window does not pay for a shortfall in
-    another. (The whole-run share against the entitlement, used before,
-    counted the time a cgroup had nothing to run as a shortfall.)"""
-    s = r["series"]
-    k = max(1, round(window_ns / s["interval_ns"]))
-    worst = 0.0
-    for path, owed in s.get("guaranteed", {}).items():
-        got = s["cgroups"][path]
-        short, busy = 0.0, 0
-        for i in range(0, len(owed), k):
-            o, g = owed[i:i + k], got[i:i + k]
-            if sum(o) > 0:
-                busy += 1
-                short += max(0.0, (sum(o) - sum(g)) / len(o))
-        if busy:
-            worst = max(worst, 100.0 * short / busy)
-    return worst
-
-
 def quota_overrun(r, trace):
     """CPU time above quota x periods, summed over cgroups with cpu.max (ms)."""
     over = 0.0
@@ -113,7 +90,7 @@ def figures(r, trace=None):
     else:
         inter = r["wakeup_latency_ns"]
     return {
-        "share_gap": share_gap(r) if trace is not None else None,
+        "share_gap": weight_shortfall(r) if trace is not None else None,
         "quota_over": quota_overrun(r, trace) if trace is not None else None,
         "tool_p50": r["tool_call_latency_ns"]["p50"] / 1e6,
         "tool_p99": r["tool_call_latency_ns"]["p99"] / 1e6,
