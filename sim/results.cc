@@ -45,6 +45,28 @@ bool cgroup_had_activity(const CgroupResultsInput& c) {
          c.mem_oom_kill != 0;
 }
 
+double weight_shortfall_points(const CgroupResultsInput& g, std::uint64_t bin_ns, std::uint64_t end_ns,
+                               std::uint64_t cpus) {
+  if (cpus == 0) return 0.0;
+  const std::uint64_t bin = bin_ns > 0 ? bin_ns : 1;
+  const std::uint64_t k = std::max<std::uint64_t>(1, kWeightWindowNs / bin);
+  const std::size_t n = std::max(g.guaranteed_ns.size(), g.series_ns.size());
+  double short_sum = 0;
+  std::uint64_t busy = 0;
+  for (std::size_t w = 0; w < n; w += k) {
+    double owed = 0, got = 0;
+    for (std::size_t b = w; b < std::min<std::size_t>(n, w + k); ++b) {
+      if (b < g.guaranteed_ns.size()) owed += g.guaranteed_ns[b];
+      if (b < g.series_ns.size()) got += static_cast<double>(g.series_ns[b]);
+    }
+    if (owed <= 0) continue;
+    const std::uint64_t lo = w * bin, hi = std::max(lo + 1, std::min(end_ns, (w + k) * bin));
+    ++busy;
+    short_sum += std::max(0.0, owed - got) / (static_cast<double>(hi - lo) * static_cast<double>(cpus));
+  }
+  return busy ? 100.0 * short_sum / static_cast<double>(busy) : 0.0;
+}
+
 nlohmann::json cpu_results_json(const CpuResultsInput& in) {
   using nlohmann::json;
   const std::uint64_t end = in.duration_ns;
@@ -73,7 +95,7 @@ nlohmann::json cpu_results_json(const CpuResultsInput& in) {
     return s;
   };
   json series_j = json::object();
-  json guaranteed_j = json::object();
+  double worst_shortfall = -1;  // < 0: nothing was owed (the live player)
   json cgroups = json::object();
   std::vector<double> jain_x;
   const std::vector<bool> listed = listed_cgroups(in.cgroups);
@@ -100,12 +122,16 @@ nlohmann::json cpu_results_json(const CpuResultsInput& in) {
                    {"events_high", g.mem_events_high},
                    {"events_max", g.mem_events_max},
                    {"oom_kill", g.mem_oom_kill}};
+    if (!g.guaranteed_ns.empty()) {
+      const double pts = weight_shortfall_points(g, in.series_bin_ns, end, in.cpus);
+      c["cpu_weight_shortfall_pts"] = round6(pts);
+      worst_shortfall = std::max(worst_shortfall, pts);
+    }
     cgroups[g.path] = std::move(c);
     // Jain's index over the non-root cgroups that had work and a share.
     if (g.tasks > 0 && g.entitled_share > 0 && i != 0) jain_x.push_back(share / g.entitled_share);
 
     series_j[g.path] = series_of(g.series_ns);
-    if (!g.guaranteed_ns.empty()) guaranteed_j[g.path] = series_of(g.guaranteed_ns);
   }
 
   json r;
@@ -126,7 +152,7 @@ nlohmann::json cpu_results_json(const CpuResultsInput& in) {
   r["cgroups"] = std::move(cgroups);
   r["idle_cgroups"] = idle;
   r["series"] = {{"interval_ns", interval}, {"cgroups", std::move(series_j)}};
-  if (!guaranteed_j.empty()) r["series"]["guaranteed"] = std::move(guaranteed_j);
+  if (worst_shortfall >= 0) r["cpu_weight_shortfall_pts"] = round6(worst_shortfall);
   return r;
 }
 

@@ -11,8 +11,7 @@
 // in the bin over the bin's width x cpus, at most 1.0 (a live CPU reading
 // can land in a bin a little after the time it was spent, so the player's
 // bins can overshoot; the simulator's never do); at most 200 series bins,
-// each a whole multiple of series_bin_ns; the series "guaranteed" (the
-// simulator's alone) merges its bins the same way.
+// each a whole multiple of series_bin_ns.
 // Who calls it: CpuModel::results() (body), run_simulation() in sim/api.cc
 // and the player (whole document). Library agentcg_metrics (no simulator).
 #pragma once
@@ -54,6 +53,18 @@ struct CgroupResultsInput {
   // cpu.max). Empty: not measured (the live player; the root).
   std::vector<double> guaranteed_ns;
 };
+
+// cpu.weight where a cgroup is busy (results.json cpu_weight_shortfall_pts,
+// per cgroup and the worst of them): per window of kWeightWindowNs in which
+// it was owed anything (guaranteed_ns), its shortfall max(0, owed - its CPU
+// time) over the window x cpus; the mean over those windows, in points of
+// the machine. A window nets what a time-sliced scheduler gives and takes
+// back within a few rounds; a surplus in one does not pay for a shortfall
+// in another; the time a cgroup had nothing to run is no shortfall (unlike
+// its whole-run share against its entitlement).
+inline constexpr std::uint64_t kWeightWindowNs = 1'000'000'000;
+double weight_shortfall_points(const CgroupResultsInput& g, std::uint64_t bin_ns, std::uint64_t end_ns,
+                               std::uint64_t cpus);
 
 // The CPU part of a run: everything but the run's identity.
 struct CpuResultsInput {

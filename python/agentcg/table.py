@@ -158,40 +158,17 @@ def capped_jain(r: Doc, demand: Optional[Mapping[str, float]]) -> float:
     return s * s / (len(xs) * s2) if s2 > 0 else NAN
 
 
-WEIGHT_WINDOW_NS = 1_000_000_000
 WEIGHT_SHORTFALL_FLAG = 2.0  # points: above this, cpu.weight is not honoured
 
 
-def weight_shortfall(r: Doc, window_ns: int = WEIGHT_WINDOW_NS) -> float:
-    """cpu.weight where a cgroup is busy, in points of the machine (NaN when
-    the results do not say what was owed: the live player's).
-
-    results.json's series "guaranteed" holds, per interval and cgroup, the
-    CPU its weight owed it: min(its runnable tasks, its weight's CPUs with
-    every sibling busy, cpu.max included). Per window of about `window_ns`
-    in which a cgroup was owed anything, its shortfall is max(0, owed -
-    got); the figure is the largest, over the cgroups, of their mean
-    shortfall. A window nets what a time-sliced scheduler gives and takes
-    back within a few rounds; a surplus in one window does not pay for a
-    shortfall in another. Unlike a whole-run share against the
-    entitlement, the time a cgroup had nothing to run is no shortfall."""
-    s = r.get("series") or {}
-    owed_by = s.get("guaranteed")
-    if not owed_by or not s.get("interval_ns"):
-        return NAN
-    k = max(1, round(window_ns / s["interval_ns"]))
-    worst = 0.0
-    for path, owed in owed_by.items():
-        got = (s.get("cgroups") or {}).get(path, [])
-        short, busy = 0.0, 0
-        for i in range(0, len(owed), k):
-            o, g = owed[i:i + k], got[i:i + k]
-            if sum(o) > 0:
-                busy += 1
-                short += max(0.0, (sum(o) - sum(g)) / len(o))
-        if busy:
-            worst = max(worst, 100.0 * short / busy)
-    return worst
+def weight_shortfall(r: Doc) -> float:
+    """cpu.weight where a cgroup is busy: results.json's
+    cpu_weight_shortfall_pts, the worst cgroup's mean shortfall, per 1 s
+    window in which it had runnable tasks, below min(its runnable tasks, its
+    weight's CPUs with every sibling busy, cpu.max included), in points of
+    the machine (sim/results.h weight_shortfall_points). NaN where the
+    results do not say (the live player cannot see runnable counts)."""
+    return _f(r.get("cpu_weight_shortfall_pts"))
 
 
 def _pctl(xs: List[float], q: float) -> float:
@@ -381,8 +358,11 @@ def table_cells(rows: Sequence[Row], labels: Sequence[str]) -> Dict[str, Any]:
                 cells.append(stats.verdict(row.values[lbl], row.values[base], row.lower_is_better))
         body.append(cells)
     notes = []
-    if any(c.endswith(" !") for r in body for c in r):
+    flagged = {row.metric for row, cells in zip(rows, body) if any(c.endswith(" !") for c in cells)}
+    if any(m.startswith("longest runnable wait") for m in flagged):
         notes.append(f"! = median at or above {STARVATION_NS / 1e9:g} s: a task was starved")
+    if any(m.startswith("cpu.weight shortfall") for m in flagged):
+        notes.append(f"! = {WEIGHT_SHORTFALL_FLAG:g} points or more: a busy cgroup got less than its weight owed it")
     if reps >= 2:
         notes.append(f"cells: median [95 % bootstrap interval] of {reps} repetitions; verdicts against "
                      f"{base} at 95 % confidence")

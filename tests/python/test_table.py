@@ -138,23 +138,18 @@ def test_demand_capped_fairness() -> None:
     assert table.capped_jain(d, None) < 0.75  # the plain entitlement calls it unfair
 
 
-def test_weight_shortfall_counts_only_what_was_owed() -> None:
-    # 100 ms intervals, 1 s windows. /a is owed 0.5 throughout and gets it;
-    # /b is owed nothing for 1 s (a whole-run share would call that a
-    # shortfall), then 0.5, of which it gets 0.4 in one window (a 10-point
-    # shortfall) and 0.6 in the next (a surplus that does not pay for it).
-    d = _doc()
-    d["series"] = {"interval_ns": 100_000_000,
-                   "cgroups": {"/a": [0.5] * 30, "/b": [0.0] * 10 + [0.4] * 10 + [0.6] * 10},
-                   "guaranteed": {"/a": [0.5] * 30, "/b": [0.0] * 10 + [0.5] * 20}}
-    assert table.weight_shortfall(d) == pytest.approx(5.0)  # /b: 10 points in 1 of its 2 busy windows
-    # within a window, what is given and taken back nets out
-    d["series"]["cgroups"]["/b"] = [0.0] * 10 + [0.3, 0.7] * 10
-    assert table.weight_shortfall(d) == pytest.approx(0.0)
-    # a live run says nothing of what was owed: no figure, and no row
-    del d["series"]["guaranteed"]
-    assert table.weight_shortfall(d) != table.weight_shortfall(d)  # NaN
-    assert not any(r.metric.startswith("cpu.weight shortfall") for r in table.build_rows({"eevdf": [d]}))
+def test_weight_shortfall_row_where_the_results_have_it() -> None:
+    # the simulator's figure (its computation: WeightGuarantee.* in
+    # cpu_model_test.cc); flagged over 2 points; no row for a live run
+    short = _doc(cpu_weight_shortfall_pts=2.5)
+    rows = table.build_rows({"eevdf": [_doc(cpu_weight_shortfall_pts=0.0)], "agentcg": [short]})
+    row = next(r for r in rows if r.metric.startswith("cpu.weight shortfall"))
+    assert row.values == {"eevdf": [0.0], "agentcg": [2.5]} and row.flag_at == 2.0
+    text = table.render_text(rows, ["eevdf", "agentcg"])
+    line = next(x for x in text.splitlines() if x.startswith("cpu.weight shortfall"))
+    assert line.rstrip().endswith("!")
+    assert "less than its weight owed it" in text and "starved" not in text
+    assert not any(r.metric.startswith("cpu.weight shortfall") for r in table.build_rows({"eevdf": [_doc()]}))
 
 
 def test_many_cgroups_aggregate_rows_and_per_cgroup() -> None:
