@@ -605,6 +605,15 @@ TEST(ScxAcceptance, NoStarvationUnderAdversarialLoad) {
   EXPECT_GT(counter(a, "boosts_granted"), 4u);
   EXPECT_GE(counter(a, "penalties_applied"), 4u);
   EXPECT_LT(a["max_runnable_wait_ns"].get<std::uint64_t>(), 100 * kMs);
+  // cpu.weight where busy: the re-triggered boosts take nothing /batch or
+  // the re-triggering groups were owed; /mem's penalty divides its weight
+  // on purpose (flatcg, without it: none)
+  const auto pts = [](const nlohmann::json& r, const char* g) {
+    return r["cgroups"][g]["cpu_weight_shortfall_pts"].get<double>();
+  };
+  for (const char* g : {"/batch", "/retrig-0", "/retrig-1", "/retrig-2", "/retrig-3"}) EXPECT_LT(pts(a, g), 1.0) << g;
+  EXPECT_GT(pts(a, "/mem"), 1.0);
+  EXPECT_LT(pts(f, "/mem"), 1.0);
 }
 
 // 1,000 CPU hogs in 1,000 sibling cgroups, started one every 20 ms on 2
