@@ -78,22 +78,6 @@ nlohmann::json cpu_results_json(const CpuResultsInput& in) {
   const std::uint64_t merge = nbins / 201 + 1;
   const std::uint64_t interval = bin * merge;
 
-  // Bins of width series_bin_ns (bins past the end folded into the last)
-  // -> at most 200 of width `interval`, each a fraction of the machine.
-  const auto series_of = [&](const auto& bins) {
-    json s = json::array();
-    for (std::uint64_t b = 0; b * merge < nbins; ++b) {
-      double sum = 0;
-      const std::uint64_t k_end = std::min<std::uint64_t>({nbins, (b + 1) * merge, bins.size()});
-      for (std::uint64_t k = b * merge; k < k_end; ++k) sum += static_cast<double>(bins[k]);
-      if ((b + 1) * merge >= nbins)
-        for (std::uint64_t k = nbins; k < bins.size(); ++k) sum += static_cast<double>(bins[k]);
-      const std::uint64_t lo = b * interval, hi = std::min(end, (b + 1) * interval);
-      const double width = static_cast<double>(hi > lo ? hi - lo : 0) * static_cast<double>(in.cpus);
-      s.push_back(width > 0 ? round6(std::min(1.0, sum / width)) : 0.0);
-    }
-    return s;
-  };
   json series_j = json::object();
   double worst_shortfall = -1;  // < 0: nothing was owed (the live player)
   json cgroups = json::object();
@@ -131,7 +115,19 @@ nlohmann::json cpu_results_json(const CpuResultsInput& in) {
     // Jain's index over the non-root cgroups that had work and a share.
     if (g.tasks > 0 && g.entitled_share > 0 && i != 0) jain_x.push_back(share / g.entitled_share);
 
-    series_j[g.path] = series_of(g.series_ns);
+    json s = json::array();
+    const std::vector<std::uint64_t>& bins = g.series_ns;
+    for (std::uint64_t b = 0; b * merge < nbins; ++b) {
+      std::uint64_t sum = 0;
+      const std::uint64_t k_end = std::min<std::uint64_t>({nbins, (b + 1) * merge, bins.size()});
+      for (std::uint64_t k = b * merge; k < k_end; ++k) sum += bins[k];
+      if ((b + 1) * merge >= nbins)
+        for (std::uint64_t k = nbins; k < bins.size(); ++k) sum += bins[k];
+      const std::uint64_t lo = b * interval, hi = std::min(end, (b + 1) * interval);
+      const double width = static_cast<double>(hi > lo ? hi - lo : 0) * static_cast<double>(in.cpus);
+      s.push_back(width > 0 ? round6(std::min(1.0, static_cast<double>(sum) / width)) : 0.0);
+    }
+    series_j[g.path] = std::move(s);
   }
 
   json r;

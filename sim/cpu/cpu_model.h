@@ -255,11 +255,12 @@ class CpuModel final : public SchedContext, public EventHandler {
     // per series bin, the CPU time cpu.weight owed it (Owed; not the root)
     std::vector<double> guaranteed;
   };
-  // cpu.weight's guarantee where a group is busy (results' series
-  // "guaranteed"), per cgroup, apart from CgStats (32 bytes: a wakeup or a
-  // sleep touches one line per level, not a CgStats with its histograms):
-  // its runnable tasks, its descendants' included (running or queued),
-  // counted since from_ns; CgStats::guaranteed adds min(nr, cpus) x time.
+  // cpu.weight's guarantee where a group is busy (results.json
+  // cpu_weight_shortfall_pts), per cgroup, apart from CgStats (32 bytes: a
+  // wakeup or a sleep touches one line per level, not a CgStats with its
+  // histograms): its runnable tasks, its descendants' included (running or
+  // queued), counted since from_ns; CgStats::guaranteed adds min(nr, cpus)
+  // x time.
   struct Owed {
     std::uint64_t from_ns = 0;
     std::uint64_t bin = 0;  // from_ns's series bin
