@@ -278,7 +278,7 @@ struct cpu_curr {
 	u32 ours;          /* 1 while a fair task of ours runs */
 	u32 timer_armed;
 	u32 kicked;        /* a preempting kick is on its way (cleared by running/stopping) */
-	u32 pad;
+	u32 storm;         /* it runs a storm's request, counted in glob.storm_cpus (storm_reserve) */
 	struct bpf_timer timer; /* the min_slice re-check ("not before T") */
 };
 
@@ -639,20 +639,65 @@ static __always_inline void arm_recheck(struct cpu_curr *cc, u64 at_ns, u64 now)
 }
 
 /*
+ * storm_reserve (agentcg.h agentcg_storm_may_take): whether queued task `p`
+ * may take a CPU while `others` other CPUs run storms. A task without
+ * state is not a storm's.
+ */
+static __always_inline bool task_may_take(struct task_struct *p, u32 others, u64 now,
+					  const struct agentcg_tunables *tn)
+{
+	struct task_ctx *t = task_ctx(p);
+	struct cgrp_state *cs = t ? cgrp_lookup(t->cgid) : NULL;
+
+	return !cs || agentcg_storm_may_take(&cs->cg, &glob, others, now, tn);
+}
+
+/* The storm CPUs other than the one of `cc` (agentcg_storm_others). */
+static __always_inline u32 storm_others(const struct cpu_curr *cc)
+{
+	return agentcg_storm_others(&glob, cc && cc->storm ? 1 : 0);
+}
+
+/*
+ * While the reserve holds: the key of the shared DSQ's first task (at
+ * most AGENTCG_RESERVE_SCAN looked at) that may take the CPU, the head a
+ * request placed there is compared with (a storm's task that may not take
+ * it is not ahead of it there); sim/cpu/scx_class.cc's first_may_take.
+ */
+static __always_inline bool first_may_take_key(u32 others, u64 now, const struct agentcg_tunables *tn,
+					       u64 *key)
+{
+	struct task_struct *q;
+	u32 n = 0;
+
+	bpf_for_each(scx_dsq, q, AGENTCG_SHARED_DSQ, 0) {
+		if (n++ >= AGENTCG_RESERVE_SCAN)
+			break;
+		if (!task_may_take(q, others, now, tn))
+			continue;
+		*key = queued_key(q, tn);
+		return true;
+	}
+	return false;
+}
+
+/*
  * Places a request made by ops.enqueue (place.h): straight into the local
  * DSQ of the CPU select_cpu chose (idle, or preempting what runs there by
  * the base rule), or into the shared DSQ (with a kick or a re-check timer
  * for that CPU). SCX_DSQ_LOCAL is the local DSQ of the CPU the task is
  * being enqueued on, the one select_cpu returned.
  */
-static __always_inline void place(struct task_struct *p, struct task_ctx *t, u64 key, u64 slice,
-				  u64 enq_flags, u64 now, const struct agentcg_tunables *tn)
+static __always_inline void place(struct task_struct *p, struct task_ctx *t, const struct agentcg_cgrp *cg,
+				  u64 key, u64 slice, u64 enq_flags, u64 now,
+				  const struct agentcg_tunables *tn)
 {
 	struct agentcg_place_in in = {};
 	struct agentcg_place r;
 	struct task_struct *head;
 	struct cpu_curr *cc = NULL;
 	u32 cpu = scx_bpf_task_cpu(p);
+	u32 others;
 
 	in.key = key;
 	in.slice_ns = slice;
@@ -670,7 +715,21 @@ static __always_inline void place(struct task_struct *p, struct task_ctx *t, u64
 		in.curr_started_ns = protect_since(cc, t->cgid);
 		in.curr_slice_ns = cc->slice_ns;
 	}
-	if (in.cpu_idle || in.last || in.curr_ours || in.wakeup) {
+	/*
+	 * storm_reserve: a storm's request does not take the last CPU free of
+	 * storms (idle, or preempting another group there), nor preempt or
+	 * wake another CPU: it waits in the shared DSQ for a CPU that runs
+	 * the storm (scx_class.cc's place alike).
+	 */
+	others = storm_others(cc);
+	if (!agentcg_storm_may_take(cg, &glob, others, now, tn)) {
+		count_events(AGENTCG_EV(storm_reserves));
+		scx_bpf_dsq_insert_vtime(p, AGENTCG_SHARED_DSQ, slice, key, enq_flags);
+		return;
+	}
+	if ((in.cpu_idle || in.last || in.curr_ours || in.wakeup) && agentcg_reserve_on(&glob, others, now, tn)) {
+		in.has_head = first_may_take_key(others, now, tn, &in.head_key);
+	} else if (in.cpu_idle || in.last || in.curr_ours || in.wakeup) {
 		head = scx_bpf_dsq_peek(AGENTCG_SHARED_DSQ);
 		if (head) {
 			in.has_head = 1;
@@ -817,6 +876,10 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 	t->req = agentcg_eevdf_request(&cs->cg, &glob, qshare, t->at.weight,
 				       (enq_flags & SCX_ENQ_WAKEUP) ? 0 : before, now, tn, &ev);
 	count_events(ev);
+	/* storm_reserve: another group's wakeup or fork keeps a CPU free of storms */
+	if (((enq_flags & SCX_ENQ_WAKEUP) || t->fresh) && t->cgid != ROOT_CGID &&
+	    agentcg_reserve_note(&cs->cg, &glob, now, tn))
+		glob.calm_wake_ns = now;
 	thr = nr_throttled_now > 0 ? throttled_level(t->cgid) : 0;
 	if (thr) {
 		/* cpu.max: wait in the throttled level's park queue until its refill */
@@ -830,7 +893,7 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 	{
 		const struct agentcg_strategy_action *sa = task_strategy(p, sa_cg);
 
-		place(p, t, queue_key(t, sa, tn), agentcg_strategy_slice_ns(sa, t->req.slice_ns),
+		place(p, t, &cs->cg, queue_key(t, sa, tn), agentcg_strategy_slice_ns(sa, t->req.slice_ns),
 		      enq_flags, now, tn);
 	}
 }
@@ -853,7 +916,8 @@ void BPF_STRUCT_OPS(agentcg_dequeue, struct task_struct *p, u64 deq_flags)
 
 /* Some cgroup is throttled: move the throttled tasks at the head of the
  * queue to their park queues, then the first runnable one to this CPU. */
-static __always_inline bool dispatch_skipping_throttled(s32 cpu)
+static __always_inline bool dispatch_skipping_throttled(s32 cpu, bool reserve, u32 others, u64 now,
+							const struct agentcg_tunables *tn)
 {
 	struct task_struct *p;
 
@@ -865,6 +929,8 @@ static __always_inline bool dispatch_skipping_throttled(s32 cpu)
 		if (!thr) {
 			/* move_to_local skips tasks pinned elsewhere; so must we */
 			if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+				continue;
+			if (reserve && !task_may_take(p, others, now, tn))
 				continue;
 			if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
 				return true;
@@ -924,20 +990,63 @@ static __always_inline bool retag_stale_head(const struct agentcg_tunables *tn, 
 	return false;
 }
 
+/*
+ * storm_reserve (agentcg.h agentcg_storm_may_take): the shared DSQ's first
+ * task (at most AGENTCG_RESERVE_SCAN looked at) that may take this CPU
+ * while `others` other CPUs run storms, moved to it; none: the CPU idles
+ * (sim/cpu/scx_class.cc's dispatch and first_may_take alike).
+ */
+static __always_inline bool dispatch_reserving(s32 cpu, u32 others, u64 now, const struct agentcg_tunables *tn)
+{
+	struct task_struct *p;
+	u32 n = 0;
+
+	bpf_for_each(scx_dsq, p, AGENTCG_SHARED_DSQ, 0) {
+		if (n++ >= AGENTCG_RESERVE_SCAN)
+			break;
+		if (!task_may_take(p, others, now, tn)) {
+			if (n == 1)
+				count_events(AGENTCG_EV(storm_reserves));
+			continue;
+		}
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+			continue;
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
+			return true;
+	}
+	return false;
+}
+
 void BPF_STRUCT_OPS(agentcg_dispatch, s32 cpu, struct task_struct *prev)
 {
 	const struct agentcg_tunables *tn = tun();
+	bool reserve = false;
+	u32 others = 0;
+	u64 now = 0;
 
+	if (agentcg_mode != AGENTCG_MODE_FIFO && agentcg_feat(tn, AGENTCG_F_STORM_RESERVE) && glob.storm_cpus) {
+		u32 c = cpu;
+
+		now = bpf_ktime_get_ns();
+		others = storm_others(bpf_map_lookup_elem(&cpu_currs, &c));
+		reserve = agentcg_reserve_on(&glob, others, now, tn);
+	}
 	if (agentcg_mode != AGENTCG_MODE_FIFO && agentcg_feat(tn, AGENTCG_F_RETAG_STALE)) {
-		u64 now = bpf_ktime_get_ns();
 		u32 i;
 
+		if (!now)
+			now = bpf_ktime_get_ns();
 		for (i = 0; i < AGENTCG_RETAG_MAX; i++)
 			if (!retag_stale_head(tn, now))
 				break;
 	}
 	if (agentcg_mode != AGENTCG_MODE_FIFO && nr_throttled_now > 0) {
-		if (dispatch_skipping_throttled(cpu))
+		if (dispatch_skipping_throttled(cpu, reserve, others, now, tn))
+			bstat_inc(AGENTCG_BS_dispatches);
+		return;
+	}
+	if (reserve) {
+		if (dispatch_reserving(cpu, others, now, tn))
 			bstat_inc(AGENTCG_BS_dispatches);
 		return;
 	}
@@ -1084,6 +1193,11 @@ void BPF_STRUCT_OPS(agentcg_running, struct task_struct *p)
 		cc->slice_ns = p->scx.slice;
 		cc->ours = 1;
 		cc->kicked = 0;
+		/* storm_reserve: stopping takes it off again (cc->storm) */
+		if (!cc->storm && agentcg_storm_counts(&cs->cg, tn)) {
+			cc->storm = 1;
+			__sync_fetch_and_add(&glob.storm_cpus, 1);
+		}
 	}
 	/* cpu.max at every level: never run past what the pools still hold */
 	if (nr_bw_limited <= 0)
@@ -1119,6 +1233,10 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 	if (cc) {
 		cc->ours = 0;
 		cc->kicked = 0;
+		if (cc->storm) {
+			cc->storm = 0;
+			__sync_fetch_and_add(&glob.storm_cpus, (u32)-1);
+		}
 	}
 	t = task_ctx(p);
 	if (!t || !t->at.started_at_ns)

@@ -40,7 +40,7 @@ void parse_scheduler_section(const YAML::Node& n, const Reader& r, agentcg_tunab
   }
   if (n["features"]) {
     const YAML::Node f = n["features"];
-    r.only_keys(f, "scheduler.features", "mem_penalty,auto_boost,wakeup_boost,fork_aware,min_slice,latency,retag_stale,victim_preempt");
+    r.only_keys(f, "scheduler.features", "mem_penalty,auto_boost,wakeup_boost,fork_aware,min_slice,latency,retag_stale,victim_preempt,storm_reserve");
     auto flag = [&](const char* key, u32 bit) {
       if (!f[key]) return;
       if (r.boolean(f, "scheduler.features", key)) t.features |= bit; else t.features &= ~bit;
@@ -53,6 +53,7 @@ void parse_scheduler_section(const YAML::Node& n, const Reader& r, agentcg_tunab
     flag("latency", AGENTCG_F_LATENCY);
     flag("retag_stale", AGENTCG_F_RETAG_STALE);
     flag("victim_preempt", AGENTCG_F_VICTIM_PREEMPT);
+    flag("storm_reserve", AGENTCG_F_STORM_RESERVE);
   }
 }
 

@@ -361,6 +361,67 @@ TEST(WakeupBoost, OffGivesNothing) {
   EXPECT_FALSE(agentcg_wake_credited(&io, 100 * kMs, &t));
 }
 
+// ---- storm_reserve ----
+
+// A storming group may not take the last CPU free of storms while another
+// group woke within the window; anything else may take any CPU.
+TEST(StormReserve, TheLastCpuFreeOfStormsWhileAnotherGroupWakes) {
+  const agentcg_tunables t = defaults();
+  agentcg_global g{};
+  g.nr_cpus = 2;
+  agentcg_cgrp storm = group(100), calm = group(100);
+  storm.storm = 1;
+  const u64 now = 10 * kSec;
+  // no other group has woken yet: no reserve
+  EXPECT_TRUE(agentcg_storm_may_take(&storm, &g, 1, now, &t));
+  ASSERT_TRUE(agentcg_reserve_note(&calm, &g, now - 5 * kMs, &t));
+  g.calm_wake_ns = now - 5 * kMs;
+  EXPECT_FALSE(agentcg_storm_may_take(&storm, &g, 1, now, &t));  // the other CPU runs the storm
+  EXPECT_TRUE(agentcg_storm_may_take(&storm, &g, 0, now, &t));   // it does not: take this one
+  EXPECT_TRUE(agentcg_storm_may_take(&calm, &g, 1, now, &t));    // the others always may
+  // the window: 20 ms after the last wakeup of another group
+  EXPECT_FALSE(agentcg_storm_may_take(&storm, &g, 1, g.calm_wake_ns + AGENTCG_RESERVE_WINDOW_NS - 1, &t));
+  EXPECT_TRUE(agentcg_storm_may_take(&storm, &g, 1, g.calm_wake_ns + AGENTCG_RESERVE_WINDOW_NS, &t));
+  // eight CPUs: the storm keeps seven
+  g.nr_cpus = 8;
+  EXPECT_TRUE(agentcg_storm_may_take(&storm, &g, 6, now, &t));
+  EXPECT_FALSE(agentcg_storm_may_take(&storm, &g, 7, now, &t));
+  // one CPU: no reserve
+  g.nr_cpus = 1;
+  EXPECT_TRUE(agentcg_storm_may_take(&storm, &g, 0, now, &t));
+  // off, or without fork_aware (no storm is ever declared): no reserve
+  g.nr_cpus = 2;
+  const agentcg_tunables off = only(AGENTCG_F_DEFAULT & ~AGENTCG_F_STORM_RESERVE);
+  const agentcg_tunables blind = only(AGENTCG_F_DEFAULT & ~AGENTCG_F_FORK_AWARE);
+  EXPECT_TRUE(agentcg_storm_may_take(&storm, &g, 1, now, &off));
+  EXPECT_TRUE(agentcg_storm_may_take(&storm, &g, 1, now, &blind));
+  EXPECT_FALSE(agentcg_storm_counts(&storm, &off));
+  EXPECT_TRUE(agentcg_storm_counts(&storm, &t));
+  EXPECT_FALSE(agentcg_storm_counts(&calm, &t));
+}
+
+// Only another group's wakeups hold the reserve, stored at most once per
+// AGENTCG_RESERVE_NOTE_NS; the storm count never wraps.
+TEST(StormReserve, NotesOtherGroupsRateLimitedAndCountsWithoutWrapping) {
+  const agentcg_tunables t = defaults();
+  agentcg_global g{};
+  g.nr_cpus = 2;
+  agentcg_cgrp storm = group(100), calm = group(100);
+  storm.storm = 1;
+  EXPECT_FALSE(agentcg_reserve_note(&storm, &g, 10 * kSec, &t));
+  EXPECT_TRUE(agentcg_reserve_note(&calm, &g, 10 * kSec, &t));
+  g.calm_wake_ns = 10 * kSec;
+  EXPECT_FALSE(agentcg_reserve_note(&calm, &g, 10 * kSec + AGENTCG_RESERVE_NOTE_NS - 1, &t));
+  EXPECT_TRUE(agentcg_reserve_note(&calm, &g, 10 * kSec + AGENTCG_RESERVE_NOTE_NS, &t));
+  const agentcg_tunables off = only(AGENTCG_F_DEFAULT & ~AGENTCG_F_STORM_RESERVE);
+  EXPECT_FALSE(agentcg_reserve_note(&calm, &g, 20 * kSec, &off));
+  g.storm_cpus = 1;
+  EXPECT_EQ(agentcg_storm_others(&g, 1), 0u);
+  EXPECT_EQ(agentcg_storm_others(&g, 0), 1u);
+  g.storm_cpus = 0;  // a racy read of another CPU's count: 0, not 2^32 - 1
+  EXPECT_EQ(agentcg_storm_others(&g, 1), 0u);
+}
+
 // ---- preemption and min_slice ----
 
 TEST(Preempt, BoostedWakerPreemptsOnlyAfterMinSlice) {

@@ -109,6 +109,9 @@ class ScxClass final : public SchedClass {
     if (!tc.counted) ev |= make_runnable(p.cgroup, tc, now);
     if (enq_flags & kEnqWakeup) ev |= agentcg_on_wakeup(&gr.cg, now, &t_);
     if (agentcg_fork_tick(&gr.cg, now, &t_)) sync_weight(p.cgroup);
+    // storm_reserve: another group's wakeup or fork keeps a CPU free of storms
+    if ((enq_flags & (kEnqWakeup | kEnqNew)) && p.cgroup != kRootCgroup && agentcg_reserve_note(&gr.cg, &g_, now, &t_))
+      g_.calm_wake_ns = now;
     tc.t.weight = p.weight ? p.weight : AGENTCG_WEIGHT_DFL;
     tc.cg = p.cgroup;
     // Strategy hook: weight_pct scales the share (as bpf/agentcg.bpf.c)
@@ -143,10 +146,26 @@ class ScxClass final : public SchedClass {
     std::uint32_t local = curr_.at(static_cast<std::size_t>(cpu)).local;
     curr_.at(static_cast<std::size_t>(cpu)).local = kNoTask;
     if (local != kNoTask && !tasks_[local].queued) local = kNoTask;
+    // storm_reserve: the CPUs other than this one that run a storm's request
+    const u32 others = agentcg_storm_others(&g_, curr_.at(static_cast<std::size_t>(cpu)).storm ? 1 : 0);
+    bool reserved = false;
     while (!heap_.empty()) {
-      const std::uint32_t id = local != kNoTask ? local : heap_.front().id;
+      std::uint32_t id = local != kNoTask ? local : heap_.front().id;
+      bool placed = local != kNoTask;
+      if (!agentcg_storm_may_take(&groups_[tasks_[id].cg].cg, &g_, others, now, &t_)) {
+        // a storm's request may not take the last CPU free of storms: the
+        // first other group's request in queue order, else idle (BPF:
+        // dispatch_reserving)
+        if (!reserved) bump(AGENTCG_EV(storm_reserves));
+        reserved = true;
+        placed = false;
+        local = kNoTask;
+        const QEntry* e = first_may_take(others, now);
+        if (e == nullptr) return {};
+        id = e->id;
+      }
       TaskCtx& tc = tasks_[id];
-      if (local != kNoTask) {
+      if (placed) {
         local = kNoTask;  // placed after enqueue's throttle check, with its final tags
       } else if (nr_throttled_now_) {
         const CgroupId thr = throttled_level(tc.cg);
@@ -191,6 +210,8 @@ class ScxClass final : public SchedClass {
       cc.started_ns = now;
       cc.slice_ns = slice;
       cc.ours = true;
+      cc.storm = agentcg_storm_counts(&gr.cg, &t_);
+      if (cc.storm) ++g_.storm_cpus;
       return {&t, Time::from_ns(slice)};
     }
     return {};
@@ -213,6 +234,8 @@ class ScxClass final : public SchedClass {
     CpuCurr& cc = curr_.at(static_cast<std::size_t>(cpu));
     cc.ours = false;
     cc.kicked = false;
+    if (cc.storm) --g_.storm_cpus;
+    cc.storm = false;
     cc.stopped_ns = now;
     cc.last_cg = tc.cg;
     const std::uint64_t ran = (ctx_->now() - p.started_at).ns();
@@ -380,6 +403,7 @@ class ScxClass final : public SchedClass {
     std::uint64_t timer = 0;  // armed re-check
     bool ours = false;
     bool kicked = false;  // a preempting kick is on its way (cleared when it stops or runs)
+    bool storm = false;   // it runs a storm's request, counted in agentcg_global::storm_cpus
     std::uint32_t local = kNoTask;  // a task placed in its local queue (BPF: SCX_DSQ_LOCAL)
   };
 
@@ -584,9 +608,20 @@ class ScxClass final : public SchedClass {
     }
     // the head before this request (it is queued already: skip it; if it
     // is the heap's root, the head is the smaller of the root's children)
-    if (const QEntry* h = head_except(p.id)) {
+    // (under the storm reserve, the first that may take this CPU: a storm's
+    // request that may not is not ahead of this one here)
+    const u32 others = agentcg_storm_others(&g_, cc.storm ? 1 : 0);
+    if (const QEntry* h = agentcg_reserve_on(&g_, others, now, &t_) ? first_may_take(others, now, p.id)
+                                                                     : head_except(p.id)) {
       in.has_head = 1;
       in.head_key = queued_key(*h);
+    }
+    // storm_reserve: a storm's request does not take the last CPU free of
+    // storms (idle, or preempting another group there), nor preempt another
+    // CPU: it waits in the shared queue for a CPU that runs the storm
+    if (!agentcg_storm_may_take(&groups_[tc.cg].cg, &g_, others, now, &t_)) {
+      bump(AGENTCG_EV(storm_reserves));
+      return;
     }
     const agentcg_place r = agentcg_place_task(&in, &t_);
     // the chosen CPU does not take it: another CPU may, at once or once
@@ -777,6 +812,30 @@ class ScxClass final : public SchedClass {
     for (std::size_t c = 1; c <= 2 && c < heap_.size(); c++)
       if (!best || less(heap_[c], *best)) best = &heap_[c];
     return best;
+  }
+  // storm_reserve: the first request in queue order other than `except`'s,
+  // at most AGENTCG_RESERVE_SCAN looked at, that may take a CPU when
+  // `others` CPUs run storms (agentcg_storm_may_take), or null
+  // (bpf/agentcg.bpf.c's first_may_take walks its DSQ alike). The heap in
+  // order: the least of a frontier that starts at the root and gains each
+  // visited entry's children (at most one more entry per visit).
+  const QEntry* first_may_take(u32 others, std::uint64_t now, std::uint32_t except = kNoTask) const {
+    std::size_t frontier[AGENTCG_RESERVE_SCAN + 3];
+    std::size_t nf = 0;
+    if (!heap_.empty()) frontier[nf++] = 0;
+    for (int seen = 0; seen <= AGENTCG_RESERVE_SCAN && nf > 0; ++seen) {
+      std::size_t best = 0;
+      for (std::size_t k = 1; k < nf; ++k)
+        if (less(heap_[frontier[k]], heap_[frontier[best]])) best = k;
+      const std::size_t i = frontier[best];
+      frontier[best] = frontier[--nf];
+      for (std::size_t c = 2 * i + 1; c <= 2 * i + 2 && c < heap_.size(); ++c) frontier[nf++] = c;
+      const std::uint32_t id = heap_[i].id;
+      if (id == except) continue;  // not counted: the scan looks at SCAN others
+      if (seen == AGENTCG_RESERVE_SCAN) break;
+      if (agentcg_storm_may_take(&groups_[tasks_[id].cg].cg, &g_, others, now, &t_)) return &heap_[i];
+    }
+    return nullptr;
   }
   std::vector<QEntry> heap_;
   std::uint32_t nr_throttled_now_ = 0;

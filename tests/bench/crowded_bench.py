@@ -46,7 +46,7 @@ def sh(cmd):
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-FEATURES = ["mem_penalty", "auto_boost", "wakeup_boost", "fork_aware", "min_slice", "latency", "retag_stale", "victim_preempt"]
+FEATURES = ["mem_penalty", "auto_boost", "wakeup_boost", "fork_aware", "min_slice", "latency", "retag_stale", "victim_preempt", "storm_reserve"]
 # Features off by default (core/include/agentcg/tunables.h AGENTCG_F_DEFAULT):
 # their ablation variant switches them ON instead.
 OFF_BY_DEFAULT = {"mem_penalty"}

@@ -116,6 +116,9 @@
  *   relative to any bucket edge (two tumbling buckets missed 33 forks
  *   split 20/13 across an edge). Thresholds >= AGENTCG_FORK_RING compare
  *   the rate over the last AGENTCG_FORK_RING forks instead.
+ * - storm_reserve: while other groups wake, a storming group's requests
+ *   may not occupy every CPU: the last CPU free of them is kept for the
+ *   others' wakeups (agentcg_storm_may_take).
  * - min_slice: no wakeup preempts a task before it ran min_slice_us
  *   (eevdf.h's protected time), except a latency request (above).
  * - latency: the latency band (above, agentcg_latency_left_ns).
@@ -382,6 +385,87 @@ static inline bool agentcg_fork_tick(struct agentcg_cgrp *cg, u64 now_ns,
 		return true;
 	}
 	return false;
+}
+
+/* ---- the storm reserve (storm_reserve) ---- */
+
+/*
+ * A wakeup of another group keeps the reserve for this long: longer than
+ * the gaps between a periodic waker's wakeups (cyclictest: 1 ms) and a
+ * tool call's I/O waits, short enough that a storm alone on the machine
+ * (a fork benchmark; the root's daemons do not count) has every CPU.
+ */
+#define AGENTCG_RESERVE_WINDOW_NS (20 * AGENTCG_NSEC_PER_MSEC)
+/* agentcg_global.calm_wake_ns is stored at most once per this (one shared line). */
+#define AGENTCG_RESERVE_NOTE_NS AGENTCG_NSEC_PER_MSEC
+/* A dispatch that may not take a storm's request looks this far down the queue for another. */
+#define AGENTCG_RESERVE_SCAN 8
+
+/*
+ * A task of `cg` (not the root) woke or was forked at now_ns: whether the
+ * caller stores now_ns in g->calm_wake_ns (a group in a storm does not
+ * count; the store is rate-limited so that wakeups on many CPUs do not
+ * bounce one cache line).
+ */
+static inline bool agentcg_reserve_note(const struct agentcg_cgrp *cg, const struct agentcg_global *g,
+					u64 now_ns, const struct agentcg_tunables *t)
+{
+	return agentcg_feat(t, AGENTCG_F_STORM_RESERVE) && !cg->storm &&
+	       now_ns - g->calm_wake_ns >= AGENTCG_RESERVE_NOTE_NS;
+}
+
+/* Whether a request of `cg` counts as a storm's for the reserve (g->storm_cpus). */
+static inline bool agentcg_storm_counts(const struct agentcg_cgrp *cg, const struct agentcg_tunables *t)
+{
+	return agentcg_feat(t, AGENTCG_F_STORM_RESERVE) && agentcg_feat(t, AGENTCG_F_FORK_AWARE) && cg->storm;
+}
+
+/*
+ * Whether the reserve holds for a CPU when `others` CPUs (not counting the
+ * one asked about) run storm requests: another group has woken within
+ * AGENTCG_RESERVE_WINDOW_NS and a storm's request there would leave no
+ * CPU free of storms.
+ */
+static inline bool agentcg_reserve_on(const struct agentcg_global *g, u32 others, u64 now_ns,
+				      const struct agentcg_tunables *t)
+{
+	return agentcg_feat(t, AGENTCG_F_STORM_RESERVE) && agentcg_feat(t, AGENTCG_F_FORK_AWARE) &&
+	       g->nr_cpus >= 2 && g->calm_wake_ns && now_ns - g->calm_wake_ns < AGENTCG_RESERVE_WINDOW_NS &&
+	       others + 1 >= g->nr_cpus;
+}
+
+/*
+ * Whether a request of `cg` may take a CPU now (agentcg_reserve_on for
+ * `others`): a storming group may not take the last CPU free of storms
+ * while another group wakes. The CPU then runs another group's request
+ * from further down the queue (at most AGENTCG_RESERVE_SCAN looked at),
+ * or idles until one wakes onto it: an idle CPU is the cheapest wakeup
+ * there is (under TCG ~1 ms less than a preemption). Bounded: the storm
+ * keeps nr_cpus - 1 CPUs, and every CPU once the other groups are quiet
+ * for the window; on one CPU there is no reserve. Within cpu.weight: a
+ * storm is down-weighted (fork_aware) to well below (nr_cpus - 1) /
+ * nr_cpus of the machine while another group is busy, and the others'
+ * requests that wait are the ones taken.
+ *
+ * Why (issue 14): beside a fork storm, a periodic waker's wakeup found
+ * every CPU running a storm child and waited for a preemption (cyclictest
+ * p99 0.79-1.00x eevdf live, target 0.5x); the storm's children start on
+ * whatever CPU idles first, so no placement rule alone keeps one free.
+ * Callers: the placement (a storm's request does not go local, preempt or
+ * kick; the queue's first request that may take the CPU is the head it
+ * is compared with) and the dispatch (the first request that may take
+ * the CPU).
+ */
+static inline bool agentcg_storm_may_take(const struct agentcg_cgrp *cg, const struct agentcg_global *g,
+					  u32 others, u64 now_ns, const struct agentcg_tunables *t)
+{
+	return !agentcg_storm_counts(cg, t) || !agentcg_reserve_on(g, others, now_ns, t);
+}
+
+/* The CPUs other than one that runs `self` (0 or 1 storm) running storms; never wraps. */
+static inline u32 agentcg_storm_others(const struct agentcg_global *g, u32 self)
+{
+	return g->storm_cpus > self ? g->storm_cpus - self : 0;
 }
 
 static inline u64 agentcg_boost_window_ns(const struct agentcg_tunables *t)

@@ -49,6 +49,7 @@
 	P(10, min_slice_deferrals, "boost preemptions deferred until min_slice ran")             \
 	P(11, lag_clamps, "idle groups whose vtime lag was bounded on wakeup")                   \
 	P(12, io_bound_groups, "groups classified I/O-bound (transitions)")                      \
+	P(13, storm_reserves, "picks that kept a CPU off a fork storm for other groups (storm_reserve)") \
 	G(0, enqueues, "tasks enqueued by ops.enqueue")                                          \
 	G(1, direct_dispatches, "requests placed directly in a CPU's local queue")               \
 	G(2, dispatches, "tasks moved from a cgroup queue to a CPU")                             \

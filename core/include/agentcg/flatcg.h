@@ -87,7 +87,12 @@ struct agentcg_global {
 	u64 hweight_gen; /* bumped when shares must be recomputed */
 	u64 cvtime_now;  /* cvtime of the most recently picked group (monotonic) */
 	u32 nr_cpus; /* set by the caller at start (agentcg.h's epoch cap; 0: no cap) */
-	u32 pad;
+	/* storm_reserve (agentcg.h agentcg_storm_may_take), caller-maintained:
+	 * CPUs running a storming group's request (atomic in BPF), and the last
+	 * wakeup of a task of any other group but the root (a plain store, at
+	 * most once per AGENTCG_RESERVE_NOTE_NS) */
+	u32 storm_cpus;
+	u64 calm_wake_ns;
 };
 
 /* One per cgroup (flatcg part + the agentcg feature state, see agentcg.h). */

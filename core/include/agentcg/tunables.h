@@ -39,7 +39,15 @@ enum agentcg_feature {
 	 * children over the CPUs.
 	 */
 	AGENTCG_F_VICTIM_PREEMPT = 1u << 7,
-	AGENTCG_F_ALL = (1u << 8) - 1,
+	/*
+	 * While other groups are waking (within AGENTCG_RESERVE_WINDOW_NS), a
+	 * group in a fork storm (fork_aware) may not take the last CPU that
+	 * runs none of its requests: that CPU stays free for their wakeups,
+	 * which then start on an idle CPU instead of preempting a storm task
+	 * (agentcg.h agentcg_storm_may_take).
+	 */
+	AGENTCG_F_STORM_RESERVE = 1u << 8,
+	AGENTCG_F_ALL = (1u << 9) - 1,
 	/*
 	 * The default set: all but mem_penalty. Measured on the crowded
 	 * machine (README, "Crowded machine", ablation): dividing a session's
