@@ -363,14 +363,21 @@ TEST(WakeupBoost, OffGivesNothing) {
 
 // ---- storm_reserve ----
 
-// A storming group may not take the last CPU free of storms while another
-// group woke within the window; anything else may take any CPU.
-TEST(StormReserve, TheLastCpuFreeOfStormsWhileAnotherGroupWakes) {
+// Two CPUs, a group in a fork storm and a calm one.
+class StormReserve : public ::testing::Test {
+ protected:
+  StormReserve() {
+    g.nr_cpus = 2;
+    storm.storm = 1;
+  }
   const agentcg_tunables t = defaults();
   agentcg_global g{};
-  g.nr_cpus = 2;
   agentcg_cgrp storm = group(100), calm = group(100);
-  storm.storm = 1;
+};
+
+// A storming group may not take the last CPU free of storms while another
+// group woke within the window; anything else may take any CPU.
+TEST_F(StormReserve, TheLastCpuFreeOfStormsWhileAnotherGroupWakes) {
   const u64 now = 10 * kSec;
   // no other group has woken yet: no reserve
   EXPECT_TRUE(agentcg_storm_may_take(&storm, &g, 1, now, &t));
@@ -402,12 +409,7 @@ TEST(StormReserve, TheLastCpuFreeOfStormsWhileAnotherGroupWakes) {
 
 // Only another group's wakeups hold the reserve, stored at most once per
 // AGENTCG_RESERVE_NOTE_NS; the storm count never wraps.
-TEST(StormReserve, NotesOtherGroupsRateLimitedAndCountsWithoutWrapping) {
-  const agentcg_tunables t = defaults();
-  agentcg_global g{};
-  g.nr_cpus = 2;
-  agentcg_cgrp storm = group(100), calm = group(100);
-  storm.storm = 1;
+TEST_F(StormReserve, NotesOtherGroupsRateLimitedAndCountsWithoutWrapping) {
   EXPECT_FALSE(agentcg_reserve_note(&storm, &g, 10 * kSec, &t));
   EXPECT_TRUE(agentcg_reserve_note(&calm, &g, 10 * kSec, &t));
   g.calm_wake_ns = 10 * kSec;
@@ -415,6 +417,11 @@ TEST(StormReserve, NotesOtherGroupsRateLimitedAndCountsWithoutWrapping) {
   EXPECT_TRUE(agentcg_reserve_note(&calm, &g, 10 * kSec + AGENTCG_RESERVE_NOTE_NS, &t));
   const agentcg_tunables off = only(AGENTCG_F_DEFAULT & ~AGENTCG_F_STORM_RESERVE);
   EXPECT_FALSE(agentcg_reserve_note(&calm, &g, 20 * kSec, &off));
+  // another CPU stored a later time than this CPU's clock: it is kept,
+  // and the reserve holds (not a wrapped, 584-year-old wakeup)
+  g.calm_wake_ns = 30 * kSec + 2 * kMs;
+  EXPECT_FALSE(agentcg_reserve_note(&calm, &g, 30 * kSec, &t));
+  EXPECT_TRUE(agentcg_reserve_on(&g, 1, 30 * kSec, &t));
   g.storm_cpus = 1;
   EXPECT_EQ(agentcg_storm_others(&g, 1), 0u);
   EXPECT_EQ(agentcg_storm_others(&g, 0), 1u);

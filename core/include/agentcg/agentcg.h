@@ -410,8 +410,9 @@ static inline bool agentcg_fork_tick(struct agentcg_cgrp *cg, u64 now_ns,
 static inline bool agentcg_reserve_note(const struct agentcg_cgrp *cg, const struct agentcg_global *g,
 					u64 now_ns, const struct agentcg_tunables *t)
 {
+	/* signed: another CPU may have stored a slightly later now_ns */
 	return agentcg_feat(t, AGENTCG_F_STORM_RESERVE) && !cg->storm &&
-	       now_ns - g->calm_wake_ns >= AGENTCG_RESERVE_NOTE_NS;
+	       (s64)(now_ns - g->calm_wake_ns) >= (s64)AGENTCG_RESERVE_NOTE_NS;
 }
 
 /* Whether a request of `cg` counts as a storm's for the reserve (g->storm_cpus). */
@@ -430,7 +431,8 @@ static inline bool agentcg_reserve_on(const struct agentcg_global *g, u32 others
 				      const struct agentcg_tunables *t)
 {
 	return agentcg_feat(t, AGENTCG_F_STORM_RESERVE) && agentcg_feat(t, AGENTCG_F_FORK_AWARE) &&
-	       g->nr_cpus >= 2 && g->calm_wake_ns && now_ns - g->calm_wake_ns < AGENTCG_RESERVE_WINDOW_NS &&
+	       g->nr_cpus >= 2 && g->calm_wake_ns &&
+	       (s64)(now_ns - g->calm_wake_ns) < (s64)AGENTCG_RESERVE_WINDOW_NS &&
 	       others + 1 >= g->nr_cpus;
 }
 
