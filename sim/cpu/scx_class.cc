@@ -820,10 +820,13 @@ class ScxClass final : public SchedClass {
   // order: the least of a frontier that starts at the root and gains each
   // visited entry's children (at most one more entry per visit).
   const QEntry* first_may_take(u32 others, std::uint64_t now, std::uint32_t except = kNoTask) const {
-    std::size_t frontier[AGENTCG_RESERVE_SCAN + 3];
+    // at most SCAN + 1 visits (SCAN others and `except`), each adding one
+    // entry net: the frontier never holds more than SCAN + 2
+    std::size_t frontier[AGENTCG_RESERVE_SCAN + 2];
     std::size_t nf = 0;
     if (!heap_.empty()) frontier[nf++] = 0;
-    for (int seen = 0; seen <= AGENTCG_RESERVE_SCAN && nf > 0; ++seen) {
+    int looked = 0;
+    while (nf > 0 && looked < AGENTCG_RESERVE_SCAN) {
       std::size_t best = 0;
       for (std::size_t k = 1; k < nf; ++k)
         if (less(heap_[frontier[k]], heap_[frontier[best]])) best = k;
@@ -831,8 +834,8 @@ class ScxClass final : public SchedClass {
       frontier[best] = frontier[--nf];
       for (std::size_t c = 2 * i + 1; c <= 2 * i + 2 && c < heap_.size(); ++c) frontier[nf++] = c;
       const std::uint32_t id = heap_[i].id;
-      if (id == except) continue;  // not counted: the scan looks at SCAN others
-      if (seen == AGENTCG_RESERVE_SCAN) break;
+      if (id == except) continue;  // not counted: BPF places before inserting, so its walk never sees it
+      ++looked;
       if (agentcg_storm_may_take(&groups_[tasks_[id].cg].cg, &g_, others, now, &t_)) return &heap_[i];
     }
     return nullptr;
