@@ -94,6 +94,12 @@ struct MachineConfig {
   // C-state); a CPU idle for less pays nothing (it is still polling/in WFI).
   std::uint64_t idle_exit_ns = 0;
   std::uint64_t idle_exit_after_ns = 0;
+  // A preempting kick of a CPU that runs a task (a wakeup that preempts it,
+  // sched_ext's SCX_KICK_PREEMPT, eevdf's wakeup preemption) takes effect
+  // kick_busy_ns later: under single-threaded TCG a busy vCPU notices an
+  // interrupt ~0.3-0.5 ms later than a halted one (README, Live, v15). 0:
+  // at once.
+  std::uint64_t kick_busy_ns = 0;
   // Extra CPU work a task does when it runs on a CPU other than the one it
   // last ran on (cache refill), charged to the task's cgroup.
   std::uint64_t migration_cost_ns = 0;

@@ -1025,6 +1025,9 @@ ABLATIONS: Tuple[Tuple[str, Dict[str, Any]], ...] = (
     # not measured, so not in the profile: what charging each timer wakeup's
     # work to the task it interrupts would do, at a TCG-sized cost
     ("timer wakeup work charged on the CPU (wakeup_work_ns 50000)", {"wakeup_work_ns": 50000}),
+    # not measured either: a busy vCPU noticing a preempting kick late (the
+    # storm_reserve's live gain, README "Live", v15), at ~its size under TCG
+    ("a busy CPU notices a preempting kick 400 us late (kick_busy_ns 400000)", {"kick_busy_ns": 400000}),
 )
 
 

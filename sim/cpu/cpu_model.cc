@@ -480,6 +480,10 @@ void CpuModel::kick_cpu(int cpu, bool preempt) {
   Time at = sim_.now();
   if (c.curr == nullptr && machine_.idle_exit_ns > 0 && at - c.idle_since >= Time::from_ns(machine_.idle_exit_after_ns))
     at = at + Time::from_ns(machine_.idle_exit_ns);
+  // A busy CPU notices a preempting kick kick_busy_ns later (the emulator's
+  // busy vCPU; MachineConfig::kick_busy_ns).
+  else if (c.curr != nullptr && preempt && machine_.kick_busy_ns > 0)
+    at = at + Time::from_ns(machine_.kick_busy_ns);
   sim_.schedule(at, this, kKick, static_cast<std::uint64_t>(cpu));
 }
 

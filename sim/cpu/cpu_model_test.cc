@@ -27,6 +27,7 @@ using trace::testing::fork_op;
 using trace::testing::io_op;
 using trace::testing::repeat_op;
 using trace::testing::run_op;
+using trace::testing::sleep_op;
 using trace::testing::wait_op;
 using Builder = trace::testing::TraceBuilder;
 
@@ -474,6 +475,35 @@ TEST(PerCpuQueues, IdleExitCostDelaysOnlyWakeupsOfLongIdleCpus) {
 // per-CPU queues it queues behind its previous CPU's hog (eevdf: until that
 // hog's slice ends or it preempts); the machine-wide figures differ from
 // the global queue's, which is what the option is for.
+// machine.kick_busy_ns: a wakeup that preempts a busy CPU starts that much
+// later; one that finds an idle CPU does not pay it. One CPU, a hog and a
+// task that sleeps 10 ms and runs 50 us: every wakeup preempts the hog
+// (eevdf, agentcg). Two CPUs, the same task alone: every wakeup finds an
+// idle CPU.
+TEST(KickBusy, OnlyAPreemptionOfABusyCpuPaysIt) {
+  Builder busy(1, 1 * kSec);
+  busy.cgroup("/h", 100);
+  busy.cgroup("/w", 100);
+  busy.hogs("/h", 1);
+  busy.process("/w", {repeat_op(50, {sleep_op(10 * kMs), run_op(50000)})});
+  Builder idle(2, 1 * kSec);
+  idle.cgroup("/w", 100);
+  idle.process("/w", {repeat_op(50, {sleep_op(10 * kMs), run_op(50000)})});
+  config::MachineConfig m;
+  m.kick_busy_ns = 300000;
+  const auto p50 = [](const nlohmann::json& r) {
+    return static_cast<double>(r["cgroups"]["/w"]["wakeup_latency_ns"]["p50"].get<std::uint64_t>());
+  };
+  for (const char* policy : {"eevdf", "agentcg"}) {
+    SCOPED_TRACE(policy);
+    const auto base = run_machine(busy.t, policy, config::MachineConfig{});
+    const auto cost = run_machine(busy.t, policy, m);
+    EXPECT_NEAR(p50(cost) - p50(base), 300000.0, 20000.0);
+    EXPECT_EQ(cost["config"]["machine"]["kick_busy_ns"].get<std::uint64_t>(), 300000u);
+    EXPECT_EQ(p50(run_machine(idle.t, policy, m)), p50(run_machine(idle.t, policy, config::MachineConfig{})));
+  }
+}
+
 TEST(PerCpuQueues, WakeupWaitsOnItsCpuWhenNoneIsIdle) {
   Builder b(2, 2 * kSec);
   b.cgroup("/hog", 100);
