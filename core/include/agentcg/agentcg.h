@@ -442,7 +442,8 @@ static inline bool agentcg_reserve_on(const struct agentcg_global *g, u32 others
  * while another group wakes. The CPU then runs another group's request
  * from further down the queue (at most AGENTCG_RESERVE_SCAN looked at),
  * or idles until one wakes onto it: an idle CPU is the cheapest wakeup
- * there is (under TCG ~1 ms less than a preemption). Bounded: the storm
+ * there is (under TCG ~0.3-0.5 ms less than a preemption: README, Live,
+ * v15). Bounded: the storm
  * keeps nr_cpus - 1 CPUs, and every CPU once the other groups are quiet
  * for the window; on one CPU there is no reserve. Within cpu.weight: a
  * storm is down-weighted (fork_aware) to well below (nr_cpus - 1) /
