@@ -362,7 +362,9 @@ def _get(d: Any, *path: str) -> Any:
     return d
 
 
-BENCH_ROWS = (("cyclictest_load_p50_us", "cyclictest under CPU load p50", True),
+BENCH_ROWS = (("cyclictest_idle_p50_us", "cyclictest on the idle machine p50", True),
+              ("cyclictest_idle_p99_us", "cyclictest on the idle machine p99", True),
+              ("cyclictest_load_p50_us", "cyclictest under CPU load p50", True),
               ("cyclictest_load_p99_us", "cyclictest under CPU load p99", True),
               ("cyclictest_storm_p50_us", "cyclictest next to a fork storm p50", True),
               ("cyclictest_storm_p99_us", "cyclictest next to a fork storm p99", True),

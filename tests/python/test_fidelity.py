@@ -396,6 +396,65 @@ def test_the_live_kernels_tick_is_held_fixed_in_the_fit(tmp_path: Path) -> None:
     assert given["machine"]["tick_ns"] == 1000000
 
 
+def test_kick_busy_from_the_idle_and_loaded_cyclictest(tmp_path: Path) -> None:
+    """kick_busy_ns: eevdf's cyclictest p50 under CPU load less on the idle
+    machine (medians of the repetitions, 10 us steps, at least 0); None for
+    benchmarks without the idle pass; in a fit it is held fixed, said
+    where it came from, and a --model value wins."""
+    b = tmp_path / "benchmarks.json"
+    b.write_text(json.dumps({"eevdf": [{"cyclictest_load_p50_us": 470, "cyclictest_idle_p50_us": 120},
+                                       {"cyclictest_load_p50_us": 500, "cyclictest_idle_p50_us": 140},
+                                       {"cyclictest_load_p50_us": 380, "cyclictest_idle_p50_us": 200}],
+                             "agentcg": [{"cyclictest_load_p50_us": 9000, "cyclictest_idle_p50_us": 1}]}))
+    ns, how = fidelity.kick_busy_from_benchmarks(b)
+    assert ns == 330000 and "(470 - 140 us)" in how  # agentcg's passes are not read
+    b.write_text(json.dumps({"eevdf": [{"cyclictest_load_p50_us": 100, "cyclictest_idle_p50_us": 150}]}))
+    assert fidelity.kick_busy_from_benchmarks(b)[0] == 0  # faster under load: no cost, not a negative one
+    b.write_text(json.dumps({"eevdf": [{"cyclictest_load_p50_us": 470}]}))
+    assert fidelity.kick_busy_from_benchmarks(b) is None
+    assert fidelity.kick_busy_from_benchmarks(tmp_path / "none.json") is None
+
+    live_dir = _fake_live(tmp_path, ["io"], 40000)
+    (live_dir / "benchmarks.json").write_text(json.dumps(
+        {"eevdf": [{"cyclictest_load_p50_us": 450, "cyclictest_idle_p50_us": 150}]}))
+    traces = [str(Path(REPO) / "traces" / "io.json")]
+    rep = fidelity.fidelity(traces, str(tmp_path / "out"), duration="2s", mem_scale=1.0, live_dir=str(live_dir),
+                            quiet=True, seeds="1", ablate=False)
+    assert rep["machine"]["kick_busy_ns"] == 300000
+    assert "kick_busy_ns 300000 from benchmarks.json" in (tmp_path / "out" / "fidelity.md").read_text()
+    assert "kick_busy_ns: 300000" in Path(rep["profile"]).read_text()
+    given = fidelity.fidelity(traces, str(tmp_path / "given"), duration="2s", mem_scale=1.0, live_dir=str(live_dir),
+                              quiet=True, seeds="1", ablate=False, model={"kick_busy_ns": 50000})
+    assert given["machine"]["kick_busy_ns"] == 50000
+
+
+def test_a_percentile_of_few_live_samples_is_shown_not_fitted_or_scored() -> None:
+    """A wakeup p50 of fewer than MIN_SAMPLES['p50'] live samples (the hogs
+    trace's starts) and a p99 of fewer than MIN_SAMPLES['p99'] are rows
+    without an error, neither calibration targets nor in the worst error."""
+    def doc(n: int, p50: float, p99: float) -> Dict[str, Any]:
+        lat = {"count": n, "p50": p50, "p99": p99}
+        return {"wakeup_latency_ns": lat, "tool_call_latency_ns": {"count": 0},
+                "cgroups": {"/": {"cpu_share": 1.0}, "/a": {"cpu_share": 1.0, "wakeup_latency_ns": lat}}}
+
+    few, some, many = fidelity.MIN_SAMPLES["p50"] - 1, fidelity.MIN_SAMPLES["p50"], fidelity.MIN_SAMPLES["p99"]
+    rows = fidelity.side_by_side(doc(5, 40.0, 90.0), doc(few, 10.0, 10.0))
+    lat = {r["metric"]: r for r in rows if r["metric"].startswith("wakeup")}
+    assert lat["wakeup latency p50"]["error_pct"] is None and lat["wakeup latency p50"]["samples"] == few
+    assert fidelity.error_summary(rows)["wakeup_p50_max_err_pct"] is None
+    assert "n=" + str(few) + ", not scored" in fidelity.format_table({"k": rows}, {"k": rows})
+    assert fidelity.residual_targets(doc(5, 40.0, 90.0), doc(few, 10.0, 10.0), "k") == []
+    # enough for a p50, not for a p99
+    rows = fidelity.side_by_side(doc(5, 40.0, 90.0), doc(some, 10.0, 10.0))
+    e = fidelity.error_summary(rows)
+    assert e["wakeup_p50_max_err_pct"] == 300.0 and e["wakeup_p99_max_err_pct"] is None
+    assert [t[0] for t in fidelity.residual_targets(doc(5, 40.0, 90.0), doc(some, 10.0, 10.0), "k")] == ["k:/a:wakeup_p50"]
+    assert [t[0] for t in fidelity.residual_targets(doc(5, 40.0, 90.0), doc(many, 10.0, 10.0), "k")] == [
+        "k:/a:wakeup_p50", "k:/a:wakeup_p99"]
+    assert fidelity.error_summary(fidelity.side_by_side(doc(5, 40.0, 90.0), doc(many, 10.0, 10.0)))[
+        "wakeup_p99_max_err_pct"] == 800.0
+
+
 # --- sched_ext's own cost, measured from the fitted scenarios' live results ------
 
 def _live(util: float, shares: Dict[str, float]) -> Dict[str, Any]:

@@ -5,7 +5,7 @@
 #   - the bundled traces replayed by agentcg-player (results.json with the
 #     simulator's keys) -> /out/compare/<scheduler>/<trace>.json
 #   - cyclictest (SCHED_OTHER threads, so the scheduler under test wakes
-#     them) under a CPU load (stress-ng --cpu) and under a fork storm
+#     them) alone, under a CPU load (stress-ng --cpu) and under a fork storm
 #     (stress-ng --fork) in a sibling cgroup, hackbench's run time, and
 #     the CPU of one fork and of one exit (agentcg-work forkstorm, serial,
 #     on the quiet machine: getrusage of the forker and of its children)
@@ -64,6 +64,10 @@ cyclictest_next_to() {
 compare_bench() { # out_dir
 	o=$1 b=${COMPARE_BENCH_S:-8}
 	mkcg bench 100; mkcg batch 100; mkcg storm 100; mkcg victim 100
+	# on the idle machine (nothing beside it): every wakeup finds an idle
+	# CPU; against the pass under load, what waking onto a busy CPU costs
+	# (`agentcg fidelity`'s machine.kick_busy_ns)
+	cyclictest_next_to $o idle $b batch true
 	# under CPU load: 2 CPU hogs per CPU
 	cyclictest_next_to $o load $b batch stress-ng --cpu 4 --timeout $((b + 2))s
 	# next to a fork storm; the storm's fork rate is its throughput
