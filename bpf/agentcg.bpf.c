@@ -479,18 +479,17 @@ static __always_inline u32 refresh_qshare(struct cgrp_state *leaf)
 }
 
 /*
- * The task became runnable (activate) or quiescent in `cgid`: the
- * activation walk of flatcg.h, level by level over ids, without a lock.
+ * A task became runnable (activate) or quiescent in the group `cs`: the
+ * activation walk of flatcg.h, level by level up the parents' ids, without
+ * a lock; one map lookup per level (the parent, which is the next level's
+ * node), none for the leaf, which the caller has.
  */
-static __always_inline void activate_walk(u64 cgid, bool activate)
+static __always_inline void activate_walk(struct cgrp_state *cs, bool activate)
 {
+	struct cgrp_state *ps;
 	u32 i;
 
 	bpf_for(i, 0, AGENTCG_MAX_DEPTH) {
-		struct cgrp_state *cs = cgrp_lookup(cgid), *ps;
-
-		if (!cs)
-			break;
 		/* own-task weight changes when the own count goes 0 <-> 1 */
 		if (i == 0 && (activate ? cs->cg.nr_runnable == 0 : cs->cg.nr_runnable == 1))
 			agentcg_bump_gen(&glob);
@@ -502,7 +501,7 @@ static __always_inline void activate_walk(u64 cgid, bool activate)
 		if (!ps)
 			break;
 		agentcg_active_sum(&ps->cg, cs->cg.eff_weight, activate);
-		cgid = cs->parent;
+		cs = ps;
 	}
 }
 
@@ -1080,7 +1079,7 @@ void BPF_STRUCT_OPS(agentcg_runnable, struct task_struct *p, u64 enq_flags)
 	if (enq_flags & SCX_ENQ_WAKEUP)
 		ev |= agentcg_on_wakeup(&cs->cg, now, tn);
 	t->counted_cgid = t->cgid;
-	activate_walk(t->cgid, true);
+	activate_walk(cs, true);
 	count_events(ev);
 }
 
@@ -1097,9 +1096,11 @@ void BPF_STRUCT_OPS(agentcg_quiescent, struct task_struct *p, u64 deq_flags)
 		return;
 	cgid = t->counted_cgid;
 	t->counted_cgid = 0;
-	activate_walk(cgid, false);
 	cs = cgrp_lookup(cgid);
-	if (cs && !cs->cg.nr_runnable) {
+	if (!cs)
+		return;
+	activate_walk(cs, false);
+	if (!cs->cg.nr_runnable) {
 		agentcg_on_quiescent(&cs->cg, bpf_ktime_get_ns());
 		if (agentcg_eevdf_save_lag(&cs->cg, &glob, tun()))
 			count_events(AGENTCG_EV(lag_clamps));

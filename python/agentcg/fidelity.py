@@ -154,12 +154,15 @@ def leaf_cgroups(r: Mapping[str, Any]) -> List[str]:
 
 
 # A percentile measured on fewer live samples than this is shown but neither
-# fitted nor scored: the p50 of a handful of wakeups is their start-up (the
-# hogs trace's six processes wake twice each), and the p99 of fewer than 100
-# is their maximum. live compare's cyclictest passes and the io trace's I/O
-# cgroup have thousands of wakeups, a session of the agent trace 8-59, the
-# fork storm's victim 11-18 tool calls.
-MIN_SAMPLES = {"p50": 10, "p99": 100}
+# fitted nor scored. A p50 needs 9: from 9 samples on, its 95 % interval
+# (order statistics) lies inside the sample's range; from fewer, it is
+# anything between their minimum and maximum (the hogs trace's six
+# processes wake twice each, at their start; the io trace's /batch hogs
+# four times). A p99 needs 100: below that it is their maximum. live
+# compare's cyclictest passes and the io trace's I/O cgroup have thousands
+# of wakeups, a session of the agent trace 8-59, the agent trace 9-11 tool
+# calls and the fork storm's victim 13-18.
+MIN_SAMPLES = {"p50": 9, "p99": 100}
 
 
 def scored(p: str, live_count: Any) -> bool:
@@ -1415,8 +1418,9 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
     else:
         if n_targets == 0:  # e.g. every task in the root cgroup: a fit would silently keep the defaults
             raise AgentcgError("fidelity: nothing to fit the machine profile on: no leaf cgroup has wakeups both "
-                               "live and simulated, and no tool calls (fitted scenarios: " + ", ".join(fitted) +
-                               "); put the tasks in cgroups of their own")
+                               f"live (at least {MIN_SAMPLES['p50']}) and simulated, and no tool calls (fitted "
+                               "scenarios: " + ", ".join(fitted) + "); put the tasks in cgroups of their own, or fit "
+                               "on a scenario that wakes more (--fit)")
         if "tick_ns" not in model and model_knows({"tick_ns": 0}):
             tk = tick_from_kernel(live_root / "kernel.json")
             if tk:
