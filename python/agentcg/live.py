@@ -269,16 +269,25 @@ def _number(s: str) -> Any:
             return None if s in ("", "-1") else s
 
 
-def read_progstats(path: Path) -> Dict[str, Dict[str, Dict[str, int]]]:
-    """AGENTCG-PROGSTAT mode prog cnt ns lines -> {mode: {callback: {cnt, ns}}}."""
-    out: Dict[str, Dict[str, Dict[str, int]]] = {}
+def read_progstats(path: Path) -> Dict[str, Any]:
+    """AGENTCG-PROGSTAT mode prog cnt ns [rep] lines -> {mode: {callback:
+    {cnt, ns}}} summed over the repetitions, and "repetitions": the same
+    per repetition (a line without one is repetition 1), in order."""
+    out: Dict[str, Any] = {}
+    reps: Dict[int, Dict[str, Dict[str, Dict[str, int]]]] = {}
     if not path.exists():
         return out
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         p = line.split()
-        if len(p) == 5 and p[0] == "AGENTCG-PROGSTAT":
+        if len(p) in (5, 6) and p[0] == "AGENTCG-PROGSTAT" and all(x.isdigit() for x in p[3:]):
             cb = p[2].split("_", 1)[1] if "_" in p[2] else p[2]
-            out.setdefault(p[1], {})[cb] = {"cnt": int(p[3]), "ns": int(p[4])}
+            cnt, ns = int(p[3]), int(p[4])
+            tot = out.setdefault(p[1], {}).setdefault(cb, {"cnt": 0, "ns": 0})
+            tot["cnt"] += cnt
+            tot["ns"] += ns
+            reps.setdefault(int(p[5]) if len(p) == 6 else 1, {}).setdefault(p[1], {})[cb] = {"cnt": cnt, "ns": ns}
+    if reps:
+        out["repetitions"] = [reps[r] for r in sorted(reps)]
     return out
 
 
@@ -421,27 +430,50 @@ def format_cell(v: Any, unit: str) -> str:
     return str(v)
 
 
-def overhead_rows(ov: Mapping[str, Mapping[str, Mapping[str, int]]]) -> str:
-    """Average BPF run time per callback, agentcg next to the FIFO baseline."""
+def _callback_ratio(ov: Mapping[str, Any], cb: Optional[str]) -> Optional[float]:
+    """agentcg's mean ns per call of callback CB (None: every callback) over
+    the FIFO mode's, in the statistics OV of one run or of their sum."""
+    def mean(mode: str) -> Optional[float]:
+        xs = [x for c, x in (ov.get(mode) or {}).items() if cb is None or c == cb]
+        n = sum(x["cnt"] for x in xs)
+        return sum(x["ns"] for x in xs) / n if n else None
+
+    a, f = mean("agentcg"), mean("fifo")
+    return a / f if a and f else None
+
+
+def overhead_rows(ov: Mapping[str, Any]) -> str:
+    """Average BPF run time per callback, agentcg next to the FIFO baseline,
+    over every run of both (the sum); with two or more repetitions also the
+    ratio of each repetition's runs: median (min-max)."""
     if "agentcg" not in ov or "fifo" not in ov:
         return "overhead: no BPF program statistics (kernel.bpf_stats_enabled?)\n"
-    lines = [f"{'callback':<22}{'fifo ns':>10}{'agentcg ns':>12}{'ratio':>8}{'agentcg calls':>15}"]
-    tot = {m: [0, 0] for m in ("fifo", "agentcg")}
+    reps = [r for r in ov.get("repetitions") or [] if "agentcg" in r and "fifo" in r]
+    per_run = len(reps) >= 2
+
+    def spread(cb: Optional[str]) -> str:
+        xs = sorted(x for x in (_callback_ratio(r, cb) for r in reps) if x is not None)
+        if not per_run or not xs:
+            return ""
+        med = xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+        return f"  {med:.2f} ({xs[0]:.2f}-{xs[-1]:.2f})"
+
+    lines = [f"{'callback':<22}{'fifo ns':>10}{'agentcg ns':>12}{'ratio':>8}{'agentcg calls':>15}"
+             + (f"  ratio per repetition, median (min-max) of {len(reps)}" if per_run else "")]
     for cb in sorted(ov["agentcg"]):
         a = ov["agentcg"][cb]
-        f = ov["fifo"].get(cb, {"cnt": 0, "ns": 0})
-        for m, x in (("fifo", f), ("agentcg", a)):
-            tot[m][0] += x["cnt"]
-            tot[m][1] += x["ns"]
         if not a["cnt"]:
             continue
+        f = ov["fifo"].get(cb, {"cnt": 0, "ns": 0})
         fa = f["ns"] / f["cnt"] if f["cnt"] else None
         aa = a["ns"] / a["cnt"]
         lines.append(f"{cb:<22}{(f'{fa:.0f}' if fa else '-'):>10}{aa:>12.0f}"
-                     f"{(f'{aa / fa:.2f}' if fa else '-'):>8}{a['cnt']:>15}")
+                     f"{(f'{aa / fa:.2f}' if fa else '-'):>8}{a['cnt']:>15}" + (spread(cb) if fa else ""))
+    tot = {m: [sum(x["cnt"] for x in ov[m].values()), sum(x["ns"] for x in ov[m].values())] for m in ("fifo", "agentcg")}
     fa = tot["fifo"][1] / tot["fifo"][0] if tot["fifo"][0] else 0
     aa = tot["agentcg"][1] / tot["agentcg"][0] if tot["agentcg"][0] else 0
-    lines.append(f"{'all callbacks':<22}{fa:>10.0f}{aa:>12.0f}{(aa / fa if fa else 0):>8.2f}{tot['agentcg'][0]:>15}")
+    lines.append(f"{'all callbacks':<22}{fa:>10.0f}{aa:>12.0f}{(aa / fa if fa else 0):>8.2f}{tot['agentcg'][0]:>15}"
+                 + spread(None))
     return "\n".join(lines) + "\n"
 
 
@@ -520,7 +552,7 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
     env = {"COMPARE_SCHEDULERS": ",".join(schedulers), "COMPARE_TRACES": ",".join(traces),
            "COMPARE_MEM_SCALE": str(mem_scale), "COMPARE_BENCH_S": str(bench_s),
            "COMPARE_RUNS": ",".join(f"{s}:{r}" for s, r in order), "COMPARE_DAEMON_YAML": config_text,
-           "COMPARE_RECORD": "1" if record and bench_s > 0 else "0"}
+           "COMPARE_RECORD": "1" if record and bench_s > 0 else "0", "OVERHEAD_REPS": str(repeat)}
     for t, d in durs.items():
         env["COMPARE_DURATION_" + "".join(c if c.isalnum() else "_" for c in t)] = d
     vm_out = dest / ".vm-out"
@@ -539,7 +571,8 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
     if config:
         text = f"agentcgroupd config added in every pass: {config}\n" + text
     ov = overhead_rows(summary["overhead"]) if overhead else ""
-    text += ("\nBPF cost per callback (kernel.bpf_stats_enabled), same boot:\n" + ov if ov else "")
+    text += ("\nBPF cost per callback (kernel.bpf_stats_enabled), same boot, agentcg and the FIFO mode run "
+             f"{repeat} time(s) each, interleaved:\n" + ov if ov else "")
     if summary["missing"]:
         text += "missing (player failed, see player.log): " + ", ".join(summary["missing"]) + "\n"
     if load.get("warning"):

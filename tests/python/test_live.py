@@ -62,6 +62,33 @@ def test_collect_compare_layout_and_table(tmp_path: Path) -> None:
     assert enq.split()[1:4] == ["1000", "3000", "3.00"]
 
 
+def test_overhead_repetitions_give_the_sum_and_each_runs_ratio(tmp_path: Path) -> None:
+    """The overhead pass run N times (AGENTCG-PROGSTAT ... rep): the table's
+    means are over every run, and a column gives the ratio per repetition,
+    median (min-max); lines without a repetition are repetition 1."""
+    p = tmp_path / "progstats.txt"
+    lines = []
+    for rep, (f_ns, a_ns) in enumerate(((100, 300), (100, 200), (200, 1000)), 1):
+        lines += [f"AGENTCG-PROGSTAT fifo agentcg_enqueue 10 {f_ns * 10} {rep}",
+                  f"AGENTCG-PROGSTAT agentcg agentcg_enqueue 10 {a_ns * 10} {rep}",
+                  f"AGENTCG-PROGSTAT agentcg agentcg_dispatch 5 {a_ns * 5} {rep}", "AGENTCG-PROGSTAT bad x y"]
+    p.write_text("\n".join(lines) + "\n")
+    ov = live.read_progstats(p)
+    assert ov["agentcg"]["enqueue"] == {"cnt": 30, "ns": 15000} and ov["fifo"]["enqueue"] == {"cnt": 30, "ns": 4000}
+    assert [r["agentcg"]["enqueue"]["ns"] for r in ov["repetitions"]] == [3000, 2000, 10000]
+    rows = live.overhead_rows(ov)
+    enq = next(line for line in rows.splitlines() if line.startswith("enqueue")).split()
+    # pooled: 500 / 133 ns = 3.75x; per repetition 3.00, 2.00, 5.00: median 3.00 (2.00-5.00)
+    assert enq[1:4] == ["133", "500", "3.75"] and enq[5:] == ["3.00", "(2.00-5.00)"]
+    assert "median (min-max) of 3" in rows.splitlines()[0]
+    # dispatch: no FIFO figure, no ratio
+    assert next(line for line in rows.splitlines() if line.startswith("dispatch")).split()[1] == "-"
+    # one repetition (the old format): no per-repetition column
+    p.write_text("AGENTCG-PROGSTAT fifo agentcg_enqueue 10 1000\nAGENTCG-PROGSTAT agentcg agentcg_enqueue 10 3000\n")
+    one = live.overhead_rows(live.read_progstats(p))
+    assert "per repetition" not in one and next(x for x in one.splitlines() if x.startswith("enqueue")).split()[3] == "3.00"
+
+
 def test_collect_compare_keeps_the_recordings(tmp_path: Path) -> None:
     """compare_record's recordings (COMPARE_RECORD) land in DEST/recordings/
     for fidelity; one whose folder exists without a finished recording is

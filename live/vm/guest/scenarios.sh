@@ -327,12 +327,28 @@ overhead_run() { # mode (fifo is a --mode override only: the config accepts agen
 	grep AGENTCG-PROGSTAT $DLOG
 	rmcg o
 }
+# OVERHEAD_REPS (1; live compare sets its --repeat through compare.env):
+# that many runs of each mode, interleaved fifo agentcg, agentcg fifo, ...
+# so that drift cancels; each line of /out/overhead/progstats.txt carries
+# its repetition (AGENTCG-PROGSTAT mode prog cnt ns rep).
 s_overhead() {
 	[ "$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null)" = 1 ] || { result overhead FAIL "kernel.bpf_stats_enabled unavailable"; return; }
-	overhead_run fifo > /tmp/ov.fifo
-	overhead_run agentcg > /tmp/ov.agentcg
-	mkdir -p /out/overhead && cat /tmp/ov.fifo /tmp/ov.agentcg > /out/overhead/progstats.txt
-	grep -h '^AGENTCG-PROGSTAT' /tmp/ov.fifo /tmp/ov.agentcg | while read -r tag mode prog cnt ns; do
+	[ -f /etc/agentcg/compare.env ] && . /etc/agentcg/compare.env
+	n=${OVERHEAD_REPS:-1} r=1
+	mkdir -p /out/overhead && : > /out/overhead/progstats.txt
+	: > /tmp/ov.fifo; : > /tmp/ov.agentcg
+	while [ $r -le $n ]; do
+		[ $((r % 2)) = 1 ] && order="fifo agentcg" || order="agentcg fifo"
+		for m in $order; do
+			overhead_run $m > /tmp/ov.run
+			awk -v r=$r '$1 == "AGENTCG-PROGSTAT" && NF == 5 { print $0, r }' /tmp/ov.run >> /out/overhead/progstats.txt
+			grep '^AGENTCG-PROGSTAT' /tmp/ov.run >> /tmp/ov.$m
+		done
+		r=$((r + 1))
+	done
+	# the data lines and the verdict: every repetition summed
+	awk '$1 == "AGENTCG-PROGSTAT" { c[$2 " " $3] += $4; t[$2 " " $3] += $5 } END { for (k in c) print k, c[k], t[k] }' \
+		/out/overhead/progstats.txt | sort | while read -r mode prog cnt ns; do
 		data overhead $mode $prog cnt=$cnt ns=$ns avg_ns=$([ "$cnt" -gt 0 ] && echo $((ns / cnt)) || echo 0)
 	done
 	f=$(awk '$1 == "AGENTCG-PROGSTAT" && $4 > 0 { c += $4; n += $5 } END { printf "%d", c ? n / c : 0 }' /tmp/ov.fifo)
