@@ -452,11 +452,12 @@ def overhead_rows(ov: Mapping[str, Any]) -> str:
     per_run = len(reps) >= 2
 
     def spread(cb: Optional[str]) -> str:
+        import statistics
+
         xs = sorted(x for x in (_callback_ratio(r, cb) for r in reps) if x is not None)
         if not per_run or not xs:
             return ""
-        med = xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
-        return f"  {med:.2f} ({xs[0]:.2f}-{xs[-1]:.2f})"
+        return f"  {statistics.median(xs):.2f} ({xs[0]:.2f}-{xs[-1]:.2f})"
 
     lines = [f"{'callback':<22}{'fifo ns':>10}{'agentcg ns':>12}{'ratio':>8}{'agentcg calls':>15}"
              + (f"  ratio per repetition, median (min-max) of {len(reps)}" if per_run else "")]
