@@ -34,8 +34,8 @@
 //    idle CPUs meanwhile); a preempting kick to a CPU running a task takes
 //    effect kick_busy_ns later (a busy vCPU under TCG); a task dispatched
 //    on a CPU other than the one it last ran on gets migration_cost_ns
-//    more work (cache refill, charged to
-//    its cgroup); background_cpu_pct adds tasks in the root cgroup that use
+//    more work (cache refill, charged to its cgroup); background_cpu_pct
+//    adds tasks in the root cgroup that use
 //    that much of a CPU (daemons), without latency samples; a fork costs
 //    the forking task fork_cost_ns of CPU before the child starts (so a
 //    fork storm's parent, competing with its own children, forks slower)

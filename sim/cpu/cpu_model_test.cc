@@ -469,12 +469,6 @@ TEST(PerCpuQueues, IdleExitCostDelaysOnlyWakeupsOfLongIdleCpus) {
   EXPECT_EQ(shallow["wakeup_latency_ns"]["p50"], shallow_base["wakeup_latency_ns"]["p50"]);
 }
 
-// A waking task whose CPU is busy, with no idle CPU, waits in that CPU's
-// queue: with one global queue it would take the first CPU that frees.
-// Two CPUs: a hog on each; a sleeper wakes every 10 ms wanting 1 ms. Under
-// per-CPU queues it queues behind its previous CPU's hog (eevdf: until that
-// hog's slice ends or it preempts); the machine-wide figures differ from
-// the global queue's, which is what the option is for.
 // machine.kick_busy_ns: a wakeup that preempts a busy CPU starts that much
 // later; one that finds an idle CPU does not pay it. One CPU, a hog and a
 // task that sleeps 10 ms and runs 50 us: every wakeup preempts the hog
@@ -504,6 +498,12 @@ TEST(KickBusy, OnlyAPreemptionOfABusyCpuPaysIt) {
   }
 }
 
+// A waking task whose CPU is busy, with no idle CPU, waits in that CPU's
+// queue: with one global queue it would take the first CPU that frees.
+// Two CPUs: a hog on each; a sleeper wakes every 10 ms wanting 1 ms. Under
+// per-CPU queues it queues behind its previous CPU's hog (eevdf: until that
+// hog's slice ends or it preempts); the machine-wide figures differ from
+// the global queue's, which is what the option is for.
 TEST(PerCpuQueues, WakeupWaitsOnItsCpuWhenNoneIsIdle) {
   Builder b(2, 2 * kSec);
   b.cgroup("/hog", 100);

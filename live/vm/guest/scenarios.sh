@@ -335,27 +335,25 @@ s_overhead() {
 	[ "$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null)" = 1 ] || { result overhead FAIL "kernel.bpf_stats_enabled unavailable"; return; }
 	[ -f /etc/agentcg/compare.env ] && . /etc/agentcg/compare.env
 	n=${OVERHEAD_REPS:-1} r=1
-	mkdir -p /out/overhead && : > /out/overhead/progstats.txt
-	: > /tmp/ov.fifo; : > /tmp/ov.agentcg
+	ps=/out/overhead/progstats.txt
+	mkdir -p /out/overhead && : > $ps
 	while [ $r -le $n ]; do
 		[ $((r % 2)) = 1 ] && order="fifo agentcg" || order="agentcg fifo"
 		for m in $order; do
-			overhead_run $m > /tmp/ov.run
-			awk -v r=$r '$1 == "AGENTCG-PROGSTAT" && NF == 5 { print $0, r }' /tmp/ov.run >> /out/overhead/progstats.txt
-			grep '^AGENTCG-PROGSTAT' /tmp/ov.run >> /tmp/ov.$m
+			overhead_run $m | awk -v r=$r '$1 == "AGENTCG-PROGSTAT" && NF == 5 { print $0, r }' >> $ps
 		done
 		r=$((r + 1))
 	done
 	# the data lines and the verdict: every repetition summed
 	awk '$1 == "AGENTCG-PROGSTAT" { c[$2 " " $3] += $4; t[$2 " " $3] += $5 } END { for (k in c) print k, c[k], t[k] }' \
-		/out/overhead/progstats.txt | sort | while read -r mode prog cnt ns; do
+		$ps | sort | while read -r mode prog cnt ns; do
 		data overhead $mode $prog cnt=$cnt ns=$ns avg_ns=$([ "$cnt" -gt 0 ] && echo $((ns / cnt)) || echo 0)
 	done
-	f=$(awk '$1 == "AGENTCG-PROGSTAT" && $4 > 0 { c += $4; n += $5 } END { printf "%d", c ? n / c : 0 }' /tmp/ov.fifo)
-	a=$(awk '$1 == "AGENTCG-PROGSTAT" && $4 > 0 { c += $4; n += $5 } END { printf "%d", c ? n / c : 0 }' /tmp/ov.agentcg)
+	avg() { awk -v m=$1 '$1 == "AGENTCG-PROGSTAT" && $2 == m && $4 > 0 { c += $4; n += $5 } END { printf "%d", c ? n / c : 0 }' $ps; }
+	f=$(avg fifo) a=$(avg agentcg)
 	[ "$a" -gt 0 ] && [ "$f" -gt 0 ] &&
 		result overhead PASS "average BPF run time per callback: agentcg ${a} ns, fifo ${f} ns (ratio $(awk -v a=$a -v f=$f 'BEGIN { printf "%.2f", a / f }'))" ||
-		{ result overhead FAIL "no program statistics (fifo $f, agentcg $a)"; cat /tmp/ov.fifo /tmp/ov.agentcg; }
+		{ result overhead FAIL "no program statistics (fifo $f, agentcg $a)"; cat $ps; }
 }
 
 # ---- main ------------------------------------------------------------------
