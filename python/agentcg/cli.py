@@ -489,7 +489,7 @@ def cmd_fidelity(a: argparse.Namespace) -> int:
         holdout=_split(a.holdout) if a.holdout is not None else None, machine=a.machine,
         seeds=a.seeds, update_readme=a.update_readme, ablate=not a.no_ablation,
         model=_key_values(a.model, "--model"), captures=a.capture, capture_from=a.capture_from,
-        capture_machine=a.capture_machine))
+        capture_machine=a.capture_machine, measured_wakeup=a.measured_wakeup))
 
 
 def cmd_policies(a: argparse.Namespace) -> int:
@@ -749,6 +749,9 @@ def _parser_fidelity(sub: Any) -> None:
     fi.add_argument("--model", metavar="KEY=VALUE", action="append", default=[],
                     help="a machine key held fixed in the fit and saved in the profile, e.g. runqueues=per_cpu "
                          "or idle_exit_ns=50000 (repeatable)")
+    fi.add_argument("--measured-wakeup", action="store_true",
+                    help="take the wakeup costs (wakeup_overhead_ns, kick_busy_ns, idle_exit_ns) from live "
+                         "compare's agentcg-player sleeper passes, held fixed, instead of fitting them")
     fi.add_argument("--live-dir", default=None,
                     help="reuse the live results of an earlier run (its DIR) instead of booting the VM")
     fi.add_argument("--capture", metavar="CAPTURE", action="append", default=[],

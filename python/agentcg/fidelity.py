@@ -11,7 +11,8 @@ scheduler: wakeup latency p50 and p99, each leaf cgroup's CPU share,
 tool-call latency and context switches, with the error in %.
 
 Calibration: the simulator's wakeup_overhead_ns (and speed_pct when the
-traces have tool calls) are fitted by Gauss-Newton to the live wakeup
+traces have tool calls; a key given with --model is held fixed instead)
+are fitted by Gauss-Newton to the live wakeup
 latency p50/p99 of every leaf cgroup and the tool-call p50 (log-ratios, so
 every target weighs alike); each step solves a linear least-squares problem
 in Eigen (sim/calibrate least_squares) with a Jacobian from finite
@@ -25,6 +26,10 @@ and the child's CPU per cycle on the live machine (fork_cost_ns,
 exit_cost_ns), and the rest of its stress-ng fork loop's cycle is the
 forker's copy-on-write work (fork_after_ns); older results have only the
 stress-ng rate, the whole cycle as fork_cost_ns (fork_cost_from_benchmarks).
+With --measured-wakeup the wakeup costs are not fitted either: live compare's
+player_sleeper passes (agentcg-player sleeping 1, 10 and 100 ms on the idle
+guest and 1 ms beside CPU hogs) give wakeup_overhead_ns, kick_busy_ns and
+idle_exit_ns (wakeup_costs_from_player), held fixed.
 Where the live results hold live compare's recording of the fork storm,
 the forker's copy-on-write, the child's own start (fork_child_ns) and the
 exit are measured in it instead (fork_costs_from_recording).
@@ -309,6 +314,9 @@ def calibrate(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping[str
     # the simulator's defaults first (the "before"), then a coarse scan of
     # the wakeup cost picks the basin the Gauss-Newton steps refine
     m0, hist = _gauss_newton(simulate, keys, real, cpus, 0, float(DEFAULT_WAKEUP_OVERHEAD_NS), base)
+    if "wakeup_overhead_ns" in (base or {}):  # held fixed: nothing to scan
+        m, refined = _gauss_newton(simulate, keys, real, cpus, rounds, float(DEFAULT_WAKEUP_OVERHEAD_NS), base)
+        return m, hist + refined[1:]
     scan = []
     for i in range(SCAN_POINTS):
         w = 100.0 * (1e6 / 100.0) ** (i / (SCAN_POINTS - 1))  # 100 ns .. 1 ms, log-spaced
@@ -666,6 +674,59 @@ def kick_busy_from_benchmarks(path: Path) -> Optional[Tuple[int, str]]:
                 f"{_median(idle):.0f} us)")
 
 
+PLAYER_KEY = "player_{}_p50_us"  # live compare's player_sleeper passes (benchmarks.json, live.PLAYER_BENCHES)
+IDLE_EXIT_MAX_NS = 10000000  # machine.idle_exit_ns's range in the config loader (config/config.cc)
+
+
+def wakeup_costs_from_player(path: Path, context_switch_ns: int) -> Optional[Tuple[Dict[str, int], str]]:
+    """The machine's wakeup costs measured with agentcg-player itself, the
+    process that plays every fidelity scenario: live compare's player_sleeper
+    passes under EEVDF (PATH: benchmarks.json; two processes {run 20 us,
+    sleep S}), medians of the repetitions.
+    - wakeup_overhead_ns: the p50 sleeping 1 ms on the idle machine, less the
+      context switch (the model's sample of a wakeup onto an idle CPU is the
+      two);
+    - kick_busy_ns: the p50 sleeping 1 ms beside two CPU hogs per CPU less
+      that (kick_busy_from_benchmarks' difference, for the player's own
+      wakeups rather than cyclictest's);
+    - idle_exit_ns, idle_exit_after_ns: what the p50 gains when the vCPUs
+      idle longer between wakeups (sleeps of 10 and 100 ms): idle_exit_ns
+      the 100 ms pass's excess over the 1 ms pass, paid by a CPU idle for at
+      least twice the longest sleep whose excess is under half of it.
+    Rounded to 1 us (10 us for the differences). None for results without
+    the idle pass (before it existed)."""
+    med = {}
+    for label in ("idle", "idle10", "idle100", "load"):
+        vals = _bench_values(path, "eevdf", PLAYER_KEY.format(label))
+        if vals:
+            med[label] = _median(vals)
+    if "idle" not in med:
+        return None
+    out = {"wakeup_overhead_ns": max(0, int(round(med["idle"])) * 1000 - context_switch_ns)}
+    parts = [f"{med['idle']:.0f} us idle, sleeping 1 ms"]
+
+    def step10(us: float, hi: int) -> int:
+        return min(hi, max(0, int(round(us / 10.0)) * 10000))
+
+    if "load" in med:
+        out["kick_busy_ns"] = step10(med["load"] - med["idle"], KICK_BUSY_MAX_NS)
+        parts.append(f"{med['load']:.0f} us under CPU load")
+    if "idle100" in med:
+        excess = {1: 0.0, **{ms: med[lb] - med["idle"] for lb, ms in (("idle10", 10), ("idle100", 100))
+                             if lb in med}}
+        exit_ns = step10(excess[100], IDLE_EXIT_MAX_NS)
+        parts.append(", ".join(f"{med[lb]:.0f} us idle, sleeping {ms} ms" for lb, ms in (("idle10", 10), ("idle100", 100))
+                               if lb in med))
+        if exit_ns > 0:
+            short = max(ms for ms, e in excess.items() if e * 1000.0 < exit_ns / 2)
+            out["idle_exit_ns"] = exit_ns
+            out["idle_exit_after_ns"] = 2 * short * 1000000
+    keys = ", ".join(f"{k} {v}" for k, v in out.items())
+    n = len(_bench_values(path, "eevdf", PLAYER_KEY.format("idle")))
+    return out, (f"{keys} from {path.name}: agentcg-player's wakeup p50, eevdf, medians of {n} repetition(s): "
+                 + "; ".join(parts))
+
+
 def tick_from_kernel(path: Path) -> Optional[Tuple[int, str]]:
     """(tick_ns, how) from the live kernel's CONFIG_HZ in PATH (kernel.json,
     written by live/vm/run-vm.sh beside the results of the boot it ran), or
@@ -763,11 +824,11 @@ def _gauss_newton(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping
     from . import _core
 
     u = {"wakeup_overhead_ns": math.log(start_wakeup_ns), "speed_pct": math.log(100.0)}
+    held = set(base or {})  # a parameter BASE gives (--model, or measured) is held fixed, not fitted
 
     def machine(t: Mapping[str, float]) -> Dict[str, int]:
-        return {**(base or {}), "cpus": cpus, "context_switch_ns": DEFAULT_CONTEXT_SWITCH_NS,
-                "wakeup_overhead_ns": int(round(math.exp(t["wakeup_overhead_ns"]))),
-                "speed_pct": int(round(math.exp(t["speed_pct"])))}
+        return {"cpus": cpus, "context_switch_ns": DEFAULT_CONTEXT_SWITCH_NS,
+                **{n: int(round(math.exp(t[n]))) for n, *_ in PARAMS}, **(base or {})}
 
     def evaluate(t: Mapping[str, float]) -> List[float]:
         m = machine(t)
@@ -780,7 +841,9 @@ def _gauss_newton(simulate: Any, keys: Sequence[str], real: Mapping[str, Mapping
     history.append({"machine": machine(u), "sq_log_error": err})
     # the speed only moves tool-call latency (CPU work), so it is fitted only with tool calls
     has_tools = any(n.endswith(":tool_call_p50") for n, _, _ in pairs)
-    free = [p for p in PARAMS if p[0] != "speed_pct" or has_tools]
+    free = [p for p in PARAMS if (p[0] != "speed_pct" or has_tools) and p[0] not in held]
+    if not free:
+        return machine(u), history
     for _ in range(rounds):
         cols = []
         for name, lo, hi in free:
@@ -1294,7 +1357,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
              machine: Optional[str] = None, seeds: Any = "1-5", update_readme: Optional[str] = None,
              ablate: bool = True, model: Optional[Mapping[str, Any]] = None,
              captures: Sequence[str] = (), capture_from: str = "ftrace",
-             capture_machine: Optional[str] = None) -> Dict[str, Any]:
+             capture_machine: Optional[str] = None, measured_wakeup: bool = False) -> Dict[str, Any]:
     """The live side runs every scheduler `repeat` times in one boot
     (interleaved, as live compare); errors are against the median of the
     repetitions. The machine profile is fitted on the FIT scenarios only
@@ -1307,7 +1370,10 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
     CAPTURE_FROM ftrace or perf) are replayed with CAPTURE_MACHINE (a
     machine profile or config of that machine; default the simulator's
     machine with the capture's CPUs, not the VM's profile) and their
-    measured figures put beside the simulated ones (capture_check)."""
+    measured figures put beside the simulated ones (capture_check).
+    MEASURED_WAKEUP: the wakeup costs from live compare's player_sleeper
+    passes (wakeup_costs_from_player), held fixed, instead of the fitted
+    wakeup_overhead_ns and cyclictest's kick_busy_ns."""
     from . import machine as mprof, stats, table as ctable
 
     if repeat < 1:
@@ -1430,6 +1496,15 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
             if pm:
                 model["preempt"] = pm[0]
                 tick_how = (tick_how + "; " if tick_how else "") + pm[1]
+        if measured_wakeup and "wakeup_overhead_ns" not in model and model_knows({"idle_exit_ns": 0,
+                                                                                   "kick_busy_ns": 0}):
+            pw = wakeup_costs_from_player(live_root / "benchmarks.json", DEFAULT_CONTEXT_SWITCH_NS)
+            if not pw:
+                raise AgentcgError(f"--measured-wakeup: {live_root / 'benchmarks.json'} has no agentcg-player "
+                                   "sleeper passes under eevdf (player_idle_p50_us: a live compare since "
+                                   "2026-11-29)")
+            model.update({k: v for k, v in pw[0].items() if k not in model})  # measured: held fixed
+            kick_how = pw[1]
         if "kick_busy_ns" not in model and model_knows({"kick_busy_ns": 0}):
             kb = kick_busy_from_benchmarks(live_root / "benchmarks.json")
             if kb:  # measured, so held fixed in the fit as the kernel's tick is

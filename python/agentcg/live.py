@@ -259,6 +259,37 @@ def read_bench(path: Path) -> Dict[str, Any]:
     return out
 
 
+# compare.sh's player_sleeper passes: cyclictest's pattern (two processes,
+# {run 20 us, sleep 1 ms}) played by agentcg-player on the idle machine and
+# under CPU load, beside cyclictest's passes of the same names, and on the
+# idle machine with 10 and 100 ms sleeps: label -> its sleep in ms.
+PLAYER_BENCHES = {"idle": 1, "idle10": 10, "idle100": 100, "load": 1}
+
+
+def player_bench(src: Path, keep: Path, missing: List[str]) -> Dict[str, Any]:
+    """The wakeup percentiles of the player_sleeper passes (SRC/player-LABEL.json,
+    agentcg-player's results.json) as bench keys player_LABEL_{p50,p99}_us,
+    in us; each file is kept under KEEP. One that is not a results.json with
+    wakeups is named in MISSING and gives no keys."""
+    out: Dict[str, Any] = {}
+    for label in PLAYER_BENCHES:
+        p = src / f"player-{label}.json"
+        if not p.exists():
+            continue
+        keep.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, keep / p.name)
+        try:
+            lat = json.loads(p.read_text(encoding="utf-8")).get("wakeup_latency_ns") or {}
+            n, p50, p99 = int(lat["count"]), float(lat["p50"]), float(lat["p99"])
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            missing.append(f"{keep / p.name} (no wakeup_latency_ns count/p50/p99: {e})")
+            continue
+        if n > 0:
+            out[f"player_{label}_p50_us"] = round(p50 / 1000, 1)
+            out[f"player_{label}_p99_us"] = round(p99 / 1000, 1)
+    return out
+
+
 def _number(s: str) -> Any:
     try:
         return int(s)
@@ -341,7 +372,10 @@ def collect_compare(vm_out: Path, dest: Path, traces: Sequence[str],
                     shutil.copyfile(r, dest / t / s / "results.json")
                 with open(r, encoding="utf-8") as f:
                     summary["results"].setdefault(t, {}).setdefault(s, []).append(json.load(f))
-            summary["benchmarks"].setdefault(s, []).append(read_bench(src / "bench.txt"))
+            bench = read_bench(src / "bench.txt")
+            bench.update(player_bench(src, dest / "benchmarks" / s / (f"rep-{rep}" if rep else ""),
+                                      summary["missing"]))
+            summary["benchmarks"].setdefault(s, []).append(bench)
             if (src / "agentcgroupd.log").exists():
                 (dest / "logs").mkdir(exist_ok=True)
                 shutil.copyfile(src / "agentcgroupd.log",
@@ -378,6 +412,13 @@ BENCH_ROWS = (("cyclictest_idle_p50_us", "cyclictest on the idle machine p50", T
               ("cyclictest_storm_p50_us", "cyclictest next to a fork storm p50", True),
               ("cyclictest_storm_p99_us", "cyclictest next to a fork storm p99", True),
               ("storm_forks_per_s", "stress-ng fork storm throughput", False),
+              ("storm_alone_forks_per_s", "stress-ng fork storm throughput, alone", False),
+              ("player_idle_p50_us", "agentcg-player sleeping 1 ms, idle machine p50", True),
+              ("player_idle_p99_us", "agentcg-player sleeping 1 ms, idle machine p99", True),
+              ("player_idle10_p50_us", "agentcg-player sleeping 10 ms, idle machine p50", True),
+              ("player_idle100_p50_us", "agentcg-player sleeping 100 ms, idle machine p50", True),
+              ("player_load_p50_us", "agentcg-player sleeping 1 ms, under CPU load p50", True),
+              ("player_load_p99_us", "agentcg-player sleeping 1 ms, under CPU load p99", True),
               ("hackbench_s", "hackbench run time (4 groups)", True),
               ("fork_parent_us", "CPU of one fork (the forker's)", True),
               ("fork_child_us", "CPU of one exit (the child's)", True))
@@ -399,7 +440,7 @@ def compare_sections(summary: Mapping[str, Any], schedulers: Sequence[str]) -> L
     for key, label, lower in BENCH_ROWS:
         vals = {s: [_bench_value(x, key) for x in (b.get(s) or [])] for s in schedulers}
         if any(v == v for vs in vals.values() for v in vs):  # some non-NaN
-            unit = "forks/s" if key == "storm_forks_per_s" else ("s" if key == "hackbench_s" else "us")
+            unit = "forks/s" if key.endswith("forks_per_s") else ("s" if key == "hackbench_s" else "us")
             rows.append(table.Row(label, unit, vals, lower, "bench"))
     if rows:
         out.append(("benchmarks (cyclictest, stress-ng, hackbench, serial forks)", rows))

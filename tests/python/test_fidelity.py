@@ -428,6 +428,61 @@ def test_kick_busy_from_the_idle_and_loaded_cyclictest(tmp_path: Path) -> None:
     assert given["machine"]["kick_busy_ns"] == 50000
 
 
+def test_wakeup_costs_from_the_players_own_sleeper_passes(tmp_path: Path) -> None:
+    """With live compare's player_sleeper passes, the wakeup costs are
+    measured with the player: wakeup_overhead_ns its idle p50 less the
+    context switch, kick_busy_ns its p50 under load less idle, idle_exit_ns
+    the 100 ms sleeps' excess, paid after twice the longest sleep whose
+    excess is under half of it (eevdf's passes, medians; never negative).
+    With --measured-wakeup they are held fixed in the fit (nothing is left
+    to fit on a trace without tool calls) and said where they came from;
+    --model wins, and a --model wakeup_overhead_ns is held too (the fit used
+    to override it); without the passes that switch is an error, and
+    without the switch they are not read."""
+    b = tmp_path / "benchmarks.json"
+    reps = [{"player_idle_p50_us": 130, "player_idle10_p50_us": 900, "player_idle100_p50_us": 1530,
+             "player_load_p50_us": 1350},
+            {"player_idle_p50_us": 140, "player_idle10_p50_us": 1000, "player_idle100_p50_us": 1540,
+             "player_load_p50_us": 1360},
+            {"player_idle_p50_us": 150, "player_idle10_p50_us": 1100, "player_idle100_p50_us": 1550,
+             "player_load_p50_us": 1370}]
+    b.write_text(json.dumps({"eevdf": reps, "agentcg": [{"player_idle_p50_us": 9000}]}))
+    m, how = fidelity.wakeup_costs_from_player(b, 2000)
+    # 10 ms's excess (860 us) is over half of 100 ms's (1400 us): a vCPU idle 2 ms pays it
+    assert m == {"wakeup_overhead_ns": 138000, "kick_busy_ns": 1220000, "idle_exit_ns": 1400000,
+                 "idle_exit_after_ns": 2000000}
+    assert "medians of 3 repetition(s)" in how and "140 us idle, sleeping 1 ms" in how
+    for r in reps:  # the 10 ms sleeps cost no more than the 1 ms ones: only a 20 ms idle pays
+        r["player_idle10_p50_us"] = r["player_idle_p50_us"]
+    b.write_text(json.dumps({"eevdf": reps}))
+    assert fidelity.wakeup_costs_from_player(b, 2000)[0]["idle_exit_after_ns"] == 20000000
+    b.write_text(json.dumps({"eevdf": [{"player_idle_p50_us": 150, "player_idle100_p50_us": 140,
+                                        "player_load_p50_us": 100}]}))
+    assert fidelity.wakeup_costs_from_player(b, 2000)[0] == {"wakeup_overhead_ns": 148000, "kick_busy_ns": 0}
+    b.write_text(json.dumps({"eevdf": [{"cyclictest_idle_p50_us": 120}]}))
+    assert fidelity.wakeup_costs_from_player(b, 2000) is None
+
+    live_dir = _fake_live(tmp_path, ["io"], 40000)
+    (live_dir / "benchmarks.json").write_text(json.dumps({"eevdf": reps[:1], "flatcg": [{}]}))
+    traces = [str(Path(REPO) / "traces" / "io.json")]
+    rep = fidelity.fidelity(traces, str(tmp_path / "out"), duration="2s", mem_scale=1.0, live_dir=str(live_dir),
+                            quiet=True, seeds="1", ablate=False, measured_wakeup=True)
+    assert rep["machine"]["wakeup_overhead_ns"] == 128000 and rep["machine"]["idle_exit_ns"] == 1400000
+    assert "wakeup_overhead_ns 128000, kick_busy_ns 1220000" in (tmp_path / "out" / "fidelity.md").read_text()
+    given = fidelity.fidelity(traces, str(tmp_path / "given"), duration="2s", mem_scale=1.0, live_dir=str(live_dir),
+                              quiet=True, seeds="1", ablate=False, model={"wakeup_overhead_ns": 50000},
+                              measured_wakeup=True)
+    assert given["machine"]["wakeup_overhead_ns"] == 50000  # held, not fitted, and no player figures beside it
+    assert "idle_exit_ns" not in given["machine"]
+    fitted = fidelity.fidelity(traces, str(tmp_path / "fitted"), duration="2s", mem_scale=1.0, live_dir=str(live_dir),
+                               quiet=True, seeds="1", ablate=False)  # the default: fitted, the passes unread
+    assert "idle_exit_ns" not in fitted["machine"] and fitted["machine"].get("kick_busy_ns") is None
+    (live_dir / "benchmarks.json").write_text(json.dumps({"eevdf": [{"cyclictest_idle_p50_us": 120}]}))
+    with pytest.raises(AgentcgError, match="no agentcg-player sleeper passes"):
+        fidelity.fidelity(traces, str(tmp_path / "none"), duration="2s", mem_scale=1.0, live_dir=str(live_dir),
+                          quiet=True, seeds="1", ablate=False, measured_wakeup=True)
+
+
 def test_a_percentile_of_few_live_samples_is_shown_not_fitted_or_scored() -> None:
     """A wakeup p50 of fewer than MIN_SAMPLES['p50'] live samples (the hogs
     trace's starts) and a p99 of fewer than MIN_SAMPLES['p99'] are rows

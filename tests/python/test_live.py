@@ -110,6 +110,29 @@ def test_collect_compare_keeps_the_recordings(tmp_path: Path) -> None:
     assert "recordings/fork-storm" in summary["missing"] and "recordings/cyclictest-storm" not in summary["missing"]
 
 
+def test_player_sleeper_passes_become_benchmark_rows(tmp_path: Path) -> None:
+    """compare.sh's player_sleeper writes the player's results.json per pass
+    (player-idle.json, player-load.json): their wakeup p50/p99 become bench
+    keys in us, the files are kept, and one without wakeups is named missing
+    instead of failing the collection."""
+    _fake_guest_out(tmp_path / "vm")
+    src = tmp_path / "vm" / "compare" / "agentcg"
+    (src / "player-idle.json").write_text(json.dumps({"wakeup_latency_ns": {"count": 9000, "p50": 121400,
+                                                                          "p99": 190000}}))
+    (src / "player-load.json").write_text('{"wakeup_latency_ns": {"count": 0}}')  # none: no keys
+    (tmp_path / "vm" / "compare" / "eevdf" / "player-idle.json").write_text("{truncated")
+    dest = tmp_path / "out"
+    summary = live.collect_compare(tmp_path / "vm", dest, ["fork-storm"], ["eevdf", "agentcg"])
+    got = summary["benchmarks"]["agentcg"][0]
+    assert got["player_idle_p50_us"] == 121.4 and got["player_idle_p99_us"] == 190.0
+    assert "player_load_p50_us" not in got
+    assert (dest / "benchmarks" / "agentcg" / "player-idle.json").exists()
+    assert "player_idle_p50_us" not in summary["benchmarks"]["eevdf"][0]
+    assert any("eevdf/player-idle.json" in m for m in summary["missing"])
+    table = live.format_sections(live.compare_sections(summary, ["eevdf", "agentcg"]), ["eevdf", "agentcg"])
+    assert "121.4" in next(line for line in table.splitlines() if "sleeping 1 ms, idle machine p50" in line)
+
+
 def test_repetitions_give_medians_intervals_and_verdicts(tmp_path: Path) -> None:
     _fake_guest_out(tmp_path / "vm", reps=3)
     dest = tmp_path / "out"

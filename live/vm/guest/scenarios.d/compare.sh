@@ -61,6 +61,34 @@ cyclictest_next_to() {
 	echo "cyclictest_${label}_overflows $(hist_overflow /tmp/ct-$label.hist)" >> $o/bench.txt
 }
 
+# player_sleeper OUT LABEL SECONDS SLEEP_MS LOAD_CG LOAD_CMD...: cyclictest's
+# pattern played by agentcg-player (two processes in /victim, each
+# {run 20 us, sleep SLEEP_MS}) for SECONDS while LOAD_CMD runs in the
+# cgroup LOAD_CG (started 1 s before) -> OUT/player-LABEL.json, whose
+# wakeup percentiles the host reads (live.py player_bench:
+# player_LABEL_p50_us, ...). What the player's own wakeup costs: on an
+# idle vCPU after a short and after longer idle periods, and onto a busy
+# one (`agentcg fidelity` reads them as the machine's wakeup costs).
+player_sleeper() {
+	o=$1 label=$2 secs=$3 ms=$4 lcg=$5; shift 5
+	n=$((secs * 1000 / ms)) tr=/tmp/sleeper.json
+	printf '{"format": "agentcg-trace", "version": 1, "name": "sleeper", "duration_ns": %s000000000,\n' $secs > $tr
+	printf ' "machine": {"cpus": 2}, "cgroups": [{"path": "/victim", "cpu_weight": 100}], "processes": [\n' >> $tr
+	for i in 1 2; do
+		[ $i = 2 ] && printf ',\n' >> $tr
+		printf '  {"pid": %s, "start_ns": 0, "cgroup": "/victim", "comm": "sleeper-%s", "ops": [{"op": "repeat", "count": %s,\n' $i $i $n >> $tr
+		printf '   "body": [{"op": "run", "ns": 20000}, {"op": "sleep", "ns": %s000000}]}]}' $ms >> $tr
+	done
+	printf ']}\n' >> $tr
+	(
+		sh -c "echo \$\$ > $CG/$lcg/cgroup.procs && exec $*" > /dev/null 2>&1 &
+		sleep 1
+		agentcg-player $tr -o $o/player-$label.json --label sleeper --seed 1 --cgroup-root $CG/agentcg-player > /tmp/sleeper.log 2>&1 ||
+			tail -n 3 /tmp/sleeper.log
+		wait
+	)
+}
+
 compare_bench() { # out_dir
 	o=$1 b=${COMPARE_BENCH_S:-8}
 	mkcg bench 100; mkcg batch 100; mkcg storm 100; mkcg victim 100
@@ -73,6 +101,14 @@ compare_bench() { # out_dir
 	# next to a fork storm; the storm's fork rate is its throughput
 	cyclictest_next_to $o storm $b storm stress-ng --fork 4 --timeout $((b + 2))s --metrics-brief --yaml /tmp/storm.yaml
 	echo "storm_forks_per_s $(awk '/bogo-ops-per-second-real-time:/ { print $2; exit }' /tmp/storm.yaml 2>/dev/null)" >> $o/bench.txt
+	# the same storm alone on the machine: its fork rate with nothing to yield to
+	sh -c "echo \$\$ > $CG/storm/cgroup.procs && exec stress-ng --fork 4 --timeout ${b}s --metrics-brief --yaml /tmp/storm-alone.yaml" > /dev/null 2>&1
+	echo "storm_alone_forks_per_s $(awk '/bogo-ops-per-second-real-time:/ { print $2; exit }' /tmp/storm-alone.yaml 2>/dev/null)" >> $o/bench.txt
+	# cyclictest's pattern played by agentcg-player, idle and under the same load
+	player_sleeper $o idle $b 1 batch true
+	player_sleeper $o idle10 $b 10 batch true
+	player_sleeper $o idle100 $((b * 2)) 100 batch true
+	player_sleeper $o load $b 1 batch stress-ng --cpu 4 --timeout $((b + 2))s
 	# hackbench: messaging throughput (run time of a fixed amount of work)
 	t0=$(now_us)
 	sh -c "echo \$\$ > $CG/bench/cgroup.procs && exec hackbench -P -g 4 -f 10 -l 200" > /tmp/hb.txt 2>&1
