@@ -42,6 +42,8 @@ nlohmann::json config_json(const config::Config& c) {
     j["machine"]["idle_exit_after_ns"] = c.machine.idle_exit_after_ns;
   }
   if (c.machine.kick_busy_ns) j["machine"]["kick_busy_ns"] = c.machine.kick_busy_ns;
+  if (c.machine.timer_busy_ns) j["machine"]["timer_busy_ns"] = c.machine.timer_busy_ns;
+  if (c.machine.ext_timer_busy_ns) j["machine"]["ext_timer_busy_ns"] = c.machine.ext_timer_busy_ns;
   if (c.machine.migration_cost_ns) j["machine"]["migration_cost_ns"] = c.machine.migration_cost_ns;
   if (c.machine.background_cpu_pct) j["machine"]["background_cpu_pct"] = c.machine.background_cpu_pct;
   if (c.machine.ext_busy_pct) j["machine"]["ext_busy_pct"] = c.machine.ext_busy_pct;

@@ -54,6 +54,8 @@ py::dict to_dict(const config::Config& c) {
   machine["idle_exit_ns"] = c.machine.idle_exit_ns;
   machine["idle_exit_after_ns"] = c.machine.idle_exit_after_ns;
   machine["kick_busy_ns"] = c.machine.kick_busy_ns;
+  machine["timer_busy_ns"] = c.machine.timer_busy_ns;
+  machine["ext_timer_busy_ns"] = c.machine.ext_timer_busy_ns;
   machine["migration_cost_ns"] = c.machine.migration_cost_ns;
   machine["background_cpu_pct"] = c.machine.background_cpu_pct;
   machine["fork_cost_ns"] = c.machine.fork_cost_ns;

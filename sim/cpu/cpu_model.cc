@@ -38,6 +38,7 @@ CpuModel::CpuModel(Simulator& sim, const trace::Trace& trace, SchedClass& cls,
   // the kernel's scheduler does not pay them.
   if (cls_.sched_ext()) {
     machine_.wakeup_overhead_ns += machine.ext_wakeup_ns;
+    machine_.timer_busy_ns += machine.ext_timer_busy_ns;
     machine_.fork_cost_ns += machine.ext_fork_ns;
   } else {
     machine_.ext_busy_pct = 0;
@@ -418,8 +419,13 @@ void CpuModel::do_wake(Task& t, int sync_cpu) {
   procs_[t.id].woken = true;
   procs_[t.id].woken_at = sim_.now();
   if (log_) log_->wakeups.push_back({t.pid, static_cast<std::uint32_t>(t.cpu < 0 ? 0 : t.cpu), sim_.now().ns(), false});
-  if (machine_.wakeup_overhead_ns > 0 && !sync) {
-    sim_.schedule_in(Time::from_ns(machine_.wakeup_overhead_ns), this, kEnqueue, t.id);
+  // a timer wakeup: its interrupt on a busy CPU comes timer_busy_ns late
+  // (the sample counts from the timer's expiry, as the player's does)
+  std::uint64_t delay = sync ? 0 : machine_.wakeup_overhead_ns;
+  if (!sync && machine_.timer_busy_ns > 0 && t.cpu >= 0 && cpus_[static_cast<std::size_t>(t.cpu)].curr != nullptr)
+    delay += machine_.timer_busy_ns;
+  if (delay > 0) {
+    sim_.schedule_in(Time::from_ns(delay), this, kEnqueue, t.id);
   } else {
     do_enqueue(t, sync ? sync_cpu : t.cpu);
   }

@@ -32,7 +32,9 @@
 //    for at least idle_exit_after_ns dispatches idle_exit_ns later (IPI +
 //    idle-state exit; the kick stays pending, so placement prefers other
 //    idle CPUs meanwhile); a preempting kick to a CPU running a task takes
-//    effect kick_busy_ns later (a busy vCPU under TCG); a task dispatched
+//    effect kick_busy_ns later (a busy vCPU under TCG), and a timer wakeup
+//    whose timer fires on a CPU running a task timer_busy_ns later (plus
+//    ext_timer_busy_ns under sched_ext); a task dispatched
 //    on a CPU other than the one it last ran on gets migration_cost_ns
 //    more work (cache refill, charged to its cgroup); background_cpu_pct
 //    adds tasks in the root cgroup that use
