@@ -750,8 +750,9 @@ def _parser_fidelity(sub: Any) -> None:
                     help="a machine key held fixed in the fit and saved in the profile, e.g. runqueues=per_cpu "
                          "or idle_exit_ns=50000 (repeatable)")
     fi.add_argument("--measured-wakeup", action="store_true",
-                    help="take the wakeup costs (wakeup_overhead_ns, kick_busy_ns, idle_exit_ns) from live "
-                         "compare's agentcg-player sleeper passes, held fixed, instead of fitting them")
+                    help="take the wakeup costs (wakeup_overhead_ns, timer_busy_ns, ext_timer_busy_ns, "
+                         "idle_exit_ns) from live compare's agentcg-player sleeper passes, held fixed, instead "
+                         "of fitting them (and of cyclictest's kick_busy_ns)")
     fi.add_argument("--live-dir", default=None,
                     help="reuse the live results of an earlier run (its DIR) instead of booting the VM")
     fi.add_argument("--capture", metavar="CAPTURE", action="append", default=[],

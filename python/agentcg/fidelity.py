@@ -706,7 +706,7 @@ def wakeup_costs_from_player(path: Path, context_switch_ns: int) -> Optional[Tup
     results without the idle pass (before it existed)."""
     def med_of(sched: str) -> Dict[str, float]:
         out = {}
-        for label in ("idle", "idle10", "idle100", "load"):
+        for label in live.PLAYER_BENCHES:
             vals = _bench_values(path, sched, PLAYER_KEY.format(label))
             if vals:
                 out[label] = _median(vals)

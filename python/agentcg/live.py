@@ -259,11 +259,11 @@ def read_bench(path: Path) -> Dict[str, Any]:
     return out
 
 
-# compare.sh's player_sleeper passes: cyclictest's pattern (two processes,
-# {run 20 us, sleep 1 ms}) played by agentcg-player on the idle machine and
-# under CPU load, beside cyclictest's passes of the same names, and on the
-# idle machine with 10 and 100 ms sleeps: label -> its sleep in ms.
-PLAYER_BENCHES = {"idle": 1, "idle10": 10, "idle100": 100, "load": 1}
+# compare.sh's player_sleeper passes, by label: cyclictest's pattern (two
+# processes, {run 20 us, sleep 1 ms}) played by agentcg-player on the idle
+# machine and under CPU load, beside cyclictest's passes of the same names,
+# and on the idle machine with 10 and 100 ms sleeps.
+PLAYER_BENCHES = ("idle", "idle10", "idle100", "load")
 
 
 def player_bench(src: Path, keep: Path, missing: List[str]) -> Dict[str, Any]:
