@@ -25,7 +25,7 @@ echo "+cpu +memory +pids +io" > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/nul
   echo "+cpu +memory +pids" > /sys/fs/cgroup/cgroup.subtree_control
 ip link set lo up 2>/dev/null
 echo 1 > /proc/sys/kernel/bpf_stats_enabled 2>/dev/null
-echo "AGENTCG-BOOTED kernel $(uname -r) cpus $(grep -c ^processor /proc/cpuinfo) sched_ext $(cat /sys/kernel/sched_ext/state 2>/dev/null || echo missing)"
+echo "AGENTCG-BOOTED kernel $(uname -r) cpus $(grep -c ^processor /proc/cpuinfo) sched_ext $(cat /sys/kernel/sched_ext/state 2>/dev/null || echo missing) clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)"
 scen=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^agentcg.scenarios=//p')
 sh /scenarios.sh "${scen:-all}"
 rc=$?
