@@ -475,7 +475,7 @@ def cmd_live(a: argparse.Namespace) -> int:
         a.out, build=a.build, traces=_split(a.traces), schedulers=_split(a.schedulers),
         durations=_durations(a.duration), mem_scale=a.mem_scale, bench_s=a.bench_seconds,
         overhead=not a.no_overhead, timeout_s=a.timeout, quiet=a.quiet, repeat=a.repeat, config=a.config,
-        record=not a.no_record))
+        record=not a.no_record, baseline_build=a.baseline_build))
 
 
 def cmd_fidelity(a: argparse.Namespace) -> int:
@@ -692,7 +692,8 @@ def _parser_live(sub: Any) -> None:
     lv.add_argument("--schedulers", default="eevdf,flatcg,agentcg",
                     help="eevdf first (the reference), then any of flatcg, agentcg, fifo (the daemon's "
                     "scx_simple-style FIFO mode: what sched_ext itself costs), eevdf-nohrtick (EEVDF with "
-                    "the HRTICK feature off: a diagnostic of the emulator's timer delivery); "
+                    "the HRTICK feature off: a diagnostic of the emulator's timer delivery), agentcg-base (with "
+                    "--baseline-build); "
                     "default eevdf,flatcg,agentcg")
     lv.add_argument("--duration", action="append", default=[], metavar="TRACE=DUR",
                     help="player --duration for a trace (default agent=30s; repeatable)")
@@ -704,6 +705,11 @@ def _parser_live(sub: Any) -> None:
     lv.add_argument("--config", default=None, metavar="FILE",
                     help="YAML added to agentcgroupd's config in every pass (e.g. a scheduler: section to compare "
                          "tuned agentcg/flatcg against EEVDF); checked with agentcgroupd --check-config before the boot")
+    lv.add_argument("--baseline-build", default=None, metavar="DIR",
+                    help="another build directory (e.g. of the commit before a change): its daemon's agentcg mode "
+                         "runs as the scheduler agentcg-base, interleaved with the others, and in the BPF cost "
+                         "pass beside agentcg (a '/ base' column): a change measured against the program before "
+                         "it in one boot")
     lv.add_argument("--repeat", type=int, default=3,
                     help="runs per scheduler, interleaved A B C C B A ... (default 3): the table shows the median "
                          "[95 %% bootstrap interval] and a verdict against eevdf")

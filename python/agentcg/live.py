@@ -39,7 +39,12 @@ from ._errors import AgentcgError
 SCHEDULERS = ("eevdf", "flatcg", "agentcg")
 # also accepted by --schedulers: the daemon's scx_simple-style FIFO mode,
 # the cost of sched_ext itself next to the kernel's EEVDF
-KNOWN_SCHEDULERS = SCHEDULERS + ("fifo", "eevdf-nohrtick")
+KNOWN_SCHEDULERS = SCHEDULERS + ("fifo", "eevdf-nohrtick", "agentcg-base")
+# agentcg-base: the agentcg mode of another build's daemon (--baseline-build),
+# carried into the VM as /usr/bin/agentcgroupd-base: a change against the
+# program before it, in one boot
+BASE_SCHEDULER = "agentcg-base"
+BASE_DAEMON_GUEST = "/usr/bin/agentcgroupd-base"
 DEFAULT_TRACES = ("agent", "fork-storm")
 # the player's --duration per bundled trace: the agent trace is 60 s of
 # mostly-idle sessions; 30 s keeps three schedulers in a few minutes
@@ -471,51 +476,69 @@ def format_cell(v: Any, unit: str) -> str:
     return str(v)
 
 
-def _callback_ratio(ov: Mapping[str, Any], cb: Optional[str]) -> Optional[float]:
-    """agentcg's mean ns per call of callback CB (None: every callback) over
-    the FIFO mode's, in the statistics OV of one run or of their sum."""
+def _callback_ratio(ov: Mapping[str, Any], cb: Optional[str], num: str = "agentcg",
+                    den: str = "fifo") -> Optional[float]:
+    """Mode NUM's mean ns per call of callback CB (None: every callback) over
+    mode DEN's (agentcg over the FIFO mode by default), in the statistics OV
+    of one run or of their sum."""
     def mean(mode: str) -> Optional[float]:
         xs = [x for c, x in (ov.get(mode) or {}).items() if cb is None or c == cb]
         n = sum(x["cnt"] for x in xs)
         return sum(x["ns"] for x in xs) / n if n else None
 
-    a, f = mean("agentcg"), mean("fifo")
+    a, f = mean(num), mean(den)
     return a / f if a and f else None
 
 
 def overhead_rows(ov: Mapping[str, Any]) -> str:
     """Average BPF run time per callback, agentcg next to the FIFO baseline,
     over every run of both (the sum); with two or more repetitions also the
-    ratio of each repetition's runs: median (min-max)."""
+    ratio of each repetition's runs: median (min-max). With the baseline
+    build's runs (mode agentcg-base, --baseline-build), agentcg against them
+    too, the same way."""
     if "agentcg" not in ov or "fifo" not in ov:
         return "overhead: no BPF program statistics (kernel.bpf_stats_enabled?)\n"
+    base = BASE_SCHEDULER if BASE_SCHEDULER in ov else None
     reps = [r for r in ov.get("repetitions") or [] if "agentcg" in r and "fifo" in r]
     per_run = len(reps) >= 2
 
-    def spread(cb: Optional[str]) -> str:
+    def spread(cb: Optional[str], den: str = "fifo") -> str:
         import statistics
 
-        xs = sorted(x for x in (_callback_ratio(r, cb) for r in reps) if x is not None)
+        xs = sorted(x for x in (_callback_ratio(r, cb, "agentcg", den) for r in reps) if x is not None)
         if not per_run or not xs:
             return ""
         return f"  {statistics.median(xs):.2f} ({xs[0]:.2f}-{xs[-1]:.2f})"
 
-    lines = [f"{'callback':<22}{'fifo ns':>10}{'agentcg ns':>12}{'ratio':>8}{'agentcg calls':>15}"
-             + (f"  ratio per repetition, median (min-max) of {len(reps)}" if per_run else "")]
-    for cb in sorted(ov["agentcg"]):
-        a = ov["agentcg"][cb]
-        if not a["cnt"]:
+    def mean(mode: str, cb: Optional[str]) -> Optional[float]:
+        xs = [x for c, x in (ov.get(mode) or {}).items() if cb is None or c == cb]
+        n = sum(x["cnt"] for x in xs)
+        return sum(x["ns"] for x in xs) / n if n else None
+
+    def fmt(v: Optional[float], spec: str) -> str:
+        return format(v, spec) if v else "-"
+
+    head = f"{'callback':<22}{'fifo ns':>10}{'agentcg ns':>12}{'ratio':>8}{'agentcg calls':>15}"
+    if per_run:
+        head += f"  ratio per repetition, median (min-max) of {len(reps)}"
+    if base:
+        head += f"  | {'base ns':>9}{'/ base':>8}" + ("  per repetition" if per_run else "")
+    lines = [head]
+    for cb in sorted(ov["agentcg"]) + [None]:
+        if cb is not None and not ov["agentcg"][cb]["cnt"]:
             continue
-        f = ov["fifo"].get(cb, {"cnt": 0, "ns": 0})
-        fa = f["ns"] / f["cnt"] if f["cnt"] else None
-        aa = a["ns"] / a["cnt"]
-        lines.append(f"{cb:<22}{(f'{fa:.0f}' if fa else '-'):>10}{aa:>12.0f}"
-                     f"{(f'{aa / fa:.2f}' if fa else '-'):>8}{a['cnt']:>15}" + (spread(cb) if fa else ""))
-    tot = {m: [sum(x["cnt"] for x in ov[m].values()), sum(x["ns"] for x in ov[m].values())] for m in ("fifo", "agentcg")}
-    fa = tot["fifo"][1] / tot["fifo"][0] if tot["fifo"][0] else 0
-    aa = tot["agentcg"][1] / tot["agentcg"][0] if tot["agentcg"][0] else 0
-    lines.append(f"{'all callbacks':<22}{fa:>10.0f}{aa:>12.0f}{(aa / fa if fa else 0):>8.2f}{tot['agentcg'][0]:>15}"
-                 + spread(None))
+        aa, fa = mean("agentcg", cb), mean("fifo", cb)
+        n = sum(x["cnt"] for c, x in ov["agentcg"].items() if cb is None or c == cb)
+        line = (f"{cb or 'all callbacks':<22}{fmt(fa, '.0f'):>10}{fmt(aa, '.0f'):>12}"
+                f"{fmt(aa / fa if aa and fa else None, '.2f'):>8}{n:>15}")
+        if per_run:
+            sp = spread(cb) if fa else ""
+            line += sp + " " * (len(head.split("|")[0]) - len(line) - len(sp)) if base else sp
+        if base:
+            ba = mean(base, cb)
+            line += f"  | {fmt(ba, '.0f'):>9}{fmt(aa / ba if aa and ba else None, '.2f'):>8}"
+            line += spread(cb, base) if ba else ""
+        lines.append(line.rstrip())
     return "\n".join(lines) + "\n"
 
 
@@ -558,7 +581,8 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
                  schedulers: Sequence[str] = SCHEDULERS, durations: Optional[Mapping[str, str]] = None,
                  mem_scale: float = 0.25, bench_s: int = 8, overhead: bool = True,
                  timeout_s: Optional[int] = None, quiet: bool = False, repeat: int = 3,
-                 config: Optional[str] = None, record: bool = True) -> Dict[str, Any]:
+                 config: Optional[str] = None, record: bool = True,
+                 baseline_build: Optional[str] = None) -> Dict[str, Any]:
     """`agentcg live compare`: one boot, every scheduler `repeat` times, the table.
 
     `record` (with benchmarks): after the passes, the cyclictest benchmarks
@@ -569,7 +593,13 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
 
     `config`: a YAML file added to agentcgroupd's config in every pass (a
     `scheduler:` section tunes the flatcg/agentcg passes); see
-    check_daemon_config()."""
+    check_daemon_config().
+
+    `baseline_build`: another build directory whose daemon runs as the
+    scheduler agentcg-base (added to `schedulers` if missing) and in the
+    overhead pass beside agentcg: a change against the program before it,
+    interleaved in one boot. Its daemon must run with this build's shared
+    libraries (two builds of the same project on this machine do)."""
     from . import stats, table
 
     if repeat < 1:
@@ -581,6 +611,17 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
         raise AgentcgError("--schedulers: the first one is the reference and must be eevdf")
     b = build_dir(build)
     src = source_dir(b)
+    files: List[Tuple[str, str]] = []
+    if baseline_build is not None:
+        base_daemon = Path(baseline_build) / "live" / "agentcgroupd" / "agentcgroupd"
+        if not base_daemon.is_file():
+            raise AgentcgError(f"--baseline-build {baseline_build}: {base_daemon} does not exist "
+                               "(expected a build directory with the live backend built)")
+        files.append((str(base_daemon.resolve()), BASE_DAEMON_GUEST))
+        if BASE_SCHEDULER not in schedulers:
+            schedulers = list(schedulers) + [BASE_SCHEDULER]
+    elif BASE_SCHEDULER in schedulers:
+        raise AgentcgError(f"--schedulers: {BASE_SCHEDULER} needs --baseline-build DIR (the build whose daemon it runs)")
     for t in traces:
         p = src / "traces" / f"{t}.json"
         if not p.exists():
@@ -602,7 +643,7 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
     if not quiet:
         print(f"live: {len(order)} scheduler passes in one boot ({' '.join(f'{s}#{r}' for s, r in order)}); "
               f"progress below, about {len(order) * 3} min under emulation", file=sys.stderr)
-    run_vm(b, "compare,overhead" if overhead else "compare", vm_out, dest / "vm-serial.log", env, (),
+    run_vm(b, "compare,overhead" if overhead else "compare", vm_out, dest / "vm-serial.log", env, files,
            timeout_s or default_timeout_s(repeat), quiet)
     load = dict(last_host_load)
     summary = collect_compare(vm_out, dest, traces, schedulers, repeat)
@@ -613,8 +654,9 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
     if config:
         text = f"agentcgroupd config added in every pass: {config}\n" + text
     ov = overhead_rows(summary["overhead"]) if overhead else ""
-    text += ("\nBPF cost per callback (kernel.bpf_stats_enabled), same boot, agentcg and the FIFO mode run "
-             f"{repeat} time(s) each, interleaved:\n" + ov if ov else "")
+    text += ("\nBPF cost per callback (kernel.bpf_stats_enabled), same boot, agentcg and the FIFO mode "
+             + (f"(and {BASE_SCHEDULER}: {baseline_build}) " if baseline_build else "")
+             + f"run {repeat} time(s) each, interleaved:\n" + ov if ov else "")
     if summary["missing"]:
         text += "missing (player failed, see player.log): " + ", ".join(summary["missing"]) + "\n"
     if load.get("warning"):
@@ -624,7 +666,8 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
            "repeat": repeat, "order": [f"{s}:{r}" for s, r in order], "host_load": load,
            "repetitions": summary["results"], "benchmarks": summary["benchmarks"],
            "sections": {title: table.rows_json(rows, list(schedulers)) for title, rows in sections},
-           "missing": summary["missing"], "config": {"path": config, "text": config_text} if config else None}
+           "missing": summary["missing"], "config": {"path": config, "text": config_text} if config else None,
+           "baseline_build": str(baseline_build) if baseline_build else None}
     (dest / "live-compare.json").write_text(table.dumps(doc), encoding="utf-8")
     if not quiet:
         print(text, end="")

@@ -56,7 +56,7 @@ __all__ = [
 
 POLICY_COLORS = {
     "eevdf": "#2ca02c", "eevdf-nohrtick": "#98df8a", "cfs": "#7f7f7f", "fifo": "#2ca02c", "flatcg": "#1f77b4",
-    "agentcg": "#d62728",
+    "agentcg": "#d62728", "agentcg-base": "#ff9896",
     "none": "#000000", "nvshare": "#7f7f7f", "memory-aware": "#1f77b4",
     "compute-limit": "#ff7f0e", "memory-aware+compute-limit": "#9467bd",
 }

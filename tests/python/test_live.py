@@ -313,6 +313,60 @@ def test_live_compare_accepts_fifo_and_names_every_scheduler_it_knows(tmp_path: 
             live.live_compare(str(tmp_path / "o"), build=str(tmp_path / "none"), schedulers=("eevdf", extra))
 
 
+def test_baseline_build_runs_as_agentcg_base_beside_the_change(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """--baseline-build DIR: DIR's daemon is carried into the VM as
+    agentcgroupd-base and its agentcg mode runs as the scheduler
+    agentcg-base, interleaved with the others; a DIR without a daemon, or
+    agentcg-base without a DIR, is an error before any boot."""
+    build = _live_build()
+    seen: list = []
+
+    def fake_run_vm(b: Path, scenarios: str, out: Path, log: Path, env: dict, files: list, *rest: object) -> None:
+        seen.append((dict(env), list(files)))
+        raise live.LiveSkip("stopped by the test before a boot")
+
+    monkeypatch.setattr(live, "run_vm", fake_run_vm)
+    with pytest.raises(AgentcgError, match="agentcgroupd does not exist"):
+        live.live_compare(str(tmp_path / "o"), build=str(build), traces=("hogs",), quiet=True,
+                          baseline_build=str(tmp_path / "old"))
+    with pytest.raises(AgentcgError, match="agentcg-base needs --baseline-build"):
+        live.live_compare(str(tmp_path / "o"), build=str(build), traces=("hogs",), quiet=True,
+                          schedulers=("eevdf", "agentcg", "agentcg-base"))
+    assert not seen
+    daemon = tmp_path / "old" / "live" / "agentcgroupd" / "agentcgroupd"
+    daemon.parent.mkdir(parents=True)
+    daemon.write_text("#!/bin/sh\n")
+    with pytest.raises(live.LiveSkip):
+        live.live_compare(str(tmp_path / "o"), build=str(build), traces=("hogs",), quiet=True, repeat=2,
+                          schedulers=("eevdf", "agentcg"), baseline_build=str(tmp_path / "old"))
+    env, files = seen[-1]
+    assert files == [(str(daemon.resolve()), "/usr/bin/agentcgroupd-base")]
+    assert env["COMPARE_SCHEDULERS"] == "eevdf,agentcg,agentcg-base"
+    assert sorted(env["COMPARE_RUNS"].split(",")) == sorted(f"{s}:{r}" for s in ("eevdf", "agentcg", "agentcg-base")
+                                                            for r in (1, 2))
+
+
+def test_overhead_table_sets_the_change_against_the_baseline_build(tmp_path: Path) -> None:
+    """The overhead pass with the baseline build's runs (mode agentcg-base):
+    a '/ base' column, pooled and per repetition, beside the FIFO ratio."""
+    p = tmp_path / "progstats.txt"
+    lines = []
+    for rep, (f_ns, a_ns, b_ns) in enumerate(((100, 300, 400), (100, 200, 300), (200, 1000, 900)), 1):
+        lines += [f"AGENTCG-PROGSTAT fifo agentcg_enqueue 10 {f_ns * 10} {rep}",
+                  f"AGENTCG-PROGSTAT agentcg agentcg_enqueue 10 {a_ns * 10} {rep}",
+                  f"AGENTCG-PROGSTAT agentcg-base agentcg_enqueue 10 {b_ns * 10} {rep}"]
+    p.write_text("\n".join(lines) + "\n")
+    rows = live.overhead_rows(live.read_progstats(p))
+    assert "/ base" in rows.splitlines()[0]
+    enq = next(line for line in rows.splitlines() if line.startswith("enqueue"))
+    left, right = enq.split("|")
+    # against FIFO as before; against the base: 500 / 533 pooled, per
+    # repetition 0.75, 0.67, 1.11: median 0.75 (0.67-1.11)
+    assert left.split()[1:4] == ["133", "500", "3.75"]
+    assert right.split() == ["533", "0.94", "0.75", "(0.67-1.11)"]
+
+
 def _compare_doc(d: Path, verdicts: dict) -> Path:
     """A live-compare.json with one section whose rows have VERDICTS
     {metric: {scheduler: verdict}}."""

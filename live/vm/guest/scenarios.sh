@@ -53,7 +53,7 @@ start_daemon() {
 run_daemon() {
 	mode=$1; shift
 	: > $DLOG
-	agentcgroupd --config $CONF "$@" > $DLOG 2>&1 &
+	${DAEMON_BIN:-agentcgroupd} --config $CONF "$@" > $DLOG 2>&1 &
 	DPID=$!
 	i=0
 	while [ $i -lt 300 ]; do
@@ -312,11 +312,16 @@ s_robust() {
 # ---- overhead: BPF run time per callback next to the FIFO baseline ------
 # (Runs in a subshell: a bare `wait` in the daemon's own shell would wait for
 # the daemon too, which is how this scenario once hung.)
-overhead_run() { # mode (fifo is a --mode override only: the config accepts agentcg|flatcg)
+overhead_run() { # mode (fifo is a --mode override only: the config accepts agentcg|flatcg;
+	# agentcg-base: the agentcg mode of the baseline build's daemon, live compare --baseline-build)
 	mkcg o 100
 	export AGENTCG_PROG_STATS=1
-	start_daemon agentcg --mode $1 || return
+	[ "$1" = agentcg-base ] && DAEMON_BIN=agentcgroupd-base
+	start_daemon agentcg --mode ${1%-base}
+	rc=$?
+	DAEMON_BIN=
 	unset AGENTCG_PROG_STATS
+	[ $rc -eq 0 ] || return
 	(
 		inc o agentcg-work spin 4; inc o agentcg-work spin 4
 		inc o agentcg-work forkstorm 1000 16
@@ -330,7 +335,10 @@ overhead_run() { # mode (fifo is a --mode override only: the config accepts agen
 # OVERHEAD_REPS (1; live compare sets its --repeat through compare.env):
 # that many runs of each mode, interleaved fifo agentcg, agentcg fifo, ...
 # so that drift cancels; each line of /out/overhead/progstats.txt carries
-# its repetition (AGENTCG-PROGSTAT mode prog cnt ns rep).
+# its repetition (AGENTCG-PROGSTAT mode prog cnt ns rep). With the
+# baseline build's daemon in the initramfs (agentcgroupd-base), its agentcg
+# mode runs too (mode agentcg-base): a change's cost against the program
+# before it, in one boot, where two boots' FIFO figures differ by up to 2x.
 s_overhead() {
 	[ "$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null)" = 1 ] || { result overhead FAIL "kernel.bpf_stats_enabled unavailable"; return; }
 	[ -f /etc/agentcg/compare.env ] && . /etc/agentcg/compare.env
@@ -339,8 +347,10 @@ s_overhead() {
 	mkdir -p /out/overhead && : > $ps
 	while [ $r -le $n ]; do
 		[ $((r % 2)) = 1 ] && order="fifo agentcg" || order="agentcg fifo"
+		command -v agentcgroupd-base > /dev/null &&
+			{ [ $((r % 2)) = 1 ] && order="$order agentcg-base" || order="agentcg-base $order"; }
 		for m in $order; do
-			overhead_run $m | awk -v r=$r '$1 == "AGENTCG-PROGSTAT" && NF == 5 { print $0, r }' >> $ps
+			overhead_run $m | awk -v r=$r -v m=$m '$1 == "AGENTCG-PROGSTAT" && NF == 5 { $2 = m; print $0, r }' >> $ps
 		done
 		r=$((r + 1))
 	done

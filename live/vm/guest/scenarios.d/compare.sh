@@ -224,15 +224,18 @@ compare_one() { # scheduler [repetition]
 		sched_feature NO_HRTICK || { data compare $lbl error "cannot set NO_HRTICK (no debugfs sched/features)"; return 1; }
 	fi
 	[ "$sch" = fifo ] && { dmode=agentcg; dargs="--mode fifo"; }
+	# agentcg-base: the agentcg mode of the baseline build's daemon
+	# (live compare --baseline-build): a change against the program before it
+	[ "$sch" = agentcg-base ] && { dmode=agentcg; DAEMON_BIN=agentcgroupd-base; }
 	# `live compare --config FILE`: the same extra YAML in every pass
 	DAEMON_YAML=${COMPARE_DAEMON_YAML:-}
 	start_daemon $dmode $dargs || {
-		DAEMON_YAML=
+		DAEMON_YAML= DAEMON_BIN=
 		[ "$sch" = eevdf-nohrtick ] && sched_feature $hr0
 		data compare $lbl error "daemon did not start"
 		return 1
 	}
-	DAEMON_YAML=
+	DAEMON_YAML= DAEMON_BIN=
 	echo "scheduler $(ops) state $(state)" > $o/bench.txt
 	for t in $(echo "${COMPARE_TRACES:-agent,fork-storm}" | tr ',' ' '); do
 		eval d=\${COMPARE_DURATION_$(echo $t | tr -c 'a-zA-Z0-9\n' '_'):--}
