@@ -56,7 +56,10 @@ run_daemon() {
 	${DAEMON_BIN:-agentcgroupd} --config $CONF "$@" > $DLOG 2>&1 &
 	DPID=$!
 	i=0
-	while [ $i -lt 300 ]; do
+	# 90 s: the verifier takes 10-12 s of guest time to load the agentcg
+	# program under TCG (2026-11-29, `tsc` host); a host 2.5x slower made
+	# the old 30 s a coin toss. A daemon that exits ends the wait at once.
+	while [ $i -lt 900 ]; do
 		# mode none: the daemon (monitor, metrics) over the kernel's EEVDF
 		grep -q 'agentcgroupd: ready' $DLOG && { [ "$mode" = none ] || [ "$(state)" = enabled ]; } && return 0
 		kill -0 $DPID 2>/dev/null || break

@@ -38,7 +38,7 @@ seed001_start() {
 	agentcgroupd --config $CONF > $DLOG 2>&1 &
 	DPID=$!
 	i=0
-	while [ $i -lt 300 ]; do
+	while [ $i -lt 900 ]; do  # 90 s: run_daemon's wait (scenarios.sh), the program's load under TCG
 		grep -q 'agentcgroupd: ready' $DLOG && return 0
 		kill -0 $DPID 2>/dev/null || break
 		sleep 0.1; i=$((i + 1))
