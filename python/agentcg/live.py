@@ -476,17 +476,19 @@ def format_cell(v: Any, unit: str) -> str:
     return str(v)
 
 
+def _mean_ns(ov: Mapping[str, Any], mode: str, cb: Optional[str]) -> Optional[float]:
+    """Mode MODE's mean ns per call of callback CB (None: every callback) in
+    the statistics OV of one run or of their sum; None without calls."""
+    xs = [x for c, x in (ov.get(mode) or {}).items() if cb is None or c == cb]
+    n = sum(x["cnt"] for x in xs)
+    return sum(x["ns"] for x in xs) / n if n else None
+
+
 def _callback_ratio(ov: Mapping[str, Any], cb: Optional[str], num: str = "agentcg",
                     den: str = "fifo") -> Optional[float]:
-    """Mode NUM's mean ns per call of callback CB (None: every callback) over
-    mode DEN's (agentcg over the FIFO mode by default), in the statistics OV
-    of one run or of their sum."""
-    def mean(mode: str) -> Optional[float]:
-        xs = [x for c, x in (ov.get(mode) or {}).items() if cb is None or c == cb]
-        n = sum(x["cnt"] for x in xs)
-        return sum(x["ns"] for x in xs) / n if n else None
-
-    a, f = mean(num), mean(den)
+    """Mode NUM's mean ns per call of callback CB over mode DEN's (agentcg
+    over the FIFO mode by default)."""
+    a, f = _mean_ns(ov, num, cb), _mean_ns(ov, den, cb)
     return a / f if a and f else None
 
 
@@ -510,11 +512,6 @@ def overhead_rows(ov: Mapping[str, Any]) -> str:
             return ""
         return f"  {statistics.median(xs):.2f} ({xs[0]:.2f}-{xs[-1]:.2f})"
 
-    def mean(mode: str, cb: Optional[str]) -> Optional[float]:
-        xs = [x for c, x in (ov.get(mode) or {}).items() if cb is None or c == cb]
-        n = sum(x["cnt"] for x in xs)
-        return sum(x["ns"] for x in xs) / n if n else None
-
     def fmt(v: Optional[float], spec: str) -> str:
         return format(v, spec) if v else "-"
 
@@ -527,15 +524,15 @@ def overhead_rows(ov: Mapping[str, Any]) -> str:
     for cb in sorted(ov["agentcg"]) + [None]:
         if cb is not None and not ov["agentcg"][cb]["cnt"]:
             continue
-        aa, fa = mean("agentcg", cb), mean("fifo", cb)
+        aa, fa = _mean_ns(ov, "agentcg", cb), _mean_ns(ov, "fifo", cb)
         n = sum(x["cnt"] for c, x in ov["agentcg"].items() if cb is None or c == cb)
         line = (f"{cb or 'all callbacks':<22}{fmt(fa, '.0f'):>10}{fmt(aa, '.0f'):>12}"
                 f"{fmt(aa / fa if aa and fa else None, '.2f'):>8}{n:>15}")
-        if per_run:
-            sp = spread(cb) if fa else ""
-            line += sp + " " * (len(head.split("|")[0]) - len(line) - len(sp)) if base else sp
+        if per_run and fa:
+            line += spread(cb)
         if base:
-            ba = mean(base, cb)
+            ba = _mean_ns(ov, base, cb)
+            line = line.ljust(len(head.split("|")[0]))  # the base columns under their heading
             line += f"  | {fmt(ba, '.0f'):>9}{fmt(aa / ba if aa and ba else None, '.2f'):>8}"
             line += spread(cb, base) if ba else ""
         lines.append(line.rstrip())
