@@ -34,17 +34,7 @@ seed001_start() {
   listen: $API
   token_file: /etc/agentcg/api-tokens
   state_file: /tmp/strategies.json"
-	: > $DLOG
-	agentcgroupd --config $CONF > $DLOG 2>&1 &
-	DPID=$!
-	i=0
-	while [ $i -lt 900 ]; do  # 90 s: run_daemon's wait (scenarios.sh), the program's load under TCG
-		grep -q 'agentcgroupd: ready' $DLOG && return 0
-		kill -0 $DPID 2>/dev/null || break
-		sleep 0.1; i=$((i + 1))
-	done
-	echo "agentcgroupd did not become ready:"; cat $DLOG
-	return 1
+	run_daemon "$1"
 }
 seed001_stop() { [ -n "$DPID" ] && kill $DPID 2>/dev/null && wait $DPID; DPID=; }
 
