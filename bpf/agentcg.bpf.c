@@ -22,9 +22,12 @@
  *   Per-LLC DSQs would cut the DSQ lock's contention on machines with
  *   several LLCs (scx_lavd: +39 % on 176 cores); on the 2-CPU VM there is
  *   one LLC, so one queue; the key function does not change.
- * - cgroup state in a hash map of AGENTCG_MAX_CGRPS (32,768) entries keyed
- *   by cgroup id, with the parent's id: a walk up the tree is a bounded
- *   loop of map lookups (AGENTCG_MAX_DEPTH), no pointer chain on the stack.
+ * - cgroup state in an array of AGENTCG_MAX_CGRPS (32,768) slots, found
+ *   by cgroup id through a hash of slots; a task, a CPU and a state keep
+ *   the slot beside the id they point to (the parent's too), so the
+ *   wakeup path's lookups are the array's, inlined (cgrp_at): a walk up
+ *   the tree is a bounded loop of them (AGENTCG_MAX_DEPTH), no pointer
+ *   chain on the stack.
  *   A cgroup that cannot get state (table full, deeper than
  *   AGENTCG_MAX_DEPTH) is scheduled as part of its nearest ancestor with
  *   state (cgrp_alias, resolved once at cgroup_init from its parent): its tasks queue in the same shared DSQ under that ancestor's
@@ -196,6 +199,8 @@ struct task_ctx {
 	struct agentcg_req req; /* the request it is queued / runs with */
 	u64 cgid;               /* cgroup whose state it uses (nearest with state) */
 	u64 counted_cgid;       /* cgroup it is counted runnable in (0: none) */
+	u32 slot;               /* where cgid's state is (cgrp_at) */
+	u32 counted_slot;       /* and counted_cgid's */
 	u64 runnable_at;        /* for the per-cgroup wait time */
 	u64 wait_ns;            /* waited before this run; added to cgrp_stat at stopping */
 	u32 queued;             /* in the shared DSQ (or a local one), counted in nr_queued */
@@ -218,7 +223,9 @@ struct cgrp_state {
 	struct agentcg_bw_pool bw;
 	s64 bw_local_ns;
 	u64 parent; /* cgroup id of the nearest ancestor with state; 0: root */
-	u64 cgid;
+	u64 cgid;   /* 0: a free slot */
+	u32 slot;   /* its index in cgrp_states */
+	u32 parent_slot; /* where `parent`'s state was at creation (cgrp_at) */
 	u32 depth;  /* levels of stateful ancestors above it */
 	u32 bw_armed;
 	u32 bw_counted; /* counted in nr_bw_limited */
@@ -233,12 +240,39 @@ struct {
 	__type(value, struct task_ctx);
 } task_ctxs SEC(".maps");
 
+/*
+ * The cgroups' state, in an array indexed by slot, and each cgroup's slot
+ * by its id. Every callback on the wakeup path looks a state up, and
+ * activate_walk and refresh_qshare_slow one per level: a hash lookup costs
+ * ~0.4 us under TCG, an array lookup is inlined by the verifier (a bounds
+ * check and a multiply). So a task, a CPU and a state keep the slot of the
+ * state they point to beside its id (cgrp_at: the array element, checked
+ * against the id), and only a stale slot, or an id with no slot at hand,
+ * goes through the hash (cgrp_lookup). Slots are reused after
+ * cgroup_exit (free_slots); a freed state has cgid 0, and a reused one
+ * another id, so a stale slot is never taken for its old cgroup.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, AGENTCG_MAX_CGRPS);
+	__type(key, u32);
+	__type(value, struct cgrp_state);
+} cgrp_states SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, AGENTCG_MAX_CGRPS);
 	__type(key, u64);
-	__type(value, struct cgrp_state);
-} cgrp_states SEC(".maps");
+	__type(value, u32);
+} cgrp_slots SEC(".maps");
+
+/* Slots given back by cgroup_exit; next_slot: the first never used. */
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, AGENTCG_MAX_CGRPS);
+	__type(value, u32);
+} free_slots SEC(".maps");
+u32 next_slot;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -299,6 +333,8 @@ struct cpu_curr {
 	u64 start;         /* its start tag, slice and group: curr_deadline() */
 	u64 req_slice_ns;
 	u64 cgid;
+	u32 slot;          /* where cgid's state is (cgrp_at) */
+	u32 pad;
 	u64 started_at_ns;
 	u64 slice_ns;
 	u64 group_since_ns; /* since when this CPU runs cgid (eevdf.h agentcg_group_run_since) */
@@ -361,9 +397,39 @@ static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
 	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
 }
 
+/* The state of cgroup `cgid` by its id (a hash lookup, then the array). */
 static __always_inline struct cgrp_state *cgrp_lookup(u64 cgid)
 {
-	return bpf_map_lookup_elem(&cgrp_states, &cgid);
+	u32 *slot = bpf_map_lookup_elem(&cgrp_slots, &cgid);
+	struct cgrp_state *cs;
+
+	if (!slot)
+		return NULL;
+	cs = bpf_map_lookup_elem(&cgrp_states, slot);
+	return cs && cgid && cs->cgid == cgid ? cs : NULL;
+}
+
+/* The state of cgroup `cgid`, at `slot` when it is still there (one inlined
+ * array lookup), else by its id. */
+static __always_inline struct cgrp_state *cgrp_at(u32 slot, u64 cgid)
+{
+	struct cgrp_state *cs = bpf_map_lookup_elem(&cgrp_states, &slot);
+
+	if (cs && cgid && cs->cgid == cgid)
+		return cs;
+	return cgrp_lookup(cgid);
+}
+
+/* The parent of a state: its nearest ancestor with state. */
+static __always_inline struct cgrp_state *cgrp_parent(const struct cgrp_state *cs)
+{
+	return cs->parent ? cgrp_at(cs->parent_slot, cs->parent) : NULL;
+}
+
+/* A task's state (t->cgid's), through its slot. */
+static __always_inline struct cgrp_state *task_cgrp(const struct task_ctx *t)
+{
+	return cgrp_at(t->slot, t->cgid);
 }
 
 static __always_inline u32 ctl_mem_penalty(u64 cgid)
@@ -427,21 +493,18 @@ static __always_inline u64 stateful_cgid(struct cgroup *cgrp)
 	return resolve_cgid(cgrp_id(cgrp));
 }
 
-/* Whether `cgid` or one of its ancestors is throttled; returns that level. */
-static __always_inline u64 throttled_level(u64 cgid)
+/* Whether the group of `cs` or one of its ancestors is throttled; returns
+ * that level's id. */
+static __always_inline u64 throttled_level(struct cgrp_state *cs)
 {
 	u32 i;
 
 	bpf_for(i, 0, AGENTCG_MAX_DEPTH) {
-		struct cgrp_state *cs = cgrp_lookup(cgid);
-
 		if (!cs)
 			return 0;
 		if (cs->bw.throttled)
-			return cgid;
-		cgid = cs->parent;
-		if (!cgid)
-			return 0;
+			return cs->cgid;
+		cs = cgrp_parent(cs);
 	}
 	return 0;
 }
@@ -450,17 +513,17 @@ static __always_inline u64 throttled_level(u64 cgid)
  * The queue share of `cgid`'s own tasks, recomputing the shares root ->
  * leaf when the generation moved (flatcg.h agentcg_hweight_step per
  * level; the ids are gathered leaf -> root first: scalars on the stack).
- * 2n - 1 map lookups for a chain of n (a level's parent is the level done
- * just before it; this was 3n, and under TCG a hash lookup costs ~0.4 us:
- * it runs on every wakeup of a group whose activation moved the
- * generation). A global function, so the verifier checks it once, not at
+ * 2n - 1 state lookups for a chain of n, by slot (a level's parent is the
+ * level done just before it; it runs on every wakeup of a group whose
+ * activation moved the generation). A global function, so the verifier checks it once, not at
  * each of its call sites (dispatch's re-tag loop has eight): its loops
  * use agentcg_can_loop, not bpf_for's kfunc calls per level.
  */
-__noinline u32 refresh_qshare_slow(u64 cgid)
+__noinline u32 refresh_qshare_slow(u32 slot, u64 cgid)
 {
 	u64 ids[AGENTCG_MAX_DEPTH];
-	struct cgrp_state *leaf = cgrp_lookup(cgid), *cs, *ps = NULL;
+	u32 slots[AGENTCG_MAX_DEPTH];
+	struct cgrp_state *leaf = cgrp_at(slot, cgid), *cs, *ps = NULL;
 	u64 gen = glob.hweight_gen;
 	u32 n = 1, i;
 	bool stale = false;
@@ -468,16 +531,18 @@ __noinline u32 refresh_qshare_slow(u64 cgid)
 	if (!leaf)
 		return AGENTCG_ONE;
 	ids[0] = cgid;
+	slots[0] = leaf->slot;
 	cs = leaf;
 	for (i = 1; i < AGENTCG_MAX_DEPTH && agentcg_can_loop; i++) {
 		u64 parent = cs->parent;
 
 		if (!parent)
 			break;
-		cs = cgrp_lookup(parent);
+		cs = cgrp_at(cs->parent_slot, parent);
 		if (!cs)
 			break;
 		ids[i] = parent;
+		slots[i] = cs->slot;
 		n = i + 1;
 	}
 	/* root (ids[n-1]) -> leaf (ids[0]); the leaf is not looked up again */
@@ -489,7 +554,7 @@ __noinline u32 refresh_qshare_slow(u64 cgid)
 		lvl = n - 1 - i;
 		if (lvl >= AGENTCG_MAX_DEPTH)
 			break;
-		cs = lvl ? cgrp_lookup(ids[lvl]) : leaf;
+		cs = lvl ? cgrp_at(slots[lvl], ids[lvl]) : leaf;
 		if (!cs)
 			break;
 		if (stale || cs->cg.hweight_gen != gen || !cs->cg.hweight) {
@@ -507,13 +572,13 @@ static __always_inline u32 refresh_qshare(struct cgrp_state *leaf)
 {
 	if (leaf->cg.hweight_gen == glob.hweight_gen && leaf->cg.qshare)
 		return leaf->cg.qshare;
-	return refresh_qshare_slow(leaf->cgid);
+	return refresh_qshare_slow(leaf->slot, leaf->cgid);
 }
 
 /*
  * A task became runnable (activate) or quiescent in the group `cs`: the
  * activation walk of flatcg.h, level by level up the parents' ids, without
- * a lock; one map lookup per level (the parent, which is the next level's
+ * a lock; one state lookup per level (the parent, which is the next level's
  * node), none for the leaf, which the caller has.
  */
 static __always_inline void activate_walk(struct cgrp_state *cs, bool activate)
@@ -529,7 +594,7 @@ static __always_inline void activate_walk(struct cgrp_state *cs, bool activate)
 			break;
 		if (!cs->parent)
 			break;
-		ps = cgrp_lookup(cs->parent);
+		ps = cgrp_at(cs->parent_slot, cs->parent);
 		if (!ps)
 			break;
 		agentcg_active_sum(&ps->cg, cs->cg.eff_weight, activate);
@@ -539,7 +604,7 @@ static __always_inline void activate_walk(struct cgrp_state *cs, bool activate)
 
 static __always_inline void sync_weight(struct cgrp_state *cs, const struct agentcg_tunables *tn)
 {
-	struct cgrp_state *ps = cs->parent ? cgrp_lookup(cs->parent) : NULL;
+	struct cgrp_state *ps = cgrp_parent(cs);
 
 	agentcg_sync_weight(&cs->cg, ps ? &ps->cg : NULL, &glob, tn);
 }
@@ -590,7 +655,7 @@ s32 BPF_STRUCT_OPS(agentcg_select_cpu, struct task_struct *p, s32 prev_cpu, u64 
 static __always_inline u64 curr_deadline(const struct cpu_curr *cc, const struct agentcg_tunables *tn)
 {
 	struct agentcg_req r = {};
-	struct cgrp_state *cs = cgrp_lookup(cc->cgid);
+	struct cgrp_state *cs = cgrp_at(cc->slot, cc->cgid);
 
 	r.start = cc->start;
 	r.deadline = cc->deadline;
@@ -606,7 +671,7 @@ static __always_inline u64 queued_key(struct task_struct *p, const struct agentc
 
 	if (!t)
 		return p->scx.dsq_vtime;
-	cs = cgrp_lookup(t->cgid);
+	cs = task_cgrp(t);
 	if (!cs)
 		return p->scx.dsq_vtime;
 	d = agentcg_eevdf_eff_deadline(&t->req, &cs->cg, &glob, tn);
@@ -678,7 +743,7 @@ static __always_inline bool task_may_take(struct task_struct *p, u32 others, u64
 					  const struct agentcg_tunables *tn)
 {
 	struct task_ctx *t = task_ctx(p);
-	struct cgrp_state *cs = t ? cgrp_lookup(t->cgid) : NULL;
+	struct cgrp_state *cs = t ? task_cgrp(t) : NULL;
 
 	return !cs || agentcg_storm_may_take(&cs->cg, &glob, others, now, tn);
 }
@@ -886,7 +951,7 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 					 glob.cvtime_now + agentcg_base_slice_ns(tn), enq_flags);
 		return;
 	}
-	cs = cgrp_lookup(t->cgid);
+	cs = task_cgrp(t);
 	if (!cs) {
 		bstat_inc(AGENTCG_BS_no_cgrp_state);
 		t->req.start = glob.cvtime_now;
@@ -911,7 +976,7 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 	if (((enq_flags & SCX_ENQ_WAKEUP) || t->fresh) && t->cgid != ROOT_CGID &&
 	    agentcg_reserve_note(&cs->cg, &glob, now, tn))
 		glob.calm_wake_ns = now;
-	thr = nr_throttled_now > 0 ? throttled_level(t->cgid) : 0;
+	thr = nr_throttled_now > 0 ? throttled_level(cs) : 0;
 	if (thr) {
 		/* cpu.max: wait in the throttled level's park queue until its refill */
 		AGENTCG_ATOMIC_ADD(&cs->cg.nr_queued, (u32)-1);
@@ -940,7 +1005,7 @@ void BPF_STRUCT_OPS(agentcg_dequeue, struct task_struct *p, u64 deq_flags)
 	if (!t || !t->queued)
 		return;
 	t->queued = 0;
-	cs = cgrp_lookup(t->cgid);
+	cs = task_cgrp(t);
 	if (cs && cs->cg.nr_queued)
 		AGENTCG_ATOMIC_ADD(&cs->cg.nr_queued, (u32)-1);
 }
@@ -955,7 +1020,7 @@ static __always_inline bool dispatch_skipping_throttled(s32 cpu, bool reserve, u
 	/* bounded by the iterator; every throttled task seen leaves the queue */
 	bpf_for_each(scx_dsq, p, AGENTCG_SHARED_DSQ, 0) {
 		struct task_ctx *t = task_ctx(p);
-		u64 thr = t ? throttled_level(t->cgid) : 0;
+		u64 thr = t ? throttled_level(task_cgrp(t)) : 0;
 
 		if (!thr) {
 			/* move_to_local skips tasks pinned elsewhere; so must we */
@@ -968,7 +1033,7 @@ static __always_inline bool dispatch_skipping_throttled(s32 cpu, bool reserve, u
 			continue;
 		}
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, thr, 0)) {
-			struct cgrp_state *cs = cgrp_lookup(t->cgid);
+			struct cgrp_state *cs = task_cgrp(t);
 
 			bstat_inc(AGENTCG_BS_parked);
 			if (t->queued && cs && cs->cg.nr_queued)
@@ -1000,10 +1065,10 @@ static __always_inline bool retag_stale_head(const struct agentcg_tunables *tn, 
 
 		if (!t)
 			return false;
-		cs = cgrp_lookup(t->cgid);
+		cs = task_cgrp(t);
 		if (!cs || !agentcg_eevdf_stale(&t->req, &cs->cg, &glob))
 			return false;
-		if (nr_throttled_now > 0 && throttled_level(t->cgid))
+		if (nr_throttled_now > 0 && throttled_level(cs))
 			return false;
 		sa_cg = agentcg_strategy_of_cgrp(t->cgid);
 		t->req = agentcg_eevdf_request(&cs->cg, &glob,
@@ -1100,7 +1165,7 @@ void BPF_STRUCT_OPS(agentcg_runnable, struct task_struct *p, u64 enq_flags)
 		return;
 	now = bpf_ktime_get_ns();
 	t->runnable_at = now;
-	cs = cgrp_lookup(t->cgid);
+	cs = task_cgrp(t);
 	if (!cs || t->counted_cgid)
 		return;
 	if (!cs->cg.nr_runnable) {
@@ -1111,6 +1176,7 @@ void BPF_STRUCT_OPS(agentcg_runnable, struct task_struct *p, u64 enq_flags)
 	if (enq_flags & SCX_ENQ_WAKEUP)
 		ev |= agentcg_on_wakeup(&cs->cg, now, tn);
 	t->counted_cgid = t->cgid;
+	t->counted_slot = t->slot;
 	activate_walk(cs, true);
 	count_events(ev);
 }
@@ -1128,7 +1194,7 @@ void BPF_STRUCT_OPS(agentcg_quiescent, struct task_struct *p, u64 deq_flags)
 		return;
 	cgid = t->counted_cgid;
 	t->counted_cgid = 0;
-	cs = cgrp_lookup(cgid);
+	cs = cgrp_at(t->counted_slot, cgid);
 	if (!cs)
 		return;
 	activate_walk(cs, false);
@@ -1143,13 +1209,11 @@ void BPF_STRUCT_OPS(agentcg_quiescent, struct task_struct *p, u64 deq_flags)
  * cpu.max of every limited level: draw runtime, return the slice the
  * tightest level allows (0: some level is empty).
  */
-static __always_inline u64 bw_acquire_chain(u64 cgid, u64 slice, u64 now, bool *throttled)
+static __always_inline u64 bw_acquire_chain(struct cgrp_state *cs, u64 slice, u64 now, bool *throttled)
 {
 	u32 i;
 
 	bpf_for(i, 0, AGENTCG_MAX_DEPTH) {
-		struct cgrp_state *cs = cgrp_lookup(cgid);
-
 		if (!cs)
 			break;
 		if (agentcg_bw_limited(&cs->bw)) {
@@ -1174,9 +1238,7 @@ static __always_inline u64 bw_acquire_chain(u64 cgid, u64 slice, u64 now, bool *
 			else if ((u64)local < slice)
 				slice = local;
 		}
-		cgid = cs->parent;
-		if (!cgid)
-			break;
+		cs = cgrp_parent(cs);
 	}
 	return slice;
 }
@@ -1202,7 +1264,7 @@ void BPF_STRUCT_OPS(agentcg_running, struct task_struct *p)
 	if (t->runnable_at)
 		t->wait_ns += now - t->runnable_at;
 	t->runnable_at = 0;
-	cs = cgrp_lookup(t->cgid);
+	cs = task_cgrp(t);
 	if (t->queued) {
 		t->queued = 0;
 		if (cs && cs->cg.nr_queued)
@@ -1222,6 +1284,7 @@ void BPF_STRUCT_OPS(agentcg_running, struct task_struct *p)
 		cc->group_since_ns = agentcg_group_run_since(cc->group_since_ns, cc->stopped_ns,
 							     cc->last_cgid == t->cgid, now, tn);
 		cc->cgid = t->cgid;
+		cc->slot = t->slot;
 		cc->started_at_ns = now;
 		cc->slice_ns = p->scx.slice;
 		cc->ours = 1;
@@ -1235,7 +1298,7 @@ void BPF_STRUCT_OPS(agentcg_running, struct task_struct *p)
 	/* cpu.max at every level: never run past what the pools still hold */
 	if (nr_bw_limited <= 0)
 		return;
-	left = bw_acquire_chain(t->cgid, p->scx.slice, now, &throttled);
+	left = bw_acquire_chain(cs, p->scx.slice, now, &throttled);
 	if (left < p->scx.slice) {
 		/* min_slice protects a task that still has quota, not an overrun */
 		if (!throttled && agentcg_feat(tn, AGENTCG_F_MIN_SLICE) &&
@@ -1252,11 +1315,11 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 {
 	const struct agentcg_tunables *tn = tun();
 	struct task_ctx *t;
-	struct cgrp_state *cs;
+	struct cgrp_state *cs, *ls;
 	const struct agentcg_strategy_action *sa;
 	struct agentcg_cgrp_stat *st;
 	struct cpu_curr *cc;
-	u64 now, ran, cgid;
+	u64 now, ran;
 	u32 pen, qshare, cpu, i;
 
 	if (agentcg_mode == AGENTCG_MODE_FIFO)
@@ -1292,7 +1355,7 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 			__sync_fetch_and_add(&st->wait_ns, t->wait_ns);
 	}
 	t->wait_ns = 0;
-	cs = cgrp_lookup(t->cgid);
+	cs = task_cgrp(t);
 	if (!cs)
 		return;
 	/* the daemon bumps ctl_gen after writing cgrp_ctl: no lookup otherwise */
@@ -1327,10 +1390,8 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 	/* cpu.max: charge every limited level (none: nothing to walk) */
 	if (nr_bw_limited <= 0)
 		return;
-	cgid = t->cgid;
+	ls = cs;
 	bpf_for(i, 0, AGENTCG_MAX_DEPTH) {
-		struct cgrp_state *ls = cgrp_lookup(cgid);
-
 		if (!ls)
 			break;
 		if (agentcg_bw_limited(&ls->bw)) {
@@ -1348,9 +1409,7 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 				count_events(AGENTCG_EV(throttles));
 			}
 		}
-		cgid = ls->parent;
-		if (!cgid)
-			break;
+		ls = cgrp_parent(ls);
 	}
 }
 
@@ -1376,7 +1435,9 @@ s32 BPF_STRUCT_OPS(agentcg_init_task, struct task_struct *p, struct scx_init_tas
 		cs = cgrp_lookup(cgid);
 	}
 	t->cgid = cgid;
+	t->slot = cs ? cs->slot : 0;
 	t->counted_cgid = 0;
+	t->counted_slot = 0;
 	t->runnable_at = 0;
 	t->wait_ns = 0;
 	t->queued = 0;
@@ -1418,6 +1479,7 @@ void BPF_STRUCT_OPS(agentcg_cgroup_move, struct task_struct *p, struct cgroup *f
 	t->cgid = stateful_cgid(to);
 	bstat_inc(AGENTCG_BS_cgroup_moves);
 	cs = cgrp_lookup(t->cgid);
+	t->slot = cs ? cs->slot : 0;
 	t->at.vtime = cs ? cs->cg.tvtime_now : 0;
 }
 
@@ -1430,7 +1492,7 @@ static __always_inline void unpark(u64 cgid)
 		struct task_ctx *t = task_ctx(p);
 
 		if (t) {
-			struct cgrp_state *cs = cgrp_lookup(t->cgid);
+			struct cgrp_state *cs = task_cgrp(t);
 
 			scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, t->req.deadline);
 			if (cs && !t->queued) {
@@ -1444,13 +1506,15 @@ static __always_inline void unpark(u64 cgid)
 }
 
 /* The cpu.max period timer of one limited cgroup. */
-static int bw_timer_fn(void *map, u64 *key, struct cgrp_state *cs)
+static int bw_timer_fn(void *map, u32 *key, struct cgrp_state *cs)
 {
 	u64 now = bpf_ktime_get_ns();
 	struct agentcg_cgrp_stat *st;
 	bool was;
 	u32 i;
 
+	if (!cs->cgid)
+		return 0; /* its cgroup is gone (cgroup_exit) */
 	if (!agentcg_bw_limited(&cs->bw)) {
 		cs->bw_armed = 0;
 		if (cs->bw.throttled) {
@@ -1540,7 +1604,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(agentcg_cgroup_init, struct cgroup *cgrp,
 	struct cgrp_state *cs;
 	struct cgrp_zero_bytes *zero;
 	struct agentcg_cgrp_stat st0 = {};
-	u32 key0 = 0;
+	u32 key0 = 0, slot = AGENTCG_MAX_CGRPS, parent_slot = 0;
 	u64 cgid = cgrp_id(cgrp), parent = 0;
 	u32 depth = 0;
 	s32 ret;
@@ -1556,6 +1620,8 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(agentcg_cgroup_init, struct cgroup *cgrp,
 		ps = parent ? cgrp_lookup(parent) : NULL;
 		if (!ps)
 			parent = ROOT_CGID;
+		else
+			parent_slot = ps->slot;
 		depth = ps ? ps->depth + 1 : 1;
 		if (depth + 1 >= AGENTCG_MAX_DEPTH) {
 			/* scheduled as part of its nearest ancestor with state */
@@ -1573,8 +1639,21 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(agentcg_cgroup_init, struct cgroup *cgrp,
 	zero = bpf_map_lookup_elem(&cgrp_zero, &key0);
 	if (!zero)
 		return -2; /* -ENOENT */
-	ret = bpf_map_update_elem(&cgrp_states, &cgid, zero, BPF_NOEXIST);
-	cs = ret ? NULL : cgrp_lookup(cgid);
+	/* a slot: one given back by cgroup_exit, else the next never used */
+	cs = NULL;
+	if (bpf_map_pop_elem(&free_slots, &slot)) {
+		slot = __sync_fetch_and_add(&next_slot, 1);
+		if (slot >= AGENTCG_MAX_CGRPS)
+			__sync_fetch_and_add(&next_slot, -1);
+	}
+	/* zeroed, its id last: a stale slot of the cgroup that had it before
+	 * never matches this one (cgrp_at) */
+	if (slot < AGENTCG_MAX_CGRPS && !bpf_map_update_elem(&cgrp_states, &slot, zero, BPF_ANY))
+		cs = bpf_map_lookup_elem(&cgrp_states, &slot);
+	if (cs && bpf_map_update_elem(&cgrp_slots, &cgid, &slot, BPF_NOEXIST)) {
+		bpf_map_push_elem(&free_slots, &slot, 0);
+		cs = NULL;
+	}
 	if (!cs) {
 		destroy_dsq(cgid);
 		bstat_inc(AGENTCG_BS_cgrp_overflow);
@@ -1585,9 +1664,12 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(agentcg_cgroup_init, struct cgroup *cgrp,
 	}
 	agentcg_cgrp_init(&cs->cg, args->weight);
 	cs->parent = parent;
-	cs->cgid = cgid;
+	cs->parent_slot = parent_slot;
+	cs->slot = slot;
 	cs->depth = depth;
+	cs->cgid = cgid;
 	bpf_map_update_elem(&cgrp_stat, &cgid, &st0, BPF_ANY);
+	/* -EBUSY on a reused slot whose timer the update left: it is reused */
 	bpf_timer_init(&cs->bw_timer, &cgrp_states, 1 /* CLOCK_MONOTONIC */);
 	bpf_timer_set_callback(&cs->bw_timer, bw_timer_fn);
 	bw_set(cs, args->bw_period_us, args->bw_quota_us, args->bw_burst_us);
@@ -1598,6 +1680,7 @@ void BPF_STRUCT_OPS(agentcg_cgroup_exit, struct cgroup *cgrp)
 {
 	u64 cgid = cgrp_id(cgrp);
 	struct cgrp_state *cs;
+	u32 slot;
 
 	if (agentcg_mode == AGENTCG_MODE_FIFO)
 		return;
@@ -1609,8 +1692,13 @@ void BPF_STRUCT_OPS(agentcg_cgroup_exit, struct cgroup *cgrp)
 		__sync_fetch_and_add(&nr_throttled_now, -1);
 	if (cs->bw_counted)
 		__sync_fetch_and_add(&nr_bw_limited, -1);
-	/* deleting the element cancels its timer */
-	bpf_map_delete_elem(&cgrp_states, &cgid);
+	/* the slot is free once its id is gone (the timer callback then stops
+	 * re-arming) and its timer cancelled */
+	bpf_map_delete_elem(&cgrp_slots, &cgid);
+	cs->cgid = 0;
+	bpf_timer_cancel(&cs->bw_timer);
+	slot = cs->slot;
+	bpf_map_push_elem(&free_slots, &slot, 0);
 	bpf_map_delete_elem(&cgrp_stat, &cgid);
 	destroy_dsq(cgid);
 }
