@@ -188,6 +188,10 @@ s_cpumax() {
 	cfs=$(cpumax_run)
 	data cpumax eevdf $cfs
 	start_daemon agentcg || { result cpumax FAIL "daemon"; return; }
+	# a limited cgroup created and removed first (its cgroup_exit comes
+	# after the rmdir, asynchronously): q then takes its state's slot
+	# (bpf/agentcg.bpf.c free_slots), whose period timer was armed
+	( mkcg churn 100 "50000 100000"; inc churn agentcg-work spin 1; sleep 1.5; wait; rmcg churn; sleep 1 )
 	agc=$(cpumax_run)
 	thr=$(metric agentcg_throttles_total)
 	stop_daemon
