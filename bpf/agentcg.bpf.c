@@ -274,10 +274,12 @@ struct {
 } free_slots SEC(".maps");
 u32 next_slot;
 
+/* What the daemon reads of each state, at the state's slot (it finds the
+ * slot in cgrp_slots and checks the id: agentcgroupd's metrics). */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, AGENTCG_MAX_CGRPS);
-	__type(key, u64);
+	__type(key, u32);
 	__type(value, struct agentcg_cgrp_stat);
 } cgrp_stat SEC(".maps");
 
@@ -430,6 +432,14 @@ static __always_inline struct cgrp_state *cgrp_parent(const struct cgrp_state *c
 static __always_inline struct cgrp_state *task_cgrp(const struct task_ctx *t)
 {
 	return cgrp_at(t->slot, t->cgid);
+}
+
+/* The daemon's view of a state (cgrp_stat, at the same slot). */
+static __always_inline struct agentcg_cgrp_stat *cgrp_stat_of(const struct cgrp_state *cs)
+{
+	u32 slot = cs->slot;
+
+	return bpf_map_lookup_elem(&cgrp_stat, &slot);
 }
 
 static __always_inline u32 ctl_mem_penalty(u64 cgid)
@@ -1348,14 +1358,14 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 		t->runnable_at = now;
 	t->at.weight = p->scx.weight;
 	agentcg_task_charge(&t->at, ran);
-	st = bpf_map_lookup_elem(&cgrp_stat, &t->cgid);
+	cs = task_cgrp(t);
+	st = cs ? cgrp_stat_of(cs) : NULL;
 	if (st) {
 		__sync_fetch_and_add(&st->runtime_ns, ran);
 		if (t->wait_ns)
 			__sync_fetch_and_add(&st->wait_ns, t->wait_ns);
 	}
 	t->wait_ns = 0;
-	cs = task_cgrp(t);
 	if (!cs)
 		return;
 	/* the daemon bumps ctl_gen after writing cgrp_ctl: no lookup otherwise */
@@ -1449,7 +1459,7 @@ s32 BPF_STRUCT_OPS(agentcg_init_task, struct task_struct *p, struct scx_init_tas
 	t->at.vtime = cs->cg.tvtime_now;
 	if (!args->fork)
 		return 0;
-	st = bpf_map_lookup_elem(&cgrp_stat, &cgid);
+	st = cgrp_stat_of(cs);
 	if (st)
 		__sync_fetch_and_add(&st->nr_forks, 1);
 	ev = agentcg_on_fork(&cs->cg, &glob, now, tn);
@@ -1558,7 +1568,7 @@ static int bw_timer_fn(void *map, u32 *key, struct cgrp_state *cs)
 			scx_bpf_kick_cpu(i, 0);
 		}
 	}
-	st = bpf_map_lookup_elem(&cgrp_stat, &cs->cgid);
+	st = cgrp_stat_of(cs);
 	if (st) {
 		st->nr_periods = cs->bw.nr_periods;
 		st->nr_throttled = cs->bw.nr_throttled;
@@ -1668,7 +1678,8 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(agentcg_cgroup_init, struct cgroup *cgrp,
 	cs->slot = slot;
 	cs->depth = depth;
 	cs->cgid = cgid;
-	bpf_map_update_elem(&cgrp_stat, &cgid, &st0, BPF_ANY);
+	st0.cgid = cgid;
+	bpf_map_update_elem(&cgrp_stat, &slot, &st0, BPF_ANY);
 	/* -EBUSY on a reused slot whose timer the update left: it is reused */
 	bpf_timer_init(&cs->bw_timer, &cgrp_states, 1 /* CLOCK_MONOTONIC */);
 	bpf_timer_set_callback(&cs->bw_timer, bw_timer_fn);
@@ -1678,6 +1689,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(agentcg_cgroup_init, struct cgroup *cgrp,
 
 void BPF_STRUCT_OPS(agentcg_cgroup_exit, struct cgroup *cgrp)
 {
+	struct agentcg_cgrp_stat st0 = {};
 	u64 cgid = cgrp_id(cgrp);
 	struct cgrp_state *cs;
 	u32 slot;
@@ -1698,8 +1710,8 @@ void BPF_STRUCT_OPS(agentcg_cgroup_exit, struct cgroup *cgrp)
 	cs->cgid = 0;
 	bpf_timer_cancel(&cs->bw_timer);
 	slot = cs->slot;
+	bpf_map_update_elem(&cgrp_stat, &slot, &st0, BPF_ANY);
 	bpf_map_push_elem(&free_slots, &slot, 0);
-	bpf_map_delete_elem(&cgrp_stat, &cgid);
 	destroy_dsq(cgid);
 }
 
@@ -1707,7 +1719,7 @@ void BPF_STRUCT_OPS(agentcg_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
 {
 	u64 cgid = cgrp_id(cgrp);
 	struct cgrp_state *cs = cgrp_lookup(cgid);
-	struct agentcg_cgrp_stat *st = bpf_map_lookup_elem(&cgrp_stat, &cgid);
+	struct agentcg_cgrp_stat *st = cs ? cgrp_stat_of(cs) : NULL;
 
 	if (cs) {
 		cs->cg.weight = weight;

@@ -62,8 +62,10 @@ struct agentcg_cgrp_ctl {
 };
 
 /*
- * Read by the daemon, written by BPF under its lock: map `cgrp_stat`
- * (separate from the BPF-private state so user space never sees the lock).
+ * Read by the daemon, written by BPF under its lock: map `cgrp_stat`, an
+ * array at the slot of the cgroup's state (the daemon finds the slot by
+ * cgroup id in map `cgrp_slots` and checks `cgid`); separate from the
+ * BPF-private state so user space never sees the lock.
  */
 struct agentcg_cgrp_stat {
 	u64 runtime_ns;   /* CPU time of the cgroup's tasks */
@@ -78,6 +80,7 @@ struct agentcg_cgrp_stat {
 	u32 eff_weight;   /* after mem_penalty and fork-storm down-weighting */
 	u32 fork_storm;   /* 1 while the cgroup is in a fork storm */
 	u32 mem_penalty;  /* as applied by the scheduler */
+	u64 cgid;         /* the cgroup whose state has this slot (0: none) */
 };
 
 /* Exit information copied in ops.exit for the daemon (scx's UEI idea). */

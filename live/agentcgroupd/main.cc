@@ -394,9 +394,16 @@ void Daemon::refresh_metrics(bool force) {
     live::CgroupMetrics c;
     c.path = path;
     c.mem_penalty = mem_.penalty(path);
-    if (skel_)
-      c.has_stat = bpf_map__lookup_elem(skel_->maps.cgrp_stat, &id, sizeof(id), &c.stat,
-                                        sizeof(c.stat), 0) == 0;
+    // cgrp_stat is an array at the slot of the cgroup's state: the slot
+    // by id, then the entry, which must still be this cgroup's (a slot is
+    // reused after its cgroup is gone)
+    std::uint32_t slot = 0;
+    if (skel_ &&
+        bpf_map__lookup_elem(skel_->maps.cgrp_slots, &id, sizeof(id), &slot, sizeof(slot), 0) == 0)
+      c.has_stat = bpf_map__lookup_elem(skel_->maps.cgrp_stat, &slot, sizeof(slot), &c.stat,
+                                        sizeof(c.stat), 0) == 0 &&
+                   c.stat.cgid == id;
+    if (!c.has_stat) c.stat = {};
     s.cgroups.push_back(c);
   }
   std::string text = live::render_metrics(s) + ext_.metrics_text(now);
