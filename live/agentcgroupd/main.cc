@@ -4,7 +4,9 @@
 // half of the design (CPU design §5): cgroup watcher (inotify over the
 // cgroup v2 tree + a periodic rescan), memory monitor (memory.events ->
 // mem_penalty with core's agentcg_mem_penalty_update()), Prometheus metrics
-// (cpp-httplib), config reload on SIGHUP, clean detach on SIGTERM/SIGINT.
+// (cpp-httplib), config reload on SIGHUP, clean detach on SIGTERM/SIGINT;
+// with AGENTCG_PROG_STATS set, SIGUSR1 prints the callbacks' run counts and
+// times so far (print_prog_stats), as detaching does.
 //
 // One event loop on CLOCK_MONOTONIC: poll() over a signalfd, the inotify
 // fd (cgroup directories: created/removed; memory.events files: modified)
@@ -243,8 +245,9 @@ void notify_systemd(const char* state) {
 }
 
 // With AGENTCG_PROG_STATS set (and kernel.bpf_stats_enabled=1), prints each
-// callback's run count and total run time before detaching: the figures of
-// the overhead comparison (live/vm/guest/scenarios.sh).
+// callback's run count and total run time since attach, on SIGUSR1 and
+// before detaching: the figures of the overhead comparison
+// (live/vm/guest/scenarios.sh, which takes one phase's from two dumps).
 void print_prog_stats(agentcg_bpf* skel, const std::string& mode) {
   bpf_program* prog = nullptr;
   bpf_object__for_each_program(prog, skel->obj) {
@@ -473,6 +476,7 @@ int Daemon::run() {
   sigaddset(&mask, SIGTERM);
   sigaddset(&mask, SIGINT);
   sigaddset(&mask, SIGHUP);
+  sigaddset(&mask, SIGUSR1);
   sigprocmask(SIG_BLOCK, &mask, nullptr);  // before any thread starts, so all inherit it
   const int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) {
@@ -514,6 +518,7 @@ int Daemon::run() {
     LOGI("metrics on http://%s:%u/metrics", cfg_.daemon.metrics_address.c_str(), cfg_.daemon.metrics_port);
   }
   std::printf("agentcgroupd: ready\n");
+  if (skel_ && std::getenv("AGENTCG_PROG_STATS")) std::printf("agentcgroupd: SIGUSR1 prints the callbacks' statistics\n");
   std::fflush(stdout);
   notify_systemd("READY=1");
 
@@ -541,6 +546,8 @@ int Daemon::run() {
       while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
         if (si.ssi_signo == SIGHUP) {
           reload();
+        } else if (si.ssi_signo == SIGUSR1) {
+          if (skel_ && link_ && std::getenv("AGENTCG_PROG_STATS")) print_prog_stats(skel_, mode_name());
         } else {
           LOGI("signal %u: detaching", si.ssi_signo);
           stop = true;

@@ -492,22 +492,30 @@ def _callback_ratio(ov: Mapping[str, Any], cb: Optional[str], num: str = "agentc
     return a / f if a and f else None
 
 
-def overhead_rows(ov: Mapping[str, Any]) -> str:
+# The overhead pass's phases (live/vm/guest/scenarios.sh overhead_run): the
+# mixed load's modes are fifo, agentcg and agentcg-base; a 1 ms sleeper
+# alone on the idle machine, cyclictest's path, is mode MODE-idle.
+IDLE_PHASE = "-idle"
+
+
+def overhead_rows(ov: Mapping[str, Any], phase: str = "") -> str:
     """Average BPF run time per callback, agentcg next to the FIFO baseline,
     over every run of both (the sum); with two or more repetitions also the
     ratio of each repetition's runs: median (min-max). With the baseline
     build's runs (mode agentcg-base, --baseline-build), agentcg against them
-    too, the same way."""
-    if "agentcg" not in ov or "fifo" not in ov:
+    too, the same way. PHASE "" is the mixed load, IDLE_PHASE the idle
+    sleeper's (its modes are suffixed with it)."""
+    ag, ff = "agentcg" + phase, "fifo" + phase
+    if ag not in ov or ff not in ov:
         return "overhead: no BPF program statistics (kernel.bpf_stats_enabled?)\n"
-    base = BASE_SCHEDULER if BASE_SCHEDULER in ov else None
-    reps = [r for r in ov.get("repetitions") or [] if "agentcg" in r and "fifo" in r]
+    base = BASE_SCHEDULER + phase if BASE_SCHEDULER + phase in ov else None
+    reps = [r for r in ov.get("repetitions") or [] if ag in r and ff in r]
     per_run = len(reps) >= 2
 
-    def spread(cb: Optional[str], den: str = "fifo") -> str:
+    def spread(cb: Optional[str], den: str = ff) -> str:
         import statistics
 
-        xs = sorted(x for x in (_callback_ratio(r, cb, "agentcg", den) for r in reps) if x is not None)
+        xs = sorted(x for x in (_callback_ratio(r, cb, ag, den) for r in reps) if x is not None)
         if not per_run or not xs:
             return ""
         return f"  {statistics.median(xs):.2f} ({xs[0]:.2f}-{xs[-1]:.2f})"
@@ -521,11 +529,11 @@ def overhead_rows(ov: Mapping[str, Any]) -> str:
     if base:
         head += f"  | {'base ns':>9}{'/ base':>8}" + ("  per repetition" if per_run else "")
     lines = [head]
-    for cb in sorted(ov["agentcg"]) + [None]:
-        if cb is not None and not ov["agentcg"][cb]["cnt"]:
+    for cb in sorted(ov[ag]) + [None]:
+        if cb is not None and not ov[ag][cb]["cnt"]:
             continue
-        aa, fa = _mean_ns(ov, "agentcg", cb), _mean_ns(ov, "fifo", cb)
-        n = sum(x["cnt"] for c, x in ov["agentcg"].items() if cb is None or c == cb)
+        aa, fa = _mean_ns(ov, ag, cb), _mean_ns(ov, ff, cb)
+        n = sum(x["cnt"] for c, x in ov[ag].items() if cb is None or c == cb)
         line = (f"{cb or 'all callbacks':<22}{fmt(fa, '.0f'):>10}{fmt(aa, '.0f'):>12}"
                 f"{fmt(aa / fa if aa and fa else None, '.2f'):>8}{n:>15}")
         if per_run and fa:
@@ -654,6 +662,10 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
     text += ("\nBPF cost per callback (kernel.bpf_stats_enabled), same boot, agentcg and the FIFO mode "
              + (f"(and {BASE_SCHEDULER}: {baseline_build}) " if baseline_build else "")
              + f"run {repeat} time(s) each, interleaved:\n" + ov if ov else "")
+    if overhead and "agentcg" + IDLE_PHASE in summary["overhead"]:
+        text += ("\nthe same on the idle wakeup path (a 1 ms sleeper alone on the idle machine for 2 s, "
+                 "cyclictest's callbacks; before the load above in each run):\n"
+                 + overhead_rows(summary["overhead"], IDLE_PHASE))
     if summary["missing"]:
         text += "missing (player failed, see player.log): " + ", ".join(summary["missing"]) + "\n"
     if load.get("warning"):

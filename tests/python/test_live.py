@@ -367,6 +367,32 @@ def test_overhead_table_sets_the_change_against_the_baseline_build(tmp_path: Pat
     assert right.split() == ["533", "0.94", "0.75", "(0.67-1.11)"]
 
 
+def test_overhead_idle_phase_is_its_own_table(tmp_path: Path) -> None:
+    """The overhead pass's idle phase (modes MODE-idle: a 1 ms sleeper alone,
+    cyclictest's path) gets its own table, and the mixed load's table is
+    the same with or without those lines; a baseline build from before the
+    phases (no agentcg-base-idle) leaves the idle table without a base
+    column."""
+    p = tmp_path / "progstats.txt"
+    mixed = ["AGENTCG-PROGSTAT fifo agentcg_enqueue 10 1000 1",
+             "AGENTCG-PROGSTAT agentcg agentcg_enqueue 10 3000 1",
+             "AGENTCG-PROGSTAT agentcg-base agentcg_enqueue 10 4000 1"]
+    p.write_text("\n".join(mixed) + "\n")
+    alone = live.overhead_rows(live.read_progstats(p))
+    p.write_text("\n".join(mixed + ["AGENTCG-PROGSTAT fifo-idle agentcg_runnable 4 800 1",
+                                     "AGENTCG-PROGSTAT agentcg-idle agentcg_runnable 4 2000 1",
+                                     "AGENTCG-PROGSTAT agentcg-idle agentcg_enqueue 2 9000 1"]) + "\n")
+    ov = live.read_progstats(p)
+    assert live.overhead_rows(ov) == alone
+    idle = live.overhead_rows(ov, live.IDLE_PHASE)
+    assert "/ base" not in idle.splitlines()[0]
+    run = next(x for x in idle.splitlines() if x.startswith("runnable")).split()
+    assert run[1:5] == ["200", "500", "2.50", "4"]
+    # enqueue has no FIFO figure on this path (FIFO dispatches idle wakeups in select_cpu)
+    assert next(x for x in idle.splitlines() if x.startswith("enqueue")).split()[1:3] == ["-", "4500"]
+    assert "dispatch" not in idle
+
+
 def _compare_doc(d: Path, verdicts: dict) -> Path:
     """A live-compare.json with one section whose rows have VERDICTS
     {metric: {scheduler: verdict}}."""

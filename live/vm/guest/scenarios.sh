@@ -317,8 +317,24 @@ s_robust() {
 }
 
 # ---- overhead: BPF run time per callback next to the FIFO baseline ------
-# (Runs in a subshell: a bare `wait` in the daemon's own shell would wait for
-# the daemon too, which is how this scenario once hung.)
+# progstat_dump: has the daemon print its callbacks' figures so far
+# (SIGUSR1) and waits until they are in $DLOG (one write: stdout is a file).
+progstat_dump() {
+	n0=$(grep -c AGENTCG-PROGSTAT $DLOG); i=0
+	kill -USR1 $DPID
+	while [ "$(grep -c AGENTCG-PROGSTAT $DLOG)" -le "$n0" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+}
+# (The mixed load runs in a subshell: a bare `wait` in the daemon's own
+# shell would wait for the daemon too, which is how this scenario once hung.)
+# Prints PROGSTAT lines with the phase in place of the mode: "idle" for a
+# periodic 1 ms sleeper alone on the idle machine (cyclictest's path: one
+# select_cpu, runnable, enqueue, running, stopping and quiescent per
+# wakeup; the difference of two dumps), then "all" for the mixed load
+# (spinners, a fork storm and the sleeper) with the idle phase taken out,
+# i.e. the figures this scenario printed before it had phases. A daemon
+# that does not say it answers SIGUSR1 (a baseline build from before it)
+# runs the mixed load only, and a run whose dumps did not all arrive prints
+# its exit dump as "all".
 overhead_run() { # mode (fifo is a --mode override only: the config accepts agentcg|flatcg;
 	# agentcg-base: the agentcg mode of the baseline build's daemon, live compare --baseline-build)
 	mkcg o 100
@@ -329,6 +345,11 @@ overhead_run() { # mode (fifo is a --mode override only: the config accepts agen
 	DAEMON_BIN=
 	unset AGENTCG_PROG_STATS
 	[ $rc -eq 0 ] || return
+	if grep -q 'SIGUSR1 prints' $DLOG; then
+		progstat_dump
+		sh -c "echo \$\$ > $CG/o/cgroup.procs && exec agentcg-work wakelat 1000 2" > /dev/null
+		progstat_dump
+	fi
 	(
 		inc o agentcg-work spin 4; inc o agentcg-work spin 4
 		inc o agentcg-work forkstorm 1000 16
@@ -336,13 +357,23 @@ overhead_run() { # mode (fifo is a --mode override only: the config accepts agen
 		wait
 	)
 	stop_daemon
-	grep AGENTCG-PROGSTAT $DLOG
+	awk '$1 == "AGENTCG-PROGSTAT" && NF == 5 { n++; p[n] = $3; c[n] = $4; t[n] = $5; if (!($3 in s)) { s[$3] = 1; k++ } }
+	END {
+		if (!k) exit
+		if (n != 3 * k) { for (i = n - k + 1; i <= n; i++) print "AGENTCG-PROGSTAT all", p[i], c[i], t[i]; exit }
+		for (i = 1; i <= k; i++) {
+			ic = c[k + i] - c[i]; it = t[k + i] - t[i]
+			print "AGENTCG-PROGSTAT idle", p[i], ic, it
+			print "AGENTCG-PROGSTAT all", p[i], c[2 * k + i] - ic, t[2 * k + i] - it
+		}
+	}' $DLOG
 	rmcg o
 }
 # OVERHEAD_REPS (1; live compare sets its --repeat through compare.env):
 # that many runs of each mode, interleaved fifo agentcg, agentcg fifo, ...
 # so that drift cancels; each line of /out/overhead/progstats.txt carries
-# its repetition (AGENTCG-PROGSTAT mode prog cnt ns rep). With the
+# its repetition (AGENTCG-PROGSTAT mode prog cnt ns rep), the idle phase's
+# as mode MODE-idle (overhead_run). With the
 # baseline build's daemon in the initramfs (agentcgroupd-base), its agentcg
 # mode runs too (mode agentcg-base): a change's cost against the program
 # before it, in one boot, where two boots' FIFO figures differ by up to 2x.
@@ -357,7 +388,8 @@ s_overhead() {
 		command -v agentcgroupd-base > /dev/null &&
 			{ [ $((r % 2)) = 1 ] && order="$order agentcg-base" || order="agentcg-base $order"; }
 		for m in $order; do
-			overhead_run $m | awk -v r=$r -v m=$m '$1 == "AGENTCG-PROGSTAT" && NF == 5 { $2 = m; print $0, r }' >> $ps
+			overhead_run $m | awk -v r=$r -v m=$m '$1 == "AGENTCG-PROGSTAT" && NF == 5 {
+				$2 = ($2 == "idle" ? m "-idle" : m); print $0, r }' >> $ps
 		done
 		r=$((r + 1))
 	done
@@ -367,10 +399,11 @@ s_overhead() {
 		data overhead $mode $prog cnt=$cnt ns=$ns avg_ns=$([ "$cnt" -gt 0 ] && echo $((ns / cnt)) || echo 0)
 	done
 	avg() { awk -v m=$1 '$1 == "AGENTCG-PROGSTAT" && $2 == m && $4 > 0 { c += $4; n += $5 } END { printf "%d", c ? n / c : 0 }' $ps; }
-	f=$(avg fifo) a=$(avg agentcg)
-	[ "$a" -gt 0 ] && [ "$f" -gt 0 ] &&
-		result overhead PASS "average BPF run time per callback: agentcg ${a} ns, fifo ${f} ns (ratio $(awk -v a=$a -v f=$f 'BEGIN { printf "%.2f", a / f }'))" ||
-		{ result overhead FAIL "no program statistics (fifo $f, agentcg $a)"; cat $ps; }
+	f=$(avg fifo) a=$(avg agentcg) fi=$(avg fifo-idle) ai=$(avg agentcg-idle)
+	ratio() { awk -v a=$1 -v f=$2 'BEGIN { printf "%.2f", a / f }'; }
+	[ "$a" -gt 0 ] && [ "$f" -gt 0 ] && [ "$ai" -gt 0 ] && [ "$fi" -gt 0 ] &&
+		result overhead PASS "average BPF run time per callback: agentcg ${a} ns, fifo ${f} ns (ratio $(ratio $a $f)); a 1 ms sleeper alone: agentcg ${ai} ns, fifo ${fi} ns (ratio $(ratio $ai $fi))" ||
+		{ result overhead FAIL "no program statistics (fifo $f, agentcg $a; idle phase: fifo $fi, agentcg $ai)"; cat $ps; }
 }
 
 # ---- main ------------------------------------------------------------------
