@@ -1137,7 +1137,14 @@ void BPF_STRUCT_OPS(agentcg_dispatch, s32 cpu, struct task_struct *prev)
 		others = storm_others(bpf_map_lookup_elem(&cpu_currs, &c));
 		reserve = agentcg_reserve_on(&glob, others, now, tn);
 	}
-	if (agentcg_mode != AGENTCG_MODE_FIFO && agentcg_feat(tn, AGENTCG_F_RETAG_STALE)) {
+	/*
+	 * An empty queue has no head to re-tag: one lockless peek instead of
+	 * the iterator's three kfunc calls and a clock read, on every CPU that
+	 * goes idle after its last task slept (cyclictest's path: dispatch
+	 * cost 3.5 us there against the FIFO mode's 2.0 us under TCG).
+	 */
+	if (agentcg_mode != AGENTCG_MODE_FIFO && agentcg_feat(tn, AGENTCG_F_RETAG_STALE) &&
+	    scx_bpf_dsq_peek(AGENTCG_SHARED_DSQ)) {
 		u32 i;
 
 		if (!now)
