@@ -525,9 +525,10 @@ static __always_inline u64 throttled_level(struct cgrp_state *cs)
  * level; the ids are gathered leaf -> root first: scalars on the stack).
  * 2n - 1 state lookups for a chain of n, by slot (a level's parent is the
  * level done just before it; it runs on every wakeup of a group whose
- * activation moved the generation). A global function, so the verifier checks it once, not at
- * each of its call sites (dispatch's re-tag loop has eight): its loops
- * use agentcg_can_loop, not bpf_for's kfunc calls per level.
+ * activation moved the generation). A global function, so the verifier
+ * checks it once, not at each of its call sites (dispatch's re-tag loop
+ * has eight): its loops use agentcg_can_loop, not bpf_for's kfunc calls
+ * per level.
  */
 __noinline u32 refresh_qshare_slow(u32 slot, u64 cgid)
 {
