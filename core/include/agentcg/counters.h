@@ -66,6 +66,7 @@
 	G(13, idle_kicks, "idle CPUs woken for a task queued in the shared queue")               \
 	G(14, stale_retags, "stale queue heads re-tagged at dispatch (retag_stale)")            \
 	G(15, victim_preempts, "wakeups that preempted another CPU (place.h victim scan)")       \
+	G(16, idle_claims, "wakeups the kernel queued without ops.select_cpu, placed on their idle CPU") \
 	W(0, agent_steps, "agent steps started (the trace's step annotations)")                  \
 	W(1, oom_kills, "processes killed by the memory.max OOM killer")
 

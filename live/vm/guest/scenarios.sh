@@ -327,9 +327,11 @@ progstat_dump() {
 # (The mixed load runs in a subshell: a bare `wait` in the daemon's own
 # shell would wait for the daemon too, which is how this scenario once hung.)
 # Prints PROGSTAT lines with the phase in place of the mode: "idle" for a
-# periodic 1 ms sleeper alone on the idle machine (cyclictest's path: one
-# select_cpu, runnable, enqueue, running, stopping and quiescent per
-# wakeup; the difference of two dumps), then "all" for the mixed load
+# periodic 1 ms sleeper pinned to one CPU alone on the idle machine
+# (cyclictest's path: its threads are pinned, so the kernel skips
+# select_cpu; one runnable, enqueue, running, stopping and quiescent per
+# wakeup, and a dispatch as the CPU goes idle again; the difference of two
+# dumps), then "all" for the mixed load
 # (spinners, a fork storm and the sleeper) with the idle phase taken out,
 # i.e. the figures this scenario printed before it had phases. A daemon
 # that does not say it answers SIGUSR1 (a baseline build from before it)
@@ -347,7 +349,7 @@ overhead_run() { # mode (fifo is a --mode override only: the config accepts agen
 	[ $rc -eq 0 ] || return
 	if grep -q 'SIGUSR1 prints' $DLOG; then
 		progstat_dump
-		sh -c "echo \$\$ > $CG/o/cgroup.procs && exec agentcg-work wakelat 1000 2" > /dev/null
+		sh -c "echo \$\$ > $CG/o/cgroup.procs && exec taskset -c 1 agentcg-work wakelat 1000 2" > /dev/null
 		progstat_dump
 	fi
 	(

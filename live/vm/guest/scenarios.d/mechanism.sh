@@ -19,8 +19,34 @@
 # scale_tight_quota are read from that log, not from the default boot.
 #   hogshare  where the machine goes under sched_ext (below): the trace's
 #             cgroups' share next to EEVDF's, the daemon's own CPU.
-# results: nested_weights nested_cpumax tunables_live hogs_share
-DEFAULT_SCENARIOS="$DEFAULT_SCENARIOS,nested,tunables,hogshare"
+#   pinned    a 1 ms sleeper pinned to one CPU (cyclictest's threads are
+#             pinned) alone on the idle guest under agentcg: the kernel
+#             skips ops.select_cpu for it, so ops.enqueue must claim its
+#             idle CPU itself. Fails if most wakeups are not placed there
+#             (idle_claims) or if they kick a CPU (idle_kicks: the old path,
+#             a self-IPI and a dispatch per wakeup).
+# results: nested_weights nested_cpumax tunables_live hogs_share pinned_idle
+DEFAULT_SCENARIOS="$DEFAULT_SCENARIOS,nested,tunables,hogshare,pinned"
+
+s_pinned() {
+	start_daemon agentcg || { result pinned_idle FAIL "daemon did not start"; return; }
+	mkcg pin 100
+	sleep 1  # the metrics are sampled once a second
+	c0=$(metric agentcg_bpf_idle_claims_total) k0=$(metric agentcg_bpf_idle_kicks_total)
+	w=$(sh -c "echo \$\$ > $CG/pin/cgroup.procs && exec taskset -c 1 agentcg-work wakelat 1000 2")
+	sleep 1
+	c1=$(metric agentcg_bpf_idle_claims_total) k1=$(metric agentcg_bpf_idle_kicks_total)
+	stop_daemon
+	rmcg pin
+	set -- $w; n=${6:-0} p50=${2:-?}
+	claims=$((${c1:-0} - ${c0:-0})) kicks=$((${k1:-0} - ${k0:-0}))
+	data pinned wakeups=$n p50_us=$p50 idle_claims=$claims idle_kicks=$kicks
+	if [ "$n" -gt 0 ] && [ $((claims * 10)) -ge $((n * 8)) ] && [ $((kicks * 10)) -le $n ]; then
+		result pinned_idle PASS "$claims of $n wakeups of a pinned sleeper claimed its idle CPU, $kicks idle kicks (p50 ${p50} us)"
+	else
+		result pinned_idle FAIL "pinned sleeper: $n wakeups, $claims idle claims (want >= 80 %), $kicks idle kicks (want <= 10 %)"
+	fi
+}
 
 sub_cpu() { echo "+cpu" > $CG/$1/cgroup.subtree_control; }
 
