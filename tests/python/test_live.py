@@ -431,3 +431,54 @@ def test_live_agree_counts_agreeing_and_opposite_verdicts(tmp_path: Path) -> Non
         live.verdict_agreement(a, tmp_path / "bad")
     with pytest.raises(AgentcgError, match="not found"):
         live.verdict_agreement(a, tmp_path / "none")
+
+
+def _idletrace_wakeup(t0: int, pid: int, cpu: int, kick: bool) -> list[str]:
+    """One cyclictest wakeup as ftrace prints it (times in us from t0, a
+    whole second so the lines' seconds field is t0 / 1e6)."""
+    def ln(dt, task, event, rest):
+        t = t0 + dt
+        return f"  {task} [{cpu:03d}] d.h3.  {t // 1_000_000}.{t % 1_000_000:06d}: {event}: {rest}"
+    idle = "<idle>-0"
+    out = [ln(50, idle, "local_timer_entry", "vector=236"),
+           ln(52, idle, "hrtimer_expire_entry", "hrtimer=(____ptrval____) now=1 function=hrtimer_wakeup"),
+           ln(53, idle, "sched_waking", f"comm=cyclictest pid={pid} prio=120 target_cpu={cpu:03d}")]
+    if kick:
+        out.append(ln(55, idle, "ipi_send_cpu", f"cpu={cpu} callsite=irq_work_queue+0x2d/0x60"))
+    out += [ln(60, idle, "sched_wakeup", f"comm=cyclictest pid={pid} prio=120 target_cpu={cpu:03d}"),
+            ln(70, idle, "sched_switch", f"prev_comm=swapper/{cpu} prev_pid=0 prev_prio=120 prev_state=R "
+                                         f"==> next_comm=cyclictest next_pid={pid} next_prio=120"),
+            ln(75, f"cyclictest-{pid}", "hrtimer_start",
+               f"hrtimer=(____ptrval____) function=hrtimer_wakeup expires={(t0 + 1000) * 1000} "
+               f"softexpires={(t0 + 1000) * 1000} mode=ABS")]
+    return out
+
+
+def test_idletrace_splits_each_wakeup_into_its_parts():
+    from agentcg import idletrace
+    t0 = 5_000_000
+    # the thread arms its first sleep (expiry at t0), then sleeps three times
+    lines = [f"  cyclictest-7 [001] ....  {t0 // 1_000_000 - 1}.999000: hrtimer_start: hrtimer=(____ptrval____) "
+             f"function=hrtimer_wakeup expires={t0 * 1000} softexpires={t0 * 1000} mode=ABS"]
+    for k in range(3):
+        lines += _idletrace_wakeup(t0 + 1000 * k, 7, 1, kick=k == 1)
+    # another task's switches and a tick on the other CPU do not count
+    lines.append("  sh-9 [000] d..2.  5.000100: sched_switch: prev_comm=sh prev_pid=9 prev_prio=120 "
+                 "prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120")
+    b = idletrace.breakdown(lines)
+    assert b["wakeups"] == 3 and b["same_cpu"] == 3 and b["ipis"] == 1
+    assert b["parts"]["timer"] == [50, 50, 50]
+    assert b["parts"]["expire"] == [2, 2, 2]
+    assert b["parts"]["wake"] == [7, 7, 7]
+    assert b["parts"]["switch"] == [10, 10, 10]
+    assert b["parts"]["user"] == [5, 5, 5]
+    assert b["parts"]["total"] == [75, 75, 75]
+    assert "3 wakeups" in idletrace.render("x.trace", b)
+
+
+def test_idletrace_says_which_line_is_malformed():
+    from agentcg import idletrace
+    bad = ["  cyclictest-7 [001] ....  4.999000: hrtimer_start: hrtimer=(____ptrval____) function=hrtimer_wakeup mode=ABS"]
+    with pytest.raises(AgentcgError, match="line 1: hrtimer_start without an expires= field"):
+        idletrace.breakdown(bad)
+    assert "no wakeup" in idletrace.render("empty.trace", idletrace.breakdown([]))

@@ -1,0 +1,133 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Where an idle wakeup's time goes: the guest's `idletrace` scenario
+(live/vm/guest/scenarios.d/idletrace.sh) traces cyclictest alone on the idle
+guest under each scheduler with ftrace on CLOCK_MONOTONIC; this reads those
+traces and splits each of cyclictest's wakeups into:
+
+- ``timer``: the timer interrupt (``local_timer_entry``) late against the
+  sleep's expiry (``hrtimer_start``'s ``expires``, the thread arming it);
+- ``expire``: that interrupt to the ``hrtimer_wakeup`` expiry;
+- ``waking``: the expiry to ``sched_waking`` of the thread;
+- ``wake``: ``sched_waking`` to ``sched_wakeup`` (the scheduler's enqueue:
+  under sched_ext ops.select_cpu, ops.runnable, ops.enqueue);
+- ``switch``: ``sched_wakeup`` to the ``sched_switch`` that runs it (the
+  idle exit and the pick: ops.dispatch, ops.running);
+- ``user``: that switch to the thread's next ``hrtimer_start`` (cyclictest
+  reading the clock and sleeping again);
+- ``total``: the expiry to that next ``hrtimer_start``.
+
+Per trace it prints the median and mean of each (us), the wakeups counted,
+how many ran on the CPU whose interrupt woke them, and how many IPIs the
+trace holds (``ipi_send_cpu``: a kick of a CPU, which under TCG costs a
+second interrupt). Found with it (README, Live v22): agentcg sent one
+self-IPI per wakeup of a pinned thread.
+
+    python3 -m agentcg.idletrace out/idletrace/*.trace
+"""
+from __future__ import annotations
+
+import re
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from agentcg._errors import AgentcgError
+
+_LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+(\d+)\.(\d{6}):\s+(\w+):\s*(.*)$")
+_FIELD = re.compile(r"(\w+)=(\S+)")
+_SWITCH = re.compile(r"==> next_comm=.* next_pid=(\d+)")
+PARTS = ("timer", "expire", "waking", "wake", "switch", "user", "total")
+
+
+def breakdown(lines, comm: str = "cyclictest") -> dict:
+    """The wakeups of the threads named `comm` in ftrace text `lines`:
+    {"parts": {part: [us, ...]}, "wakeups", "same_cpu", "ipis"}."""
+    last_irq: dict[int, int] = {}
+    last_expiry: dict[int, int] = {}
+    armed: dict[int, float] = {}   # pid -> its sleep's expiry (us)
+    open_: dict[int, dict] = {}    # pid -> the wakeup in progress
+    parts: dict[str, list[float]] = defaultdict(list)
+    wakeups = same = ipis = 0
+    for n, line in enumerate(lines, 1):
+        m = _LINE.match(line)
+        if not m:
+            continue
+        task, pid_s, cpu_s, sec, usec, event, rest = m.groups()
+        t = int(sec) * 1_000_000 + int(usec)
+        pid, cpu = int(pid_s), int(cpu_s)
+        if event == "local_timer_entry":
+            last_irq[cpu] = t
+        elif event == "ipi_send_cpu":
+            ipis += 1
+        elif event == "hrtimer_expire_entry":
+            if dict(_FIELD.findall(rest)).get("function") == "hrtimer_wakeup":
+                last_expiry[cpu] = t
+        elif event == "sched_waking":
+            f = dict(_FIELD.findall(rest))
+            try:
+                wakee = int(f["pid"])
+            except (KeyError, ValueError):
+                raise AgentcgError(f"line {n}: sched_waking without a pid= field (expected ftrace's sched_waking format)")
+            if f.get("comm") == comm and wakee in armed and cpu in last_expiry and cpu in last_irq:
+                open_[wakee] = {"exp": armed.pop(wakee), "irq": last_irq[cpu], "expiry": last_expiry.pop(cpu),
+                                "waking": t, "cpu": cpu}
+        elif event == "sched_wakeup":
+            f = dict(_FIELD.findall(rest))
+            w = open_.get(int(f.get("pid", -1)))
+            if w is not None and "wakeup" not in w:
+                w["wakeup"] = t
+        elif event == "sched_switch":
+            s = _SWITCH.search(rest)
+            w = open_.get(int(s.group(1))) if s else None
+            if w is not None and "wakeup" in w and "switch" not in w:
+                w["switch"], w["on"] = t, cpu
+        if event == "hrtimer_start" and task == comm:
+            f = dict(_FIELD.findall(rest))
+            if f.get("function") != "hrtimer_wakeup":
+                continue
+            w = open_.pop(pid, None)
+            if w is not None and "switch" in w:
+                wakeups += 1
+                same += w["on"] == w["cpu"]
+                for part, a, b in (("timer", w["exp"], w["irq"]), ("expire", w["irq"], w["expiry"]),
+                                   ("waking", w["expiry"], w["waking"]), ("wake", w["waking"], w["wakeup"]),
+                                   ("switch", w["wakeup"], w["switch"]), ("user", w["switch"], t),
+                                   ("total", w["exp"], t)):
+                    parts[part].append(b - a)
+            try:
+                armed[pid] = int(f["expires"]) / 1000.0
+            except (KeyError, ValueError):
+                raise AgentcgError(f"line {n}: hrtimer_start without an expires= field (expected ftrace's hrtimer_start format)")
+    return {"parts": dict(parts), "wakeups": wakeups, "same_cpu": same, "ipis": ipis}
+
+
+def render(name: str, b: dict) -> str:
+    if not b["wakeups"]:
+        return f"{name}: no wakeup of cyclictest found (was the trace taken on CLOCK_MONOTONIC with the timer events?)"
+    cells = "  ".join(f"{p} {statistics.median(b['parts'][p]):.0f}/{statistics.mean(b['parts'][p]):.0f}" for p in PARTS)
+    return (f"{name}: {b['wakeups']} wakeups, {b['same_cpu']} on the woken CPU, {b['ipis']} IPIs; "
+            f"us median/mean: {cells}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args:
+        print("usage: python3 -m agentcg.idletrace TRACE...", file=sys.stderr)
+        return 2
+    for a in args:
+        p = Path(a)
+        try:
+            with p.open(errors="replace") as f:
+                print(render(p.name, breakdown(f)))
+        except OSError as e:
+            print(f"agentcg.idletrace: {a}: {e.strerror}", file=sys.stderr)
+            return 1
+        except AgentcgError as e:
+            print(f"agentcg.idletrace: {a}: {e}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
