@@ -1680,11 +1680,14 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(agentcg_cgroup_init, struct cgroup *cgrp,
 	}
 	/* zeroed, its id last: a stale slot of the cgroup that had it before
 	 * never matches this one (cgrp_at) */
-	if (slot < AGENTCG_MAX_CGRPS && !bpf_map_update_elem(&cgrp_states, &slot, zero, BPF_ANY))
-		cs = bpf_map_lookup_elem(&cgrp_states, &slot);
-	if (cs && bpf_map_update_elem(&cgrp_slots, &cgid, &slot, BPF_NOEXIST)) {
-		bpf_map_push_elem(&free_slots, &slot, 0);
-		cs = NULL;
+	if (slot < AGENTCG_MAX_CGRPS) {
+		if (!bpf_map_update_elem(&cgrp_states, &slot, zero, BPF_ANY))
+			cs = bpf_map_lookup_elem(&cgrp_states, &slot);
+		/* a slot taken and not used goes back, whatever failed */
+		if (!cs || bpf_map_update_elem(&cgrp_slots, &cgid, &slot, BPF_NOEXIST)) {
+			bpf_map_push_elem(&free_slots, &slot, 0);
+			cs = NULL;
+		}
 	}
 	if (!cs) {
 		destroy_dsq(cgid);
