@@ -17,9 +17,9 @@ traces and splits each of cyclictest's wakeups into:
 - ``total``: the expiry to that next ``hrtimer_start``.
 
 Per trace it prints the median and mean of each (us), the wakeups counted,
-how many ran on the CPU whose interrupt woke them, and how many IPIs the
-trace holds (``ipi_send_cpu``: a kick of a CPU, which under TCG costs a
-second interrupt). Found with it (README, Live v22): agentcg sent one
+how many ran on the CPU whose interrupt woke them, how many sent an IPI
+while being enqueued, and how many IPIs the trace holds (``ipi_send_cpu``:
+a kick of a CPU, which under TCG costs a second interrupt). Found with it (README, Live v22): agentcg sent one
 self-IPI per wakeup of a pinned thread.
 
     python3 -m agentcg.idletrace out/idletrace/*.trace
@@ -42,13 +42,14 @@ PARTS = ("timer", "expire", "waking", "wake", "switch", "user", "total")
 
 def breakdown(lines, comm: str = "cyclictest") -> dict:
     """The wakeups of the threads named `comm` in ftrace text `lines`:
-    {"parts": {part: [us, ...]}, "wakeups", "same_cpu", "ipis"}."""
+    {"parts": {part: [us, ...]}, "wakeups", "same_cpu", "ipis", "kicked"}
+    (kicked: wakeups whose enqueue sent an IPI from the waking CPU)."""
     last_irq: dict[int, int] = {}
     last_expiry: dict[int, int] = {}
     armed: dict[int, float] = {}   # pid -> its sleep's expiry (us)
     open_: dict[int, dict] = {}    # pid -> the wakeup in progress
     parts: dict[str, list[float]] = defaultdict(list)
-    wakeups = same = ipis = 0
+    wakeups = same = ipis = kicked = 0
     for n, line in enumerate(lines, 1):
         m = _LINE.match(line)
         if not m:
@@ -60,6 +61,9 @@ def breakdown(lines, comm: str = "cyclictest") -> dict:
             last_irq[cpu] = t
         elif event == "ipi_send_cpu":
             ipis += 1
+            for w in open_.values():  # sent during a wakeup's enqueue, from its CPU
+                if w["cpu"] == cpu and "wakeup" not in w:
+                    w["ipi"] = True
         elif event == "hrtimer_expire_entry":
             if dict(_FIELD.findall(rest)).get("function") == "hrtimer_wakeup":
                 last_expiry[cpu] = t
@@ -90,6 +94,7 @@ def breakdown(lines, comm: str = "cyclictest") -> dict:
             if w is not None and "switch" in w:
                 wakeups += 1
                 same += w["on"] == w["cpu"]
+                kicked += w.get("ipi", False)
                 for part, a, b in (("timer", w["exp"], w["irq"]), ("expire", w["irq"], w["expiry"]),
                                    ("waking", w["expiry"], w["waking"]), ("wake", w["waking"], w["wakeup"]),
                                    ("switch", w["wakeup"], w["switch"]), ("user", w["switch"], t),
@@ -99,14 +104,15 @@ def breakdown(lines, comm: str = "cyclictest") -> dict:
                 armed[pid] = int(f["expires"]) / 1000.0
             except (KeyError, ValueError):
                 raise AgentcgError(f"line {n}: hrtimer_start without an expires= field (expected ftrace's hrtimer_start format)")
-    return {"parts": dict(parts), "wakeups": wakeups, "same_cpu": same, "ipis": ipis}
+    return {"parts": dict(parts), "wakeups": wakeups, "same_cpu": same, "ipis": ipis, "kicked": kicked}
 
 
 def render(name: str, b: dict) -> str:
     if not b["wakeups"]:
         return f"{name}: no wakeup of cyclictest found (was the trace taken on CLOCK_MONOTONIC with the timer events?)"
     cells = "  ".join(f"{p} {statistics.median(b['parts'][p]):.0f}/{statistics.mean(b['parts'][p]):.0f}" for p in PARTS)
-    return (f"{name}: {b['wakeups']} wakeups, {b['same_cpu']} on the woken CPU, {b['ipis']} IPIs; "
+    return (f"{name}: {b['wakeups']} wakeups, {b['same_cpu']} on the woken CPU, {b['kicked']} sent an IPI "
+            f"while enqueued, {b['ipis']} IPIs in all; "
             f"us median/mean: {cells}")
 
 

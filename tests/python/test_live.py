@@ -466,7 +466,7 @@ def test_idletrace_splits_each_wakeup_into_its_parts():
     lines.append("  sh-9 [000] d..2.  5.000100: sched_switch: prev_comm=sh prev_pid=9 prev_prio=120 "
                  "prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120")
     b = idletrace.breakdown(lines)
-    assert b["wakeups"] == 3 and b["same_cpu"] == 3 and b["ipis"] == 1
+    assert b["wakeups"] == 3 and b["same_cpu"] == 3 and b["ipis"] == 1 and b["kicked"] == 1
     assert b["parts"]["timer"] == [50, 50, 50]
     assert b["parts"]["expire"] == [2, 2, 2]
     assert b["parts"]["wake"] == [7, 7, 7]

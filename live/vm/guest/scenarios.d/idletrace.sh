@@ -7,7 +7,7 @@
 # `python3 -m agentcg.idletrace OUT/idletrace/*.trace` splits each wakeup
 # into its parts (python/agentcg/idletrace.py). IDLETRACE_RUNS in
 # /etc/agentcg/idletrace.env (AGENTCG_VM_FILES) picks other runs, e.g.
-# "eevdf:1 agentcg:1".
+# "eevdf:1 agentcg:1", and IDLETRACE_LOAD a load beside cyclictest.
 # Opt-in by name (run-vm.sh build/ci LOG idletrace); it prints no CTest verdict.
 
 idletrace_one() { # label mode [daemon args]
@@ -25,6 +25,15 @@ idletrace_one() { # label mode [daemon args]
 		[ -e $I/events/$e/enable ] && echo 1 > $I/events/$e/enable
 	done
 	mkcg it 100
+	# IDLETRACE_LOAD (a command, e.g. "stress-ng --fork 4 --timeout 6s"):
+	# run in the sibling cgroup itl from 1 s before cyclictest, so the
+	# trace shows the wakeups next to it (the name stays idletrace)
+	if [ -n "${IDLETRACE_LOAD:-}" ]; then
+		mkcg itl 100
+		sh -c "echo \$\$ > $CG/itl/cgroup.procs && exec $IDLETRACE_LOAD" > /dev/null 2>&1 &
+		LP=$!
+		sleep 1
+	fi
 	mkdir -p /out/idletrace
 	sleep 1; metrics | grep '^agentcg_bpf_' > /out/idletrace/$lbl.m0
 	echo 1 > $I/tracing_on
@@ -34,6 +43,7 @@ idletrace_one() { # label mode [daemon args]
 	cat $I/trace > /out/idletrace/$lbl.trace
 	cp /tmp/it.hist /out/idletrace/$lbl.hist
 	rmdir $I
+	[ -n "${IDLETRACE_LOAD:-}" ] && { wait $LP; rmcg itl; }
 	rmcg it
 	stop_daemon
 	data idletrace $lbl p50 $(hist_pct /tmp/it.hist 50) lines $(wc -l < /out/idletrace/$lbl.trace)
