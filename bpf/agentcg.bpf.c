@@ -817,8 +817,9 @@ static __always_inline void place(struct task_struct *p, struct task_ctx *t, con
 	 * comes here with nothing claimed. If its CPU is idle, claim it and
 	 * run the task there, as select_cpu would have: queued in the shared
 	 * DSQ instead, the idle kick below went to that very CPU (a
-	 * self-IPI) and its dispatch then pulled the task back, 11 us more
-	 * per wakeup than EEVDF under TCG (README, Live v22).
+	 * self-IPI) and its dispatch then pulled the task back: cyclictest
+	 * on the idle guest 13-17 us later per wakeup than under EEVDF, in
+	 * TCG (README, Live v22).
 	 */
 	if (!in.cpu_idle && in.wakeup && !(enq_flags & SCX_ENQ_CPU_SELECTED) && cpu < AGENTCG_MAX_CPUS &&
 	    scx_bpf_test_and_clear_cpu_idle(cpu)) {
