@@ -19,8 +19,9 @@ traces and splits each of cyclictest's wakeups into:
 Per trace it prints the median and mean of each (us), the wakeups counted,
 how many ran on the CPU whose interrupt woke them, how many sent an IPI
 while being enqueued, and how many IPIs the trace holds (``ipi_send_cpu``:
-a kick of a CPU, which under TCG costs a second interrupt). Found with it (README, Live v22): agentcg sent one
-self-IPI per wakeup of a pinned thread.
+a kick of a CPU, which under TCG costs a second interrupt). Found with
+it (README, Live v22): agentcg sent one self-IPI per wakeup of a pinned
+thread.
 
     python3 -m agentcg.idletrace out/idletrace/*.trace
 """
@@ -40,9 +41,16 @@ _SWITCH = re.compile(r"==> next_comm=.* next_pid=(\d+)")
 PARTS = ("timer", "expire", "waking", "wake", "switch", "user", "total")
 
 
+def _pid(fields: dict, n: int, event: str) -> int:
+    try:
+        return int(fields["pid"])
+    except (KeyError, ValueError):
+        raise AgentcgError(f"line {n}: {event} without a pid= field (expected ftrace's {event} format)") from None
+
+
 def breakdown(lines, comm: str = "cyclictest") -> dict:
     """The wakeups of the threads named `comm` in ftrace text `lines`:
-    {"parts": {part: [us, ...]}, "wakeups", "same_cpu", "ipis", "kicked"}
+    {"comm", "parts": {part: [us, ...]}, "wakeups", "same_cpu", "ipis", "kicked"}
     (kicked: wakeups whose enqueue sent an IPI from the waking CPU)."""
     last_irq: dict[int, int] = {}
     last_expiry: dict[int, int] = {}
@@ -69,16 +77,12 @@ def breakdown(lines, comm: str = "cyclictest") -> dict:
                 last_expiry[cpu] = t
         elif event == "sched_waking":
             f = dict(_FIELD.findall(rest))
-            try:
-                wakee = int(f["pid"])
-            except (KeyError, ValueError):
-                raise AgentcgError(f"line {n}: sched_waking without a pid= field (expected ftrace's sched_waking format)")
+            wakee = _pid(f, n, event)
             if f.get("comm") == comm and wakee in armed and cpu in last_expiry and cpu in last_irq:
                 open_[wakee] = {"exp": armed.pop(wakee), "irq": last_irq[cpu], "expiry": last_expiry.pop(cpu),
                                 "waking": t, "cpu": cpu}
         elif event == "sched_wakeup":
-            f = dict(_FIELD.findall(rest))
-            w = open_.get(int(f.get("pid", -1)))
+            w = open_.get(_pid(dict(_FIELD.findall(rest)), n, event))
             if w is not None and "wakeup" not in w:
                 w["wakeup"] = t
         elif event == "sched_switch":
@@ -104,12 +108,13 @@ def breakdown(lines, comm: str = "cyclictest") -> dict:
                 armed[pid] = int(f["expires"]) / 1000.0
             except (KeyError, ValueError):
                 raise AgentcgError(f"line {n}: hrtimer_start without an expires= field (expected ftrace's hrtimer_start format)")
-    return {"parts": dict(parts), "wakeups": wakeups, "same_cpu": same, "ipis": ipis, "kicked": kicked}
+    return {"comm": comm, "parts": dict(parts), "wakeups": wakeups, "same_cpu": same, "ipis": ipis, "kicked": kicked}
 
 
 def render(name: str, b: dict) -> str:
     if not b["wakeups"]:
-        return f"{name}: no wakeup of cyclictest found (was the trace taken on CLOCK_MONOTONIC with the timer events?)"
+        return (f"{name}: no wakeup of {b['comm']} found "
+                "(was the trace taken on CLOCK_MONOTONIC with the timer events?)")
     cells = "  ".join(f"{p} {statistics.median(b['parts'][p]):.0f}/{statistics.mean(b['parts'][p]):.0f}" for p in PARTS)
     return (f"{name}: {b['wakeups']} wakeups, {b['same_cpu']} on the woken CPU, {b['kicked']} sent an IPI "
             f"while enqueued, {b['ipis']} IPIs in all; "

@@ -494,7 +494,8 @@ def _callback_ratio(ov: Mapping[str, Any], cb: Optional[str], num: str = "agentc
 
 # The overhead pass's phases (live/vm/guest/scenarios.sh overhead_run): the
 # mixed load's modes are fifo, agentcg and agentcg-base; a 1 ms sleeper
-# alone on the idle machine, cyclictest's path, is mode MODE-idle.
+# pinned to one CPU alone on the idle machine, cyclictest's path, is mode
+# MODE-idle.
 IDLE_PHASE = "-idle"
 
 
@@ -663,8 +664,8 @@ def live_compare(out: str, build: Optional[str] = None, traces: Sequence[str] = 
              + (f"(and {BASE_SCHEDULER}: {baseline_build}) " if baseline_build else "")
              + f"run {repeat} time(s) each, interleaved:\n" + ov if ov else "")
     if overhead and "agentcg" + IDLE_PHASE in summary["overhead"]:
-        text += ("\nthe same on the idle wakeup path (a 1 ms sleeper alone on the idle machine for 2 s, "
-                 "cyclictest's callbacks; before the load above in each run):\n"
+        text += ("\nthe same on the idle wakeup path (a 1 ms sleeper pinned to one CPU alone on the idle machine "
+                 "for 2 s, cyclictest's callbacks; before the load above in each run):\n"
                  + overhead_rows(summary["overhead"], IDLE_PHASE))
     if summary["missing"]:
         text += "missing (player failed, see player.log): " + ", ".join(summary["missing"]) + "\n"

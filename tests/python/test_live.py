@@ -481,4 +481,6 @@ def test_idletrace_says_which_line_is_malformed():
     bad = ["  cyclictest-7 [001] ....  4.999000: hrtimer_start: hrtimer=(____ptrval____) function=hrtimer_wakeup mode=ABS"]
     with pytest.raises(AgentcgError, match="line 1: hrtimer_start without an expires= field"):
         idletrace.breakdown(bad)
-    assert "no wakeup" in idletrace.render("empty.trace", idletrace.breakdown([]))
+    with pytest.raises(AgentcgError, match="line 1: sched_wakeup without a pid= field"):
+        idletrace.breakdown(["  <idle>-0 [001] dNh4.  5.000060: sched_wakeup: comm=cyclictest pid=x prio=120"])
+    assert "no wakeup of cyclictest" in idletrace.render("empty.trace", idletrace.breakdown([]))
