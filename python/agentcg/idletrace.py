@@ -23,7 +23,17 @@ a kick of a CPU, which under TCG costs a second interrupt). Found with
 it (README, Live v22): agentcg sent one self-IPI per wakeup of a pinned
 thread.
 
-    python3 -m agentcg.idletrace out/idletrace/*.trace
+Then, for the slowest ``--slowest`` percent of the wakeups by ``total``
+(default 2: the p98 tail that a p99 comes from), the mean of each part
+and what held the CPU the thread was woken on from ``sched_waking`` to
+the switch that ran it: the time each task name ran there (``(idle)``
+for the idle task: a woken CPU still idle, under TCG a halted vCPU the
+host has not run yet), mean us per wakeup. Found with it (README, Live
+v23): next to a fork storm, agentcg's slowest wakeups wait for the idle
+task of the CPU the storm reserve keeps free, where EEVDF's wait for a
+storm child.
+
+    python3 -m agentcg.idletrace [--slowest PCT] out/idletrace/*.trace
 """
 from __future__ import annotations
 
@@ -37,8 +47,15 @@ from agentcg._errors import AgentcgError
 
 _LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+(\d+)\.(\d{6}):\s+(\w+):\s*(.*)$")
 _FIELD = re.compile(r"(\w+)=(\S+)")
-_SWITCH = re.compile(r"==> next_comm=.* next_pid=(\d+)")
+_SWITCH = re.compile(r"prev_comm=(.*) prev_pid=.*==> next_comm=.* next_pid=(\d+)")
 PARTS = ("timer", "expire", "waking", "wake", "switch", "user", "total")
+IDLE = "(idle)"
+
+
+def _who(comm: str) -> str:
+    """A task name without its CPU or worker number (``kworker/1:8`` ->
+    ``kworker``), the idle task as IDLE."""
+    return IDLE if comm.startswith("swapper") else comm.split("/", 1)[0]
 
 
 def _pid(fields: dict, n: int, event: str) -> int:
@@ -50,13 +67,17 @@ def _pid(fields: dict, n: int, event: str) -> int:
 
 def breakdown(lines, comm: str = "cyclictest") -> dict:
     """The wakeups of the threads named `comm` in ftrace text `lines`:
-    {"comm", "parts": {part: [us, ...]}, "wakeups", "same_cpu", "ipis", "kicked"}
-    (kicked: wakeups whose enqueue sent an IPI from the waking CPU)."""
+    {"comm", "parts": {part: [us, ...]}, "held": [{task: us}, ...], "wakeups",
+    "same_cpu", "ipis", "kicked"} (kicked: wakeups whose enqueue sent an IPI
+    from the waking CPU; held: per wakeup, in the order of `parts`, the time
+    each task ran on the CPU it was woken on before it ran there or
+    elsewhere)."""
     last_irq: dict[int, int] = {}
     last_expiry: dict[int, int] = {}
     armed: dict[int, float] = {}   # pid -> its sleep's expiry (us)
     open_: dict[int, dict] = {}    # pid -> the wakeup in progress
     parts: dict[str, list[float]] = defaultdict(list)
+    held: list[dict[str, int]] = []
     wakeups = same = ipis = kicked = 0
     for n, line in enumerate(lines, 1):
         m = _LINE.match(line)
@@ -79,15 +100,27 @@ def breakdown(lines, comm: str = "cyclictest") -> dict:
             f = dict(_FIELD.findall(rest))
             wakee = _pid(f, n, event)
             if f.get("comm") == comm and wakee in armed and cpu in last_expiry and cpu in last_irq:
+                try:
+                    target = int(f.get("target_cpu", cpu))
+                except ValueError:
+                    raise AgentcgError(f"line {n}: sched_waking with target_cpu={f['target_cpu']} "
+                                       "(expected a CPU number)") from None
                 open_[wakee] = {"exp": armed.pop(wakee), "irq": last_irq[cpu], "expiry": last_expiry.pop(cpu),
-                                "waking": t, "cpu": cpu}
+                                "waking": t, "cpu": cpu, "target": target, "mark": t, "held": defaultdict(int)}
         elif event == "sched_wakeup":
             w = open_.get(_pid(dict(_FIELD.findall(rest)), n, event))
             if w is not None and "wakeup" not in w:
                 w["wakeup"] = t
         elif event == "sched_switch":
             s = _SWITCH.search(rest)
-            w = open_.get(int(s.group(1))) if s else None
+            if s:
+                # what ran on a woken thread's CPU until now
+                who = _who(s.group(1))
+                for o in open_.values():
+                    if o["target"] == cpu and "switch" not in o:
+                        o["held"][who] += t - o["mark"]
+                        o["mark"] = t
+            w = open_.get(int(s.group(2))) if s else None
             if w is not None and "wakeup" in w and "switch" not in w:
                 w["switch"], w["on"] = t, cpu
         if event == "hrtimer_start" and task == comm:
@@ -104,33 +137,68 @@ def breakdown(lines, comm: str = "cyclictest") -> dict:
                                    ("switch", w["wakeup"], w["switch"]), ("user", w["switch"], t),
                                    ("total", w["exp"], t)):
                     parts[part].append(b - a)
+                held.append(dict(w["held"]))
             try:
                 armed[pid] = int(f["expires"]) / 1000.0
             except (KeyError, ValueError):
                 raise AgentcgError(f"line {n}: hrtimer_start without an expires= field (expected ftrace's hrtimer_start format)")
-    return {"comm": comm, "parts": dict(parts), "wakeups": wakeups, "same_cpu": same, "ipis": ipis, "kicked": kicked}
+    return {"comm": comm, "parts": dict(parts), "held": held, "wakeups": wakeups, "same_cpu": same, "ipis": ipis,
+            "kicked": kicked}
 
 
-def render(name: str, b: dict) -> str:
+def slowest(b: dict, pct: float = 2.0) -> dict:
+    """The slowest `pct` percent of breakdown() `b`'s wakeups by total (at
+    least one): {"n", "parts": {part: mean us}, "held": {task: mean us per
+    wakeup}} (held: most first; a task that ran in none of them is absent)."""
+    totals = b["parts"].get("total", [])
+    if not totals:
+        return {"n": 0, "parts": {}, "held": {}}
+    n = max(1, int(len(totals) * pct / 100))
+    # slowest first; ties in wakeup order, so the result is the same on every run
+    idx = sorted(range(len(totals)), key=lambda i: (-totals[i], i))[:n]
+    held: dict[str, int] = defaultdict(int)
+    for i in idx:
+        for who, us in b["held"][i].items():
+            held[who] += us
+    return {"n": n, "parts": {p: sum(b["parts"][p][i] for i in idx) / n for p in PARTS},
+            "held": {who: us / n for who, us in sorted(held.items(), key=lambda kv: (-kv[1], kv[0]))}}
+
+
+def render(name: str, b: dict, pct: float = 2.0) -> str:
     if not b["wakeups"]:
         return (f"{name}: no wakeup of {b['comm']} found "
                 "(was the trace taken on CLOCK_MONOTONIC with the timer events?)")
     cells = "  ".join(f"{p} {statistics.median(b['parts'][p]):.0f}/{statistics.mean(b['parts'][p]):.0f}" for p in PARTS)
+    s = slowest(b, pct)
+    tail = "  ".join(f"{p} {s['parts'][p]:.0f}" for p in PARTS)
+    by = ", ".join(f"{who} {us:.0f}" for who, us in list(s["held"].items())[:6]) or "nothing"
     return (f"{name}: {b['wakeups']} wakeups, {b['same_cpu']} on the woken CPU, {b['kicked']} sent an IPI "
             f"while enqueued, {b['ipis']} IPIs in all; "
-            f"us median/mean: {cells}")
+            f"us median/mean: {cells}\n"
+            f"  slowest {pct:g} % ({s['n']}), us mean: {tail}; its CPU held by (us per wakeup): {by}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    args = sys.argv[1:] if argv is None else list(argv)
+    pct = 2.0
+    if args and args[0].startswith("--slowest"):
+        opt = args.pop(0)
+        value = opt.split("=", 1)[1] if "=" in opt else (args.pop(0) if args else "")
+        try:
+            pct = float(value)
+        except ValueError:
+            pct = -1.0
+        if not 0 < pct <= 100:
+            print(f"agentcg.idletrace: --slowest {value!r}: expected a percentage in (0, 100]", file=sys.stderr)
+            return 2
     if not args:
-        print("usage: python3 -m agentcg.idletrace TRACE...", file=sys.stderr)
+        print("usage: python3 -m agentcg.idletrace [--slowest PCT] TRACE...", file=sys.stderr)
         return 2
     for a in args:
         p = Path(a)
         try:
             with p.open(errors="replace") as f:
-                print(render(p.name, breakdown(f)))
+                print(render(p.name, breakdown(f), pct))
         except OSError as e:
             print(f"agentcg.idletrace: {a}: {e.strerror}", file=sys.stderr)
             return 1

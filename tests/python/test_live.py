@@ -476,6 +476,70 @@ def test_idletrace_splits_each_wakeup_into_its_parts():
     assert "3 wakeups" in idletrace.render("x.trace", b)
 
 
+def test_idletrace_says_what_held_the_cpu_in_the_slowest_wakeups():
+    from agentcg import idletrace
+    t0 = 5_000_000
+    lines = [f"  cyclictest-7 [001] ....  4.999000: hrtimer_start: hrtimer=(____ptrval____) "
+             f"function=hrtimer_wakeup expires={t0 * 1000} softexpires={t0 * 1000} mode=ABS"]
+    for k in range(99):  # 99 quick wakeups from the idle task (10 us each)
+        lines += _idletrace_wakeup(t0 + 1000 * k, 7, 1, kick=False)
+    # the 100th: a storm child runs on CPU 1 when the timer wakes the thread,
+    # then a kworker, then the thread (300 + 100 us); CPU 0's switches do not count
+    t = t0 + 99_000
+
+    def ln(dt, task, cpu, event, rest):
+        u = t + dt
+        return f"  {task} [{cpu:03d}] d.h3.  {u // 1_000_000}.{u % 1_000_000:06d}: {event}: {rest}"
+    storm = "stress-ng-fork-20"
+    lines += [ln(50, storm, 1, "local_timer_entry", "vector=236"),
+              ln(52, storm, 1, "hrtimer_expire_entry", "hrtimer=(____ptrval____) now=1 function=hrtimer_wakeup"),
+              ln(53, storm, 1, "sched_waking", "comm=cyclictest pid=7 prio=120 target_cpu=001"),
+              ln(60, storm, 1, "sched_wakeup", "comm=cyclictest pid=7 prio=120 target_cpu=001"),
+              ln(200, "sh-9", 0, "sched_switch", "prev_comm=sh prev_pid=9 prev_prio=120 prev_state=S "
+                                                   "==> next_comm=swapper/0 next_pid=0 next_prio=120"),
+              ln(353, storm, 1, "sched_switch", "prev_comm=stress-ng-fork prev_pid=20 prev_prio=120 prev_state=R "
+                                                "==> next_comm=kworker/1:8 next_pid=30 next_prio=120"),
+              ln(453, "kworker/1:8-30", 1, "sched_switch", "prev_comm=kworker/1:8 prev_pid=30 prev_prio=120 "
+                                                           "prev_state=I ==> next_comm=cyclictest next_pid=7 next_prio=120"),
+              ln(460, "cyclictest-7", 1, "hrtimer_start", "hrtimer=(____ptrval____) function=hrtimer_wakeup "
+                                                          f"expires={(t + 1000) * 1000} softexpires=0 mode=ABS")]
+    b = idletrace.breakdown(lines)
+    assert b["wakeups"] == 100
+    assert b["held"][0] == {idletrace.IDLE: 17} and b["held"][99] == {"stress-ng-fork": 300, "kworker": 100}
+    s = idletrace.slowest(b, 2.0)  # 2 of 100: the slow one and the first quick one
+    assert s["n"] == 2
+    assert s["parts"]["total"] == (460 + 75) / 2
+    assert s["held"] == {"stress-ng-fork": 150, "kworker": 50, idletrace.IDLE: 8.5}
+    assert list(s["held"]) == ["stress-ng-fork", "kworker", idletrace.IDLE]
+    assert idletrace.slowest(b, 1.0)["held"] == {"stress-ng-fork": 300, "kworker": 100}
+    assert "its CPU held by (us per wakeup): stress-ng-fork 150, kworker 50, (idle) 8" in idletrace.render("x", b)
+    assert idletrace.slowest(idletrace.breakdown([]))["n"] == 0
+
+
+def test_idletrace_command_line(tmp_path, capsys):
+    from agentcg import idletrace
+    t0 = 5_000_000
+    f = tmp_path / "a.trace"
+    f.write_text("\n".join([f"  cyclictest-7 [001] ....  4.999000: hrtimer_start: hrtimer=(____ptrval____) "
+                            f"function=hrtimer_wakeup expires={t0 * 1000} softexpires=0 mode=ABS"]
+                           + _idletrace_wakeup(t0, 7, 1, kick=False)) + "\n")
+    assert idletrace.main(["--slowest", "50", str(f)]) == 0
+    assert "slowest 50 % (1)" in capsys.readouterr().out
+    assert idletrace.main(["--slowest=0", str(f)]) == 2
+    assert "expected a percentage in (0, 100]" in capsys.readouterr().err
+    assert idletrace.main(["--slowest", "x", str(f)]) == 2
+    assert idletrace.main([str(tmp_path / "missing.trace")]) == 1
+    bad = tmp_path / "bad.trace"
+    bad.write_text(f"  cyclictest-7 [001] ....  4.999000: hrtimer_start: hrtimer=(____ptrval____) "
+                   f"function=hrtimer_wakeup expires={t0 * 1000} softexpires=0 mode=ABS\n"
+                   "  <idle>-0 [001] d.h1.  5.000050: local_timer_entry: vector=236\n"
+                   "  <idle>-0 [001] d.h1.  5.000052: hrtimer_expire_entry: hrtimer=(____ptrval____) "
+                   "function=hrtimer_wakeup\n"
+                   "  <idle>-0 [001] d.h3.  5.000053: sched_waking: comm=cyclictest pid=7 prio=120 target_cpu=x\n")
+    assert idletrace.main([str(bad)]) == 1
+    assert "line 4: sched_waking with target_cpu=x (expected a CPU number)" in capsys.readouterr().err
+
+
 def test_idletrace_says_which_line_is_malformed():
     from agentcg import idletrace
     bad = ["  cyclictest-7 [001] ....  4.999000: hrtimer_start: hrtimer=(____ptrval____) function=hrtimer_wakeup mode=ABS"]
