@@ -12,6 +12,12 @@ traces and splits each of cyclictest's wakeups into:
   under sched_ext ops.select_cpu, ops.runnable, ops.enqueue);
 - ``switch``: ``sched_wakeup`` to the ``sched_switch`` that runs it (the
   idle exit and the pick: ops.dispatch, ops.running);
+- ``resched``: ``sched_waking`` to the first event on the thread's CPU that
+  shows a reschedule asked for (ftrace's need-resched flag N, n, B or b:
+  not the lazy one), or to the switch if none shows: the scheduler's
+  decision to preempt (its protected time and re-check timer included);
+- ``preempt``: that event to the switch: the kernel honouring it (a
+  non-preemptible section of what runs there, or an idle CPU's exit);
 - ``user``: that switch to the thread's next ``hrtimer_start`` (cyclictest
   reading the clock and sleeping again);
 - ``total``: the expiry to that next ``hrtimer_start``.
@@ -45,10 +51,13 @@ from pathlib import Path
 
 from agentcg._errors import AgentcgError
 
-_LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+(\d+)\.(\d{6}):\s+(\w+):\s*(.*)$")
+_LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+(\S+)\s+(\d+)\.(\d{6}):\s+(\w+):\s*(.*)$")
 _FIELD = re.compile(r"(\w+)=(\S+)")
 _SWITCH = re.compile(r"prev_comm=(.*) prev_pid=.*==> next_comm=.* next_pid=(\d+)")
-PARTS = ("timer", "expire", "waking", "wake", "switch", "user", "total")
+PARTS = ("timer", "expire", "waking", "wake", "switch", "resched", "preempt", "user", "total")
+# ftrace's need-resched flag (the second one) when TIF_NEED_RESCHED is set;
+# L and l are the lazy request (the fair class's tick), p PREEMPT_NEED_RESCHED alone
+_RESCHED = frozenset("NnBb")
 IDLE = "(idle)"
 
 
@@ -83,9 +92,14 @@ def breakdown(lines, comm: str = "cyclictest") -> dict:
         m = _LINE.match(line)
         if not m:
             continue
-        task, pid_s, cpu_s, sec, usec, event, rest = m.groups()
+        task, pid_s, cpu_s, flags, sec, usec, event, rest = m.groups()
         t = int(sec) * 1_000_000 + int(usec)
         pid, cpu = int(pid_s), int(cpu_s)
+        if len(flags) > 1 and flags[1] in _RESCHED:
+            # a reschedule asked for on a woken thread's CPU (after its waking line)
+            for o in open_.values():
+                if o["target"] == cpu and "asked" not in o and "switch" not in o:
+                    o["asked"] = t
         if event == "local_timer_entry":
             last_irq[cpu] = t
         elif event == "ipi_send_cpu":
@@ -132,9 +146,11 @@ def breakdown(lines, comm: str = "cyclictest") -> dict:
                 wakeups += 1
                 same += w["on"] == w["cpu"]
                 kicked += w.get("ipi", False)
+                asked = w.get("asked", w["switch"])
                 for part, a, b in (("timer", w["exp"], w["irq"]), ("expire", w["irq"], w["expiry"]),
                                    ("waking", w["expiry"], w["waking"]), ("wake", w["waking"], w["wakeup"]),
-                                   ("switch", w["wakeup"], w["switch"]), ("user", w["switch"], t),
+                                   ("switch", w["wakeup"], w["switch"]), ("resched", w["waking"], asked),
+                                   ("preempt", asked, w["switch"]), ("user", w["switch"], t),
                                    ("total", w["exp"], t)):
                     parts[part].append(b - a)
                 held.append(dict(w["held"]))

@@ -471,6 +471,8 @@ def test_idletrace_splits_each_wakeup_into_its_parts():
     assert b["parts"]["expire"] == [2, 2, 2]
     assert b["parts"]["wake"] == [7, 7, 7]
     assert b["parts"]["switch"] == [10, 10, 10]
+    # no line shows a reschedule asked for: all of the wait is the decision's
+    assert b["parts"]["resched"] == [17, 17, 17] and b["parts"]["preempt"] == [0, 0, 0]
     assert b["parts"]["user"] == [5, 5, 5]
     assert b["parts"]["total"] == [75, 75, 75]
     assert "3 wakeups" in idletrace.render("x.trace", b)
@@ -487,14 +489,20 @@ def test_idletrace_says_what_held_the_cpu_in_the_slowest_wakeups():
     # then a kworker, then the thread (300 + 100 us); CPU 0's switches do not count
     t = t0 + 99_000
 
-    def ln(dt, task, cpu, event, rest):
+    def ln(dt, task, cpu, event, rest, flags="d.h3."):
         u = t + dt
-        return f"  {task} [{cpu:03d}] d.h3.  {u // 1_000_000}.{u % 1_000_000:06d}: {event}: {rest}"
+        return f"  {task} [{cpu:03d}] {flags}  {u // 1_000_000}.{u % 1_000_000:06d}: {event}: {rest}"
     storm = "stress-ng-fork-20"
+    # the waking line already shows a reschedule (an earlier one): not this wakeup's;
+    # CPU 0's (lazy L, then N) and CPU 1's lazy one do not count either
     lines += [ln(50, storm, 1, "local_timer_entry", "vector=236"),
               ln(52, storm, 1, "hrtimer_expire_entry", "hrtimer=(____ptrval____) now=1 function=hrtimer_wakeup"),
-              ln(53, storm, 1, "sched_waking", "comm=cyclictest pid=7 prio=120 target_cpu=001"),
-              ln(60, storm, 1, "sched_wakeup", "comm=cyclictest pid=7 prio=120 target_cpu=001"),
+              ln(53, storm, 1, "sched_waking", "comm=cyclictest pid=7 prio=120 target_cpu=001", "dNh3."),
+              ln(55, storm, 1, "local_timer_exit", "vector=236", "dLh3."),
+              ln(56, "sh-9", 0, "local_timer_exit", "vector=236", "dLh3."),
+              ln(58, "sh-9", 0, "local_timer_exit", "vector=236", "dNh3."),
+              # the enqueue asks CPU 1 to reschedule; the storm child keeps it 393 us more
+              ln(60, storm, 1, "sched_wakeup", "comm=cyclictest pid=7 prio=120 target_cpu=001", "dNh3."),
               ln(200, "sh-9", 0, "sched_switch", "prev_comm=sh prev_pid=9 prev_prio=120 prev_state=S "
                                                    "==> next_comm=swapper/0 next_pid=0 next_prio=120"),
               ln(353, storm, 1, "sched_switch", "prev_comm=stress-ng-fork prev_pid=20 prev_prio=120 prev_state=R "
@@ -506,6 +514,7 @@ def test_idletrace_says_what_held_the_cpu_in_the_slowest_wakeups():
     b = idletrace.breakdown(lines)
     assert b["wakeups"] == 100
     assert b["held"][0] == {idletrace.IDLE: 17} and b["held"][99] == {"stress-ng-fork": 300, "kworker": 100}
+    assert b["parts"]["resched"][99] == 7 and b["parts"]["preempt"][99] == 393
     s = idletrace.slowest(b, 2.0)  # 2 of 100: the slow one and the first quick one
     assert s["n"] == 2
     assert s["parts"]["total"] == (460 + 75) / 2
