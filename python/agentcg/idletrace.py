@@ -33,8 +33,8 @@ Then, for the slowest ``--slowest`` percent of the wakeups by ``total``
 (default 2: the p98 tail that a p99 comes from), the mean of each part
 and what held the CPU the thread was woken on from ``sched_waking`` to
 the switch that ran it: the time each task name ran there (``(idle)``
-for the idle task: a woken CPU still idle, under TCG a halted vCPU the
-host has not run yet), mean us per wakeup. Found with it (README, Live
+for the idle task: a woken CPU still idle; under single-threaded TCG a
+vCPU the emulator has not run yet), mean us per wakeup. Found with it (README, Live
 v23): next to a fork storm, agentcg's slowest wakeups wait for the idle
 task of the CPU the storm reserve keeps free, where EEVDF's wait for a
 storm child.
@@ -43,6 +43,7 @@ storm child.
 """
 from __future__ import annotations
 
+import argparse
 import re
 import statistics
 import sys
@@ -194,27 +195,29 @@ def render(name: str, b: dict, pct: float = 2.0) -> str:
             f"  slowest {pct:g} % ({s['n']}), us mean: {tail}; its CPU held by (us per wakeup): {by}")
 
 
+def _percent(text: str) -> float:
+    try:
+        pct = float(text)
+    except ValueError:
+        pct = -1.0
+    if not 0 < pct <= 100:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a percentage in (0, 100]")
+    return pct
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else list(argv)
-    pct = 2.0
-    if args and args[0].startswith("--slowest"):
-        opt = args.pop(0)
-        value = opt.split("=", 1)[1] if "=" in opt else (args.pop(0) if args else "")
-        try:
-            pct = float(value)
-        except ValueError:
-            pct = -1.0
-        if not 0 < pct <= 100:
-            print(f"agentcg.idletrace: --slowest {value!r}: expected a percentage in (0, 100]", file=sys.stderr)
-            return 2
-    if not args:
-        print("usage: python3 -m agentcg.idletrace [--slowest PCT] TRACE...", file=sys.stderr)
-        return 2
-    for a in args:
+    ap = argparse.ArgumentParser(prog="python3 -m agentcg.idletrace",
+                                 description="Where each of cyclictest's wakeups spends its time, "
+                                             "from the guest's idletrace scenario's ftrace text.")
+    ap.add_argument("--slowest", type=_percent, default=2.0, metavar="PCT",
+                    help="the tail summarised: the slowest PCT %% of the wakeups by total (default 2)")
+    ap.add_argument("traces", nargs="+", metavar="TRACE", help="ftrace text (OUT/idletrace/*.trace)")
+    args = ap.parse_args(argv)
+    for a in args.traces:
         p = Path(a)
         try:
             with p.open(errors="replace") as f:
-                print(render(p.name, breakdown(f), pct))
+                print(render(p.name, breakdown(f), args.slowest))
         except OSError as e:
             print(f"agentcg.idletrace: {a}: {e.strerror}", file=sys.stderr)
             return 1

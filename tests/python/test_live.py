@@ -534,9 +534,11 @@ def test_idletrace_command_line(tmp_path, capsys):
                            + _idletrace_wakeup(t0, 7, 1, kick=False)) + "\n")
     assert idletrace.main(["--slowest", "50", str(f)]) == 0
     assert "slowest 50 % (1)" in capsys.readouterr().out
-    assert idletrace.main(["--slowest=0", str(f)]) == 2
-    assert "expected a percentage in (0, 100]" in capsys.readouterr().err
-    assert idletrace.main(["--slowest", "x", str(f)]) == 2
+    for bad_pct in ("--slowest=0", "--slowest=x", "--slowest=nan"):
+        with pytest.raises(SystemExit) as e:
+            idletrace.main([bad_pct, str(f)])
+        assert e.value.code == 2
+        assert "expected a percentage in (0, 100]" in capsys.readouterr().err
     assert idletrace.main([str(tmp_path / "missing.trace")]) == 1
     bad = tmp_path / "bad.trace"
     bad.write_text(f"  cyclictest-7 [001] ....  4.999000: hrtimer_start: hrtimer=(____ptrval____) "
