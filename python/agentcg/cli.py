@@ -676,15 +676,20 @@ def _parser_report(sub: Any) -> None:
 
 
 def _parser_live(sub: Any) -> None:
-    lv = sub.add_parser("live", help="the live backend in a VM: live compare, live agree",
+    lv = sub.add_parser("live", help="the live backend in a VM: live compare, live agree, live idletrace",
                         description="live compare: boots the sched_ext kernel under qemu once and runs "
                         "the bundled traces (agentcg-player), cyclictest, hackbench and stress-ng under "
                         "EEVDF, flatcg and agentcg, each --repeat times interleaved, plus the BPF cost per callback next to a FIFO "
                         "scheduler; prints ratios to EEVDF and writes DIR/<trace>/<scheduler>/results.json "
                         "(the simulator's keys), DIR/benchmarks.json, DIR/overhead.json, DIR/table.txt. "
                         "live agree DIR_A DIR_B: the verdicts against EEVDF of two live compare runs side "
-                        "by side and how many agree (does a second invocation tell the same story?).")
-    lv.add_argument("action", choices=["compare", "agree"])
+                        "by side and how many agree (does a second invocation tell the same story?). "
+                        "live idletrace TRACE...: where each of cyclictest's wakeups spends its time, from the "
+                        "traces of the guest's opt-in idletrace scenario (live/README.md), and what held the CPU "
+                        "in the slowest --slowest percent.")
+    # live idletrace has its own parser (agentcg.idletrace.main: main() hands
+    # it the arguments); it is a choice here for the help
+    lv.add_argument("action", choices=["compare", "agree", "idletrace"])
     lv.add_argument("dirs", nargs="*", metavar="DIR", help="live agree: two live compare output directories")
     lv.add_argument("--out", default=os.path.join("out", "live"), help="output directory (default out/live)")
     lv.add_argument("--build", default=None, help="build directory (default build/default)")
@@ -832,6 +837,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
             sys.stdout.flush()
             return int(_core.calibrate_command(args[1:]))
+        if args[:2] == ["live", "idletrace"]:  # its own parser: options before or after the files
+            from . import idletrace
+
+            return idletrace.main(args[2:], prog="agentcg live idletrace")
         if args and args[0] == "--quiet":
             args = args[1:] + ["--quiet"]
         parser = build_parser(args[0] if args else None)

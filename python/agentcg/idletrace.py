@@ -39,7 +39,7 @@ v23): next to a fork storm, agentcg's slowest wakeups wait for the idle
 task of the CPU the storm reserve keeps free, where EEVDF's wait for a
 storm child.
 
-    python3 -m agentcg.idletrace [--slowest PCT] out/idletrace/*.trace
+    ./agentcg live idletrace [--slowest PCT] out/idletrace/*.trace
 """
 from __future__ import annotations
 
@@ -195,6 +195,24 @@ def render(name: str, b: dict, pct: float = 2.0) -> str:
             f"  slowest {pct:g} % ({s['n']}), us mean: {tail}; its CPU held by (us per wakeup): {by}")
 
 
+def analyse(paths, pct: float = 2.0) -> str:
+    """render() of every trace file in `paths`, one after the other; an
+    unreadable or malformed file is an AgentcgError that names it."""
+    if not 0 < pct <= 100:
+        raise AgentcgError(f"--slowest {pct:g}: expected a percentage in (0, 100]")
+    out = []
+    for a in paths:
+        p = Path(a)
+        try:
+            with p.open(errors="replace") as f:
+                out.append(render(p.name, breakdown(f), pct))
+        except OSError as e:
+            raise AgentcgError(f"{a}: {e.strerror}") from None
+        except AgentcgError as e:
+            raise AgentcgError(f"{a}: {e}") from None
+    return "\n".join(out) + "\n"
+
+
 def _percent(text: str) -> float:
     try:
         pct = float(text)
@@ -205,25 +223,19 @@ def _percent(text: str) -> float:
     return pct
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m agentcg.idletrace",
+def main(argv: list[str] | None = None, prog: str = "python3 -m agentcg.idletrace") -> int:
+    ap = argparse.ArgumentParser(prog=prog,
                                  description="Where each of cyclictest's wakeups spends its time, "
                                              "from the guest's idletrace scenario's ftrace text.")
     ap.add_argument("--slowest", type=_percent, default=2.0, metavar="PCT",
                     help="the tail summarised: the slowest PCT %% of the wakeups by total (default 2)")
     ap.add_argument("traces", nargs="+", metavar="TRACE", help="ftrace text (OUT/idletrace/*.trace)")
     args = ap.parse_args(argv)
-    for a in args.traces:
-        p = Path(a)
-        try:
-            with p.open(errors="replace") as f:
-                print(render(p.name, breakdown(f), args.slowest))
-        except OSError as e:
-            print(f"agentcg.idletrace: {a}: {e.strerror}", file=sys.stderr)
-            return 1
-        except AgentcgError as e:
-            print(f"agentcg.idletrace: {a}: {e}", file=sys.stderr)
-            return 1
+    try:
+        sys.stdout.write(analyse(args.traces, args.slowest))
+    except AgentcgError as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 1
     return 0
 
 

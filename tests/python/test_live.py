@@ -540,6 +540,8 @@ def test_idletrace_command_line(tmp_path, capsys):
         assert e.value.code == 2
         assert "expected a percentage in (0, 100]" in capsys.readouterr().err
     assert idletrace.main([str(tmp_path / "missing.trace")]) == 1
+    with pytest.raises(AgentcgError, match="expected a percentage"):
+        idletrace.analyse([str(f)], 0)
     bad = tmp_path / "bad.trace"
     bad.write_text(f"  cyclictest-7 [001] ....  4.999000: hrtimer_start: hrtimer=(____ptrval____) "
                    f"function=hrtimer_wakeup expires={t0 * 1000} softexpires=0 mode=ABS\n"
@@ -559,3 +561,36 @@ def test_idletrace_says_which_line_is_malformed():
     with pytest.raises(AgentcgError, match="line 1: sched_wakeup without a pid= field"):
         idletrace.breakdown(["  <idle>-0 [001] dNh4.  5.000060: sched_wakeup: comm=cyclictest pid=x prio=120"])
     assert "no wakeup of cyclictest" in idletrace.render("empty.trace", idletrace.breakdown([]))
+
+
+def test_run_vm_refuses_an_unknown_tcg_thread_mode(tmp_path):
+    """AGENTCG_VM_TCG_THREAD picks qemu's TCG threading; anything but single
+    or multi is refused before anything is built or booted."""
+    import os
+    import subprocess
+    env = dict(os.environ, AGENTCG_VM_TCG_THREAD="dual")
+    r = subprocess.run(["bash", str(Path(REPO) / "live" / "vm" / "run-vm.sh"), str(tmp_path / "build"),
+                        str(tmp_path / "vm.log")], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    assert "AGENTCG_VM_TCG_THREAD=dual: expected single or multi" in r.stderr
+    assert not (tmp_path / "vm.log").exists()
+
+
+def test_live_idletrace_command(tmp_path):
+    """./agentcg live idletrace: options before or after the files, errors
+    that name the file, usage errors with exit code 2."""
+    t0 = 5_000_000
+    f = tmp_path / "agentcg-1.trace"
+    f.write_text("\n".join([f"  cyclictest-7 [001] ....  4.999000: hrtimer_start: hrtimer=(____ptrval____) "
+                           f"function=hrtimer_wakeup expires={t0 * 1000} softexpires=0 mode=ABS"]
+                          + _idletrace_wakeup(t0, 7, 1, kick=False)) + "\n")
+    for args in (["--slowest", "50", str(f)], [str(f), "--slowest=50"]):
+        r = run_cli(["live", "idletrace", *args])
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith("agentcg-1.trace: 1 wakeups") and "slowest 50 % (1)" in r.stdout
+    r = run_cli(["live", "idletrace", str(tmp_path / "none.trace")])
+    assert r.returncode == 1 and "agentcg live idletrace: " in r.stderr and "none.trace" in r.stderr
+    r = run_cli(["live", "idletrace"])
+    assert r.returncode == 2 and "required: TRACE" in r.stderr
+    r = run_cli(["live", "idletrace", "--slowest", "101", str(f)])
+    assert r.returncode == 2 and "expected a percentage in (0, 100]" in r.stderr

@@ -4,7 +4,7 @@
 # with the kernel's scheduler, timer, IRQ and IPI events traced on
 # CLOCK_MONOTONIC -> /out/idletrace/<mode>-<n>.{trace,hist}, and the
 # daemon's BPF counters before and after (<mode>-<n>.m0, .m1). On the host,
-# `python3 -m agentcg.idletrace OUT/idletrace/*.trace` splits each wakeup
+# `./agentcg live idletrace OUT/idletrace/*.trace` splits each wakeup
 # into its parts (python/agentcg/idletrace.py). IDLETRACE_RUNS in
 # /etc/agentcg/idletrace.env (AGENTCG_VM_FILES) picks other runs, e.g.
 # "eevdf:1 agentcg:1", and IDLETRACE_LOAD a load beside cyclictest.
