@@ -181,6 +181,50 @@ TEST(ForkStorm, ThresholdAboveTheRingComparesTheRate) {
   EXPECT_EQ(cg.storm, 1u);
 }
 
+TEST(ForkStorm, AStormGoesOnUntilItsRateFallsBelowAQuarterOfTheThreshold) {
+  // Enter at more than 32 forks within 1 s; once storming, the group stays
+  // a storm while more than 32 / 4 = 8 forks fall within 1 s (its
+  // down-weighting slows its forker by up to 4x: exiting at 32 made a storm
+  // forking near the threshold end and begin again, README "Crowded
+  // machine"). Below that rate for a whole window, it ends.
+  const agentcg_tunables t = defaults();
+  agentcg_cgrp cg = group(100);
+  agentcg_global g{};
+  agentcg_on_runnable(&cg, &g, 0, &t);
+  u64 now = 0;
+  u32 storms = 0;
+  for (u32 i = 0; i < 40; i++) {  // 40/s: a storm
+    now = i * (kSec / 40);
+    storms += (agentcg_on_fork(&cg, &g, now, &t) & AGENTCG_EV(fork_storms)) != 0;
+  }
+  ASSERT_EQ(cg.storm, 1u);
+  // 10 forks/s for 5 s: below the entry threshold, above a quarter of it
+  for (u32 i = 1; i <= 50; i++) {
+    now += kSec / 10;
+    storms += (agentcg_on_fork(&cg, &g, now, &t) & AGENTCG_EV(fork_storms)) != 0;
+    EXPECT_FALSE(agentcg_fork_tick(&cg, now + kMs, &t)) << "fork " << i << " at 10/s";
+    EXPECT_EQ(cg.storm, 1u);
+  }
+  EXPECT_EQ(storms, 1u) << "one episode, not one per dip below the threshold";
+  EXPECT_EQ(agentcg_eff_weight(&cg, &t), 25u);
+  // 5 forks/s: at most 6 within any 1 s window, not more than 8: the storm
+  // keeps its last qualifying fork's time and ends a window after it
+  const u64 last_storm_fork = now;
+  bool ended = false;
+  for (u32 i = 1; i <= 20 && !ended; i++) {
+    now += kSec / 5;
+    agentcg_on_fork(&cg, &g, now, &t);
+    ended = agentcg_fork_tick(&cg, now, &t);
+  }
+  EXPECT_TRUE(ended);
+  EXPECT_EQ(cg.storm, 0u);
+  EXPECT_LE(now, last_storm_fork + 2 * kSec);
+  EXPECT_EQ(agentcg_eff_weight(&cg, &t), 100u);
+  // ended, 10 forks/s is no storm: the entry threshold applies again
+  for (u32 i = 1; i <= 30; i++) agentcg_on_fork(&cg, &g, now + i * (kSec / 10), &t);
+  EXPECT_EQ(cg.storm, 0u);
+}
+
 TEST(ForkStorm, StormingGroupGetsNoCredit) {
   const agentcg_tunables t = defaults();
   agentcg_cgrp cg = group(100);
