@@ -469,6 +469,10 @@ def cmd_live(a: argparse.Namespace) -> int:
         _, text = live.verdict_agreement(a.dirs[0], a.dirs[1])
         print(text, end="")
         return EXIT_OK
+    if a.action == "idletrace":  # main() hands it its own parser first; this is what reaches here otherwise
+        from . import idletrace
+
+        return idletrace.main(a.dirs, prog="agentcg live idletrace")
     if a.dirs:
         raise UsageError(f"live compare: unexpected argument '{a.dirs[0]}' (the output directory is --out)")
     return _live_command("live compare", lambda: live.live_compare(
