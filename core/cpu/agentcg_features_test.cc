@@ -105,17 +105,25 @@ TEST(MemPenalty, DividesWeightByOnePlusPenaltyOnlyThroughWeight) {
 
 // ---- fork_aware ----
 
+// `n` forks of cg, the first at `first`, then one per `every`: the storm
+// episodes they start. *last gets the time of the last one.
+u32 forks_every(agentcg_cgrp* cg, agentcg_global* g, const agentcg_tunables* t, u64 first, u32 n, u64 every,
+                u64* last) {
+  u32 storms = 0;
+  for (u32 i = 0; i < n; i++) {
+    *last = first + i * every;
+    storms += (agentcg_on_fork(cg, g, *last, t) & AGENTCG_EV(fork_storms)) != 0;
+  }
+  return storms;
+}
+
 TEST(ForkStorm, ThresholdWithinWindowDetectsAndRecoversAfterAQuietWindow) {
   const agentcg_tunables t = defaults();
   agentcg_cgrp cg = group(100);
   agentcg_global g{};
   agentcg_on_runnable(&cg, &g, 0, &t);
-  u32 storms = 0;
   u64 now = 0;
-  for (u32 i = 1; i <= 32; i++) {
-    now = i * 5 * kMs;
-    storms += (agentcg_on_fork(&cg, &g, now, &t) & AGENTCG_EV(fork_storms)) != 0;
-  }
+  u32 storms = forks_every(&cg, &g, &t, 5 * kMs, 32, 5 * kMs, &now);
   EXPECT_EQ(cg.storm, 0u) << "32 forks in a window is not a storm (threshold is 32)";
   now += kMs;
   storms += (agentcg_on_fork(&cg, &g, now, &t) & AGENTCG_EV(fork_storms)) != 0;
@@ -192,11 +200,7 @@ TEST(ForkStorm, AStormGoesOnUntilItsRateFallsBelowAQuarterOfTheThreshold) {
   agentcg_global g{};
   agentcg_on_runnable(&cg, &g, 0, &t);
   u64 now = 0;
-  u32 storms = 0;
-  for (u32 i = 0; i < 40; i++) {  // 40/s: a storm
-    now = i * (kSec / 40);
-    storms += (agentcg_on_fork(&cg, &g, now, &t) & AGENTCG_EV(fork_storms)) != 0;
-  }
+  u32 storms = forks_every(&cg, &g, &t, 0, 40, kSec / 40, &now);  // 40/s: a storm
   ASSERT_EQ(cg.storm, 1u);
   // 10 forks/s for 5 s: below the entry threshold, above a quarter of it
   for (u32 i = 1; i <= 50; i++) {
