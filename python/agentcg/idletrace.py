@@ -34,10 +34,11 @@ Then, for the slowest ``--slowest`` percent of the wakeups by ``total``
 and what held the CPU the thread was woken on from ``sched_waking`` to
 the switch that ran it: the time each task name ran there (``(idle)``
 for the idle task: a woken CPU still idle; under single-threaded TCG a
-vCPU the emulator has not run yet), mean us per wakeup. Found with it (README, Live
-v23): next to a fork storm, agentcg's slowest wakeups wait for the idle
-task of the CPU the storm reserve keeps free, where EEVDF's wait for a
-storm child.
+vCPU the emulator has not run yet), mean us per wakeup. Found with it
+(README, Live v23): next to a fork storm, agentcg's slowest wakeups wait
+for a storm child a third to half as long as EEVDF's, and, which EEVDF's
+almost never do, for the idle task of the CPU the storm reserve keeps
+free.
 
     ./agentcg live idletrace [--slowest PCT] out/idletrace/*.trace
 """

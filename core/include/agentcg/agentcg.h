@@ -114,12 +114,13 @@
  *   storm's own weight divisor: down-weighted, a storm's forker gets less
  *   CPU and forks up to that much slower, so a storm whose rate was near
  *   the entry threshold fell below it, ended, forked at full weight and
- *   began again (agentcg_on_fork). The window is exact: the last AGENTCG_FORK_RING fork
- *   times are kept, and a storm is "the (threshold+1)-th latest fork is
- *   less than a window ago", so a burst is caught wherever it falls
- *   relative to any bucket edge (two tumbling buckets missed 33 forks
- *   split 20/13 across an edge). Thresholds >= AGENTCG_FORK_RING compare
- *   the rate over the last AGENTCG_FORK_RING forks instead.
+ *   began again (agentcg_on_fork). The window is exact: the last
+ *   AGENTCG_FORK_RING fork times are kept, and a storm is "the
+ *   (threshold+1)-th latest fork is less than a window ago", so a burst
+ *   is caught wherever it falls relative to any bucket edge (two
+ *   tumbling buckets missed 33 forks split 20/13 across an edge).
+ *   Thresholds >= AGENTCG_FORK_RING compare the rate over the last
+ *   AGENTCG_FORK_RING forks instead.
  * - storm_reserve: while other groups wake, a storming group's requests
  *   may not occupy every CPU: the last CPU free of them is kept for the
  *   others' wakeups (agentcg_storm_may_take).
@@ -583,7 +584,7 @@ static inline u32 agentcg_on_fork(struct agentcg_cgrp *cg, struct agentcg_global
 	/*
 	 * A storm goes on while the rate stays above threshold / the storm's
 	 * weight divisor (hysteresis). Without it, a storm forking near the
-	 * threshold (the bundled fork storm under TCG: ~33 forks/s against 32)
+	 * threshold (the bundled fork storm under TCG: 33-44 forks/s against 32)
 	 * ended as soon as its down-weighting slowed its forker and began again
 	 * at full weight: 3-4 episodes a run, and the victim's tool calls that
 	 * fell between them took 0.75-0.8 s where the others took 0.4-0.5
