@@ -13,6 +13,7 @@
 
 namespace {
 
+constexpr u64 kUs = 1000ull;
 constexpr u64 kMs = 1000000ull;
 constexpr u64 kSec = 1000000000ull;
 
@@ -175,6 +176,60 @@ TEST(ForkStorm, SteadyRateBelowThresholdNeverStorms) {
   // one more fork squeezed in: 33 within a second
   agentcg_on_fork(&cg, &g, 319 * (kSec / 32) + kMs, &t);
   EXPECT_EQ(cg.storm, 1u);
+}
+
+TEST(ForkStorm, ASteadyRateOverTheThresholdIsCaughtWithinAQuarterWindow) {
+  // 44 forks/s (the bundled storm under TCG) against 32 per 1 s: the whole
+  // window's rule would wait for the 33rd fork (0.73 s); the early verdict,
+  // more than 8 forks within 250 ms not in one burst, comes at the 9th.
+  const agentcg_tunables t = defaults();
+  for (const u32 rate : {36u, 44u, 100u, 127u, 200u, 1000u}) {
+    agentcg_cgrp cg = group(100);
+    agentcg_global g{};
+    agentcg_on_runnable(&cg, &g, 0, &t);
+    u64 at = 0;
+    u32 n = 0;
+    while (!cg.storm && n < 100) {
+      at = n * (kSec / rate);
+      agentcg_on_fork(&cg, &g, at, &t);
+      n++;
+    }
+    EXPECT_EQ(cg.storm, 1u) << rate << "/s";
+    EXPECT_LE(at, kSec / 4) << rate << "/s: caught after " << n << " forks";
+  }
+}
+
+TEST(ForkStorm, ABurstOrARateAtTheThresholdIsNotCaughtEarly) {
+  const agentcg_tunables t = defaults();
+  {
+    // a make -j wave: 32 forks 10 us apart, then nothing; not more than 32
+    agentcg_cgrp cg = group(100);
+    agentcg_global g{};
+    agentcg_on_runnable(&cg, &g, 0, &t);
+    u64 last = 0;
+    EXPECT_EQ(forks_every(&cg, &g, &t, kSec, 32, 10 * kUs, &last), 0u);
+    EXPECT_EQ(cg.storm, 0u);
+  }
+  {
+    // a make -j wave of 8 at one instant, then 4 more 100 ms later: 9
+    // within 250 ms, but the older half of them is one instant
+    agentcg_cgrp cg = group(100);
+    agentcg_global g{};
+    agentcg_on_runnable(&cg, &g, 0, &t);
+    u64 last = 0;
+    EXPECT_EQ(forks_every(&cg, &g, &t, kSec, 8, kUs, &last), 0u);
+    EXPECT_EQ(forks_every(&cg, &g, &t, kSec + 100 * kMs, 4, kUs, &last), 0u);
+    EXPECT_EQ(cg.storm, 0u);
+  }
+  {
+    // exactly 32/s, the early window's edge included: never a storm
+    agentcg_cgrp cg = group(100);
+    agentcg_global g{};
+    agentcg_on_runnable(&cg, &g, 0, &t);
+    u64 last = 0;
+    EXPECT_EQ(forks_every(&cg, &g, &t, 7 * kUs, 64, kSec / 32, &last), 0u);
+    EXPECT_EQ(cg.storm, 0u);
+  }
 }
 
 TEST(ForkStorm, ThresholdAboveTheRingComparesTheRate) {
