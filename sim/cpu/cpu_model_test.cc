@@ -689,8 +689,18 @@ TEST(ForkCost, ChargedToTheForkerAndThrottlesAStorm) {
     };
     EXPECT_LT(forks(cost), forks(free) / 2);
     EXPECT_LT(p99(cost), p99(free) / 2);
-    // the storm's share stays its half of the machine either way
-    EXPECT_NEAR(share(cost, "/storm"), share(free, "/storm"), 0.05);
+    if (std::string(policy) != "agentcg") {
+      // the storm's share stays its half of the machine either way
+      EXPECT_NEAR(share(cost, "/storm"), share(free, "/storm"), 0.05);
+      continue;
+    }
+    // agentcg: fork_aware holds a storm to a quarter of its weight, 25
+    // against /victim's 100: a fifth of the machine for the 7 s it runs.
+    // With the cost it storms from its 9th fork to the end (the early
+    // verdict), and gets exactly that; free, its episodes end when its
+    // forker waits behind its own children, and it gets more between them.
+    EXPECT_NEAR(share(cost, "/storm"), 0.2 * 7 / 8, 0.01);
+    EXPECT_GE(share(free, "/storm"), share(cost, "/storm"));
   }
 }
 

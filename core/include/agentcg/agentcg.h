@@ -359,12 +359,6 @@ static inline u32 agentcg_ring_ts(u64 now_ns)
 	return (u32)(now_ns >> 10);
 }
 
-/*
- * Whether the forks in cg's ring make a storm at now_ns: more than
- * `threshold` forks within `win_ns`. Exact for threshold < AGENTCG_FORK_RING
- * (the (threshold+1)-th latest fork is inside the window); above that, the
- * rate over the last AGENTCG_FORK_RING forks stands for the window's.
- */
 /* Age at now_ns, in ring units, of the (j+1)-th latest fork; j < cg->fk_n. */
 static inline u32 agentcg_fork_age(const struct agentcg_cgrp *cg, u32 j, u64 now_ns)
 {
@@ -374,6 +368,12 @@ static inline u32 agentcg_fork_age(const struct agentcg_cgrp *cg, u32 j, u64 now
 	return agentcg_ring_ts(now_ns) - cg->fk_ring[idx];
 }
 
+/*
+ * Whether the forks in cg's ring make a storm at now_ns: more than
+ * `threshold` forks within `win_ns`. Exact for threshold < AGENTCG_FORK_RING
+ * (the (threshold+1)-th latest fork is inside the window); above that, the
+ * rate over the last AGENTCG_FORK_RING forks stands for the window's.
+ */
 static inline bool agentcg_fork_rate_over(const struct agentcg_cgrp *cg, u32 threshold, u64 win_ns,
 					  u64 now_ns)
 {
@@ -397,10 +397,10 @@ static inline bool agentcg_fork_rate_over(const struct agentcg_cgrp *cg, u32 thr
  * the older half of them and the newer half each span more than
  * window / 32, so a burst (a make -j wave: forks at one instant) together
  * with a few forks after it is not one. A steady rate above
- * threshold / window is caught within a quarter of the window at any
- * speed: up to 4 x threshold / window by this rule, above that by
+ * threshold / window is caught within about a quarter of the window at
+ * any speed: below 4 x threshold / window by this rule, above that by
  * agentcg_fork_rate_over's whole window, whose threshold + 1 forks then
- * come within a quarter of it. Without this rule the bundled fork storm
+ * come within (threshold + 1) / (4 x threshold) of it. Without this rule the bundled fork storm
  * under TCG (44 forks/s against 32) was caught only after 0.75 s, and the
  * victim's tool call at its start took 1.5x the others (README, "Crowded
  * machine").
