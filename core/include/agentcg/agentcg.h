@@ -121,9 +121,10 @@
  *   tumbling buckets missed 33 forks split 20/13 across an edge).
  *   Thresholds >= AGENTCG_FORK_RING compare the rate over the last
  *   AGENTCG_FORK_RING forks instead. A steady rate over the threshold is
- *   caught sooner, within a quarter of the window: more than a quarter of
- *   the threshold's forks within a quarter of the window, spread out (not
- *   a make -j wave at one instant; agentcg_fork_storm_early).
+ *   caught sooner, within about a quarter of the window: more than a
+ *   quarter of the threshold's forks within a quarter of the window,
+ *   spread out (not a make -j wave at one instant;
+ *   agentcg_fork_storm_early).
  * - storm_reserve: while other groups wake, a storming group's requests
  *   may not occupy every CPU: the last CPU free of them is kept for the
  *   others' wakeups (agentcg_storm_may_take).
@@ -400,10 +401,10 @@ static inline bool agentcg_fork_rate_over(const struct agentcg_cgrp *cg, u32 thr
  * threshold / window is caught within about a quarter of the window at
  * any speed: below 4 x threshold / window by this rule, above that by
  * agentcg_fork_rate_over's whole window, whose threshold + 1 forks then
- * come within (threshold + 1) / (4 x threshold) of it. Without this rule the bundled fork storm
- * under TCG (44 forks/s against 32) was caught only after 0.75 s, and the
- * victim's tool call at its start took 1.5x the others (README, "Crowded
- * machine").
+ * come within (threshold + 1) / (4 x threshold) of it. Without this rule
+ * the bundled fork storm under TCG (44 forks/s against 32) was caught
+ * only after 0.75 s, and the victim's tool call at its start took 1.5x
+ * the others (README, "Crowded machine").
  */
 static inline bool agentcg_fork_storm_early(const struct agentcg_cgrp *cg, u32 threshold,
 					    u64 win_ns, u64 now_ns)
