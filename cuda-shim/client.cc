@@ -11,9 +11,12 @@
  *    cuMemAlloc; that deadlocks with the reader thread and stalls allocation
  *    on the scheduler. Here MEM_UPDATE is fire-and-forget and the only
  *    blocking point is before GPU work (before_work()).
- *  - the memory-aware GPU design prefetches right after allocation; pages do not exist before
- *    first touch, so that is a no-op. Prefetch happens on a grant with the
- *    prefetch flag and targets only allocations that GPU work has touched.
+ *  - the memory-aware GPU design prefetches right after allocation, before
+ *    the client holds the GPU, which would move pages onto a GPU another
+ *    client is using. Prefetch happens on a grant with the prefetch flag,
+ *    of every allocation: pages nobody has touched are then created on the
+ *    GPU (180-240 GB/s on an H200) instead of being faulted in by the first
+ *    kernel (10-16 GB/s; tests/gpu/um_rates.cu).
  *  - a grant that bounds queued work (a limited client) keeps at most
  *    max_queued_ns of kernels queued, so a DROP_LOCK is not followed by 16-32
  *    queued kernels that overshoot the quota (docs/sources.md).
@@ -364,7 +367,7 @@ void Client::handle_message(std::uint16_t type, const unsigned char* payload) {
     case proto::MsgType::kLockOk: {
       proto::LockOkMsg m;
       std::memcpy(&m, payload, sizeof m);
-      if (m.flags & proto::kGrantPrefetch) prefetch_touched();
+      if (m.flags & proto::kGrantPrefetch) prefetch_allocations();
       std::lock_guard<std::mutex> lk(mu_);
       if (state_ == LockState::kRequested || state_ == LockState::kIdle ||
           state_ == LockState::kHeld) {
@@ -448,6 +451,15 @@ void Client::before_work() {
   (void)driver_.cuCtxGetCurrent(&ctx);
   {
     std::unique_lock<std::mutex> lk(mu_);
+    // Remembered before the request: the grant's prefetch (on the link
+    // thread) targets this context, the first grant's too.
+    if (ctx != nullptr) {
+      ctx_ = ctx;
+      if (std::find(contexts_.begin(), contexts_.end(), ctx) == contexts_.end()) {
+        if (contexts_.size() >= kMaxContexts) contexts_.erase(contexts_.begin());
+        contexts_.push_back(ctx);
+      }
+    }
     for (;;) {
       if (state_ == LockState::kUnscheduled || state_ == LockState::kHeld) break;
       if (state_ == LockState::kIdle) {
@@ -463,19 +475,7 @@ void Client::before_work() {
       cv_.wait(lk);
     }
     ++inflight_;
-    if (ctx != nullptr) {
-      ctx_ = ctx;
-      if (std::find(contexts_.begin(), contexts_.end(), ctx) == contexts_.end()) {
-        if (contexts_.size() >= kMaxContexts) contexts_.erase(contexts_.begin());
-        contexts_.push_back(ctx);
-      }
-    }
     last_work_ns_ = monotonic_ns();
-  }
-  if (any_untouched_.load(std::memory_order_relaxed)) {
-    std::lock_guard<std::mutex> lk(mem_mu_);
-    for (auto& [ptr, a] : allocs_) a.touched = true;
-    any_untouched_.store(false, std::memory_order_relaxed);
   }
 }
 
@@ -540,8 +540,7 @@ CUresult Client::track_new(CUresult r, CUdeviceptr* dptr, std::size_t bytes) {
       total_bytes_ -= bytes;  // undo the reservation
       return r;
     }
-    allocs_[*dptr] = Alloc{bytes, false};
-    any_untouched_.store(true, std::memory_order_relaxed);
+    allocs_[*dptr] = bytes;
   }
   report_memory();
   return r;
@@ -589,7 +588,7 @@ std::optional<CUresult> Client::mem_free(CUdeviceptr dptr, CUstream stream, bool
     std::lock_guard<std::mutex> lk(mem_mu_);
     auto it = allocs_.find(dptr);
     if (it == allocs_.end()) return std::nullopt;
-    bytes = it->second.bytes;
+    bytes = it->second;
   }
   // cuMemFreeAsync is stream-ordered: managed memory has no stream-ordered
   // free, so wait for the stream's work before freeing.
@@ -683,14 +682,12 @@ CUresult Client::mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes)
   return CUDA_SUCCESS;
 }
 
-void Client::prefetch_touched() {
+void Client::prefetch_allocations() {
   if (driver_.cuMemPrefetchAsync_v2 == nullptr) return;
   std::vector<std::pair<CUdeviceptr, std::size_t>> todo;
   {
     std::lock_guard<std::mutex> lk(mem_mu_);
-    for (const auto& [ptr, a] : allocs_) {
-      if (a.touched) todo.emplace_back(ptr, a.bytes);
-    }
+    todo.assign(allocs_.begin(), allocs_.end());
   }
   if (todo.empty()) return;
   CUcontext ctx;

@@ -13,7 +13,7 @@
  *    (max_queued_ns, a limited client) the window is max_queued_ns divided
  *    by the measured time per launch, because kernels queued after a DROP
  *    run past the quota (docs/sources.md);
- *  - prefetches the allocations it has touched when a grant says so.
+ *  - prefetches its allocations when a grant says so.
  *
  * Invariants: never exits or aborts the process; one warning when the daemon
  * is absent, then runs unscheduled and re-registers when it returns; no
@@ -141,7 +141,7 @@ class Client {
   bool send(int type, const T& payload);
   void handle_message(std::uint16_t type, const unsigned char* payload);
   void drain_and_release(std::uint64_t generation, bool from_drop);
-  void prefetch_touched();
+  void prefetch_allocations();
   void report_memory();
   CUresult track_new(CUresult r, CUdeviceptr* dptr, std::size_t bytes);
   void sync_context(CUcontext ctx);
@@ -183,15 +183,10 @@ class Client {
 
   // Allocations (mem_mu_).
   mutable std::mutex mem_mu_;
-  struct Alloc {
-    std::size_t bytes;
-    bool touched;  // GPU work ran while it existed: worth prefetching on switch-in
-  };
-  std::map<CUdeviceptr, Alloc> allocs_;
+  std::map<CUdeviceptr, std::size_t> allocs_;  // pointer -> bytes
   std::map<CUmemGenericAllocationHandle, std::uint64_t> vmm_;  // under mem_mu_: handle -> bytes
   std::optional<std::uint32_t> placed_device_;  // under mu_; fixed once set
   std::uint64_t total_bytes_ = 0;
-  std::atomic<bool> any_untouched_{false};
 
   std::atomic<std::uint64_t> prefetched_bytes_{0};
   std::atomic<std::uint64_t> drops_{0};

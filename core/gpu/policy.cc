@@ -75,7 +75,6 @@ struct Client {
   ClientId id = 0;
   std::optional<GpuIndex> gpu;
   std::uint64_t allocated = 0;
-  std::uint64_t touched = 0;       // bytes allocated when it last held the GPU
   ClientLimits limits;
   bool requesting = false;
   std::uint64_t request_since_ns = 0;
@@ -164,7 +163,6 @@ class Policy final : public GpuPolicy {
       }
       c->granted = false;
       c->dropped = false;
-      c->touched = c->allocated;
       if (c->re_request) {
         c->re_request = false;
         enqueue(*c);
@@ -536,9 +534,12 @@ class Policy final : public GpuPolicy {
 
   void grant(Client& c, std::uint64_t now, Decisions& out) {
     if (c.told_wait) out.list.push_back({DecisionKind::kWake, c.id, *c.gpu, 0, 0, 0});
-    if (f_.memory_aware && cfg_.prefetch_on_switch_in && c.touched > 0) {
-      out.list.push_back(
-          {DecisionKind::kPrefetch, c.id, *c.gpu, 0, std::min(c.touched, c.allocated), 0});
+    // Everything the client has allocated, its first grant included: on a
+    // real GPU a prefetch of pages nobody has touched creates them on the
+    // GPU (180-240 GB/s on an H200) where the first kernel would fault them
+    // in (10-16 GB/s; tests/gpu/um_rates.cu).
+    if (f_.memory_aware && cfg_.prefetch_on_switch_in && c.allocated > 0) {
+      out.list.push_back({DecisionKind::kPrefetch, c.id, *c.gpu, 0, c.allocated, 0});
     }
     c.requesting = false;
     c.told_wait = false;

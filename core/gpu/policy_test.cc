@@ -108,8 +108,12 @@ TEST(MemoryAwarePolicy, WaitsWhenItDoesNotFitAndForcedSwitchFiresAtQuantum) {
   EXPECT_EQ(of(d, DecisionKind::kWake).size(), 1u);
   ASSERT_EQ(of(d, DecisionKind::kGrant).size(), 1u);
   EXPECT_EQ(of(d, DecisionKind::kGrant)[0].client, 2u);
-  EXPECT_TRUE(of(d, DecisionKind::kPrefetch).empty());  // B never ran: nothing touched yet
-  // B's quantum ends; A comes back with a prefetch of what it had touched.
+  // B never ran: its pages are created on the GPU by the prefetch.
+  auto pf_b = of(d, DecisionKind::kPrefetch);
+  ASSERT_EQ(pf_b.size(), 1u);
+  EXPECT_EQ(pf_b[0].client, 2u);
+  EXPECT_EQ(pf_b[0].bytes, 12 * kGiB);
+  // B's quantum ends; A comes back with a prefetch of what it allocated.
   (void)of(p->tick(41 * kS), DecisionKind::kDrop);
   d = p->release(41 * kS, 2, of(d, DecisionKind::kGrant)[0].generation);
   auto pf = of(d, DecisionKind::kPrefetch);

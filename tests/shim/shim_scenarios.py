@@ -359,6 +359,12 @@ def shim_memaware_fit(env):
     check(both >= 0.9 * len(buckets), "clients that fit did not run together: %d/%d buckets" % (both, len(buckets)))
     v = env.metrics()
     check(v["agentcg_gpu_drops_total"] == 0, "co-located clients were dropped: %s" % v["agentcg_gpu_drops_total"])
+    # The first grant prefetches what the client allocated: its kernels fault nothing in.
+    procs = {p["pid"]: p for p in d["procs"]}
+    for r in (ra, rb):
+        p = procs[r["pid"]]
+        check(p["prefetched"] >= 300 * MB and p["paged_in"] == 0,
+              "first grant did not prefetch the allocation: %s" % p)
 
 
 def shim_memaware_switch(env):

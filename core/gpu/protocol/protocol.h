@@ -115,7 +115,7 @@ struct ReqLockMsg {
 };
 
 // LockOk flags.
-inline constexpr std::uint32_t kGrantPrefetch = 1u << 0;  // prefetch touched pages now
+inline constexpr std::uint32_t kGrantPrefetch = 1u << 0;  // prefetch the allocations now
 
 struct LockOkMsg {
   std::uint64_t generation;
