@@ -54,6 +54,7 @@ namespace agentcg::sim::gpu {
 // The trace's GPU section types are the trace library's (sim/trace/gpu_trace.h).
 using trace::gpu::GpuJob;
 using trace::gpu::GpuSpec;
+using trace::gpu::PcieSpec;
 using trace::gpu::GpuWorkload;
 using trace::gpu::parse_gpu_section;
 
@@ -103,6 +104,10 @@ struct Job {
   // (thrashing, every kernel faults its same slice)
   std::uint64_t memo_fault = 0;
   double memo_fault_ns = 0;
+  // Bytes of the working set that exist (were resident once): a kernel
+  // sweeps in order, so the rest is created by the next touch, not copied
+  // (PcieSpec::first_touch_bytes_per_s, create_bytes_per_s).
+  std::uint64_t created = 0;
   bool in_service = false;         // its head kernel is executing (in its GPU's `active`)
   std::uint64_t host_started = 0;
   // stats
@@ -592,6 +597,14 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     }
   }
 
+  // Of `bytes` about to become resident, the part never created before
+  // (counted as created from now on).
+  static std::uint64_t take_fresh(Job& j, std::uint64_t bytes) {
+    const std::uint64_t fresh = std::min(bytes, j.ws > j.created ? j.ws - j.created : 0);
+    j.created += fresh;
+    return fresh;
+  }
+
   void start_prefetch(std::size_t i, std::uint64_t now) {
     Job& j = jobs_[i];
     const std::uint32_t g = *j.gpu;
@@ -608,9 +621,11 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     touch(i, now);
     j.prefetch_bytes += bytes;
     gpus_[g].bytes_migrated += bytes;
-    const std::uint64_t ns =
-        static_cast<std::uint64_t>(std::ceil(static_cast<double>(bytes) * 1e9 /
-                                             static_cast<double>(gpus_[g].spec.pcie.copy_bytes_per_s)));
+    const PcieSpec& pcie = gpus_[g].spec.pcie;
+    const std::uint64_t fresh = pcie.create_bytes_per_s ? take_fresh(j, bytes) : 0;
+    const std::uint64_t ns = static_cast<std::uint64_t>(
+        std::ceil(static_cast<double>(bytes - fresh) * 1e9 / static_cast<double>(pcie.copy_bytes_per_s) +
+                  (fresh ? static_cast<double>(fresh) * 1e9 / static_cast<double>(pcie.create_bytes_per_s) : 0.0)));
     j.prefetching = true;
     sim_.schedule_in(Time::from_ns(ns), this, kPrefetchDone, i);
   }
@@ -717,11 +732,17 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       set_resident(G, n, std::min(j.ws, n.resident + room));
       j.fault_bytes += fault;
       G.bytes_migrated += fault;
-      if (fault != j.memo_fault) {
-        j.memo_fault = fault;
-        j.memo_fault_ns = G.spec.pcie.demand_ns(fault, G.demand_ns_per_byte);
+      const std::uint64_t fresh = G.spec.pcie.first_touch_bytes_per_s ? take_fresh(j, fault) : 0;
+      if (fresh != 0) {  // the first sweeps: pages created, the rest paged in
+        fault_ns = static_cast<double>(fresh) * 1e9 / static_cast<double>(G.spec.pcie.first_touch_bytes_per_s) +
+                   (fault > fresh ? G.spec.pcie.demand_ns(fault - fresh, G.demand_ns_per_byte) : 0.0);
+      } else {
+        if (fault != j.memo_fault) {
+          j.memo_fault = fault;
+          j.memo_fault_ns = G.spec.pcie.demand_ns(fault, G.demand_ns_per_byte);
+        }
+        fault_ns = j.memo_fault_ns;
       }
-      fault_ns = j.memo_fault_ns;
     }
     j.in_service = true;
     const Gpu::InService k{i, G.vt + static_cast<double>(j.spec.kernel_ns) + fault_ns, G.share, j.spec.sm_pct};

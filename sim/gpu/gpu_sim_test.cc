@@ -147,6 +147,44 @@ TEST(GpuSim, KernelsThatFitTheSmsCoRunAtFullSpeed) {
   EXPECT_FALSE(gpu_section_to_json(parse_gpu_section(two(100)))["jobs"][0].contains("sm_pct"));
 }
 
+// Pages nobody has touched are created on the GPU (gen5, fitted to an H200:
+// tests/gpu/um_rates.cu), not copied over the link: by the first kernel's
+// faults at first_touch_bytes_per_s, by memory-aware's first-grant prefetch
+// at create_bytes_per_s. With both 0 (gen3's default) they move like
+// evicted pages, as before.
+TEST(GpuSim, PagesNobodyTouchedAreCreatedNotCopied) {
+  const std::uint64_t mem = 8ull << 30;
+  auto gen5 = [&](bool told_apart) {
+    trace::Trace t = with_jobs({job("a", mem, 1, 1000000, 1)}, 32);
+    t.extra["gpu"]["gpus"][0]["pcie"] = "gen5";
+    if (!told_apart) {
+      t.extra["gpu"]["gpus"][0]["first_touch_bytes_per_s"] = 0;
+      t.extra["gpu"]["gpus"][0]["create_bytes_per_s"] = 0;
+    }
+    return t;
+  };
+  const auto pcie = trace::gpu::pcie_preset("gen5").value();
+  const double kernel = 1e6;
+  const double created = static_cast<double>(mem) * 1e9 / static_cast<double>(pcie.first_touch_bytes_per_s);
+  const double paged = pcie.demand_ns(mem);
+  EXPECT_NEAR(makespan(run_gpu(gen5(true), "none")), kernel + created, 1e6);
+  EXPECT_NEAR(makespan(run_gpu(gen5(false), "none")), kernel + paged, 1e6);
+  EXPECT_LT(kernel + created, 0.75 * (kernel + paged));
+  // memory-aware's first grant prefetches the allocation: created at
+  // create_bytes_per_s, or copied at copy rate when not told apart
+  const json ma = run_gpu(gen5(true), "memory-aware");
+  EXPECT_EQ(ma["jobs"]["a"]["prefetch_bytes"].get<std::uint64_t>(), mem);
+  EXPECT_EQ(ma["jobs"]["a"]["fault_bytes"].get<std::uint64_t>(), 0u);
+  const double create = static_cast<double>(mem) * 1e9 / static_cast<double>(pcie.create_bytes_per_s);
+  const double copy = static_cast<double>(mem) * 1e9 / static_cast<double>(pcie.copy_bytes_per_s);
+  EXPECT_LT(makespan(ma), kernel + create + 5e6);
+  EXPECT_GT(makespan(run_gpu(gen5(false), "memory-aware")), kernel + copy);
+  // an override survives the round trip to JSON, the preset's own values are not written
+  const json w = gpu_section_to_json(parse_gpu_section(gen5(false)));
+  EXPECT_EQ(w["gpus"][0]["first_touch_bytes_per_s"], 0);
+  EXPECT_FALSE(gpu_section_to_json(parse_gpu_section(gen5(true)))["gpus"][0].contains("first_touch_bytes_per_s"));
+}
+
 TEST(GpuSim, ForcedSwitchFiresAtTheQuantum) {
   config::GpuConfig cfg;
   cfg.switch_time_mode = "fixed";

@@ -72,7 +72,8 @@ constexpr std::uint64_t kMaxNs = 1ull << 62;
 
 GpuSpec parse_gpu(const Ctx& c, const json& g, const std::string& p) {
   c.only(g, p, {"memory_gb", "memory_bytes", "pcie", "context_overhead_mb", "corun_interference_pct",
-                "copy_bytes_per_s", "fault_bytes_per_s", "fault_latency_ns"});
+                "copy_bytes_per_s", "fault_bytes_per_s", "fault_latency_ns", "first_touch_bytes_per_s",
+                "create_bytes_per_s"});
   GpuSpec s;
   if (g.contains("memory_gb") == g.contains("memory_bytes"))
     c.fail(p, "expected exactly one of memory_gb (GiB) or memory_bytes");
@@ -94,6 +95,10 @@ GpuSpec parse_gpu(const Ctx& c, const json& g, const std::string& p) {
   if (g.contains("copy_bytes_per_s")) s.pcie.copy_bytes_per_s = c.u64(g, p, "copy_bytes_per_s", 1 << 20, kMaxBytes);
   if (g.contains("fault_bytes_per_s")) s.pcie.fault_bytes_per_s = c.u64(g, p, "fault_bytes_per_s", 1 << 20, kMaxBytes);
   if (g.contains("fault_latency_ns")) s.pcie.fault_latency_ns = c.u64(g, p, "fault_latency_ns", 0, 1000000000);
+  // 0 = not told apart from an evicted page (see PcieSpec)
+  if (g.contains("first_touch_bytes_per_s"))
+    s.pcie.first_touch_bytes_per_s = c.u64(g, p, "first_touch_bytes_per_s", 0, kMaxBytes);
+  if (g.contains("create_bytes_per_s")) s.pcie.create_bytes_per_s = c.u64(g, p, "create_bytes_per_s", 0, kMaxBytes);
   if (s.memory_bytes <= s.context_overhead_bytes)
     c.fail(p, "memory must exceed one context's overhead (" + std::to_string(s.context_overhead_bytes) + " bytes)");
   return s;
@@ -157,9 +162,19 @@ std::optional<PcieSpec> pcie_preset(const std::string& name) {
     s.fault_bytes_per_s *= 2;
     return s;
   }
+  // Gen5: measured on one H200 (driver 580.159.04, a Firecracker VM;
+  // tests/gpu/um_rates.cu, medians of five 8 GiB runs in two boots): prefetch
+  // of host-written pages 47.4 GB/s; one far fault per 2 MB block 21 us; a
+  // dense sweep of host-written pages 6.83 GB/s, which with the density
+  // prefetcher's 51 % and those two gives 4.05 GB/s at the fault rate (the
+  // link-rate scaling said 12); untouched pages created by a kernel's faults
+  // 9.9 GB/s (9.6-15.9), by a prefetch 210 GB/s (180-242, two runs).
   if (name == "gen5") {
-    s.copy_bytes_per_s *= 4;
-    s.fault_bytes_per_s *= 4;
+    s.copy_bytes_per_s = 47400000000ull;
+    s.fault_bytes_per_s = 4050000000ull;
+    s.fault_latency_ns = 21000;
+    s.first_touch_bytes_per_s = 9900000000ull;
+    s.create_bytes_per_s = 210000000000ull;
     return s;
   }
   return std::nullopt;
@@ -193,6 +208,14 @@ nlohmann::json gpu_section_to_json(const GpuWorkload& w) {
     json o = json::object();
     o["memory_bytes"] = g.memory_bytes;
     o["pcie"] = g.pcie.name;
+    // the rates that differ from the preset's (overrides survive a round trip)
+    const PcieSpec preset = pcie_preset(g.pcie.name).value_or(PcieSpec{});
+    if (g.pcie.copy_bytes_per_s != preset.copy_bytes_per_s) o["copy_bytes_per_s"] = g.pcie.copy_bytes_per_s;
+    if (g.pcie.fault_bytes_per_s != preset.fault_bytes_per_s) o["fault_bytes_per_s"] = g.pcie.fault_bytes_per_s;
+    if (g.pcie.fault_latency_ns != preset.fault_latency_ns) o["fault_latency_ns"] = g.pcie.fault_latency_ns;
+    if (g.pcie.first_touch_bytes_per_s != preset.first_touch_bytes_per_s)
+      o["first_touch_bytes_per_s"] = g.pcie.first_touch_bytes_per_s;
+    if (g.pcie.create_bytes_per_s != preset.create_bytes_per_s) o["create_bytes_per_s"] = g.pcie.create_bytes_per_s;
     o["context_overhead_mb"] = g.context_overhead_bytes >> 20;
     if (g.corun_interference_pct != 100) o["corun_interference_pct"] = g.corun_interference_pct;
     gpus.push_back(o);

@@ -26,8 +26,8 @@ struct PcieSpec {
   // for a 16 GB/s (Gen3 x16) link, scaled by link rate for Gen4/Gen5.
   std::uint64_t copy_bytes_per_s = 12000000000ull;
   // Demand-paging (fault-driven migration) rate: ~3 GB/s measured on Gen3
-  // systems (docs/sources.md); scaled by link rate for Gen4/Gen5 (an assumption:
-  // no published figure; measure on a lent GPU).
+  // systems (docs/sources.md); scaled by link rate for Gen4 (an assumption:
+  // no published figure). Gen5's is fitted to an H200 (pcie_preset()).
   std::uint64_t fault_bytes_per_s = 3000000000ull;
   // The UVM driver's density prefetcher promotes the rest of a 2 MB VA block
   // to a prefetch once 51 % of it is resident (NVIDIA open UVM); so only
@@ -38,6 +38,13 @@ struct PcieSpec {
   // Cost of one far fault, charged per 2 MB VA block faulted: ~45 us
   // (UVMSmart: 66,645 cycles); 2 MB VA blocks from NVIDIA's open UVM driver.
   std::uint64_t fault_latency_ns = 45000;
+  // Pages nobody has touched yet are created on the GPU, not copied over
+  // the link: by a kernel's faults at first_touch_bytes_per_s, by a
+  // prefetch at create_bytes_per_s. 0 = not told apart (the first touch
+  // moves like an evicted page: demand_ns; a prefetch at copy rate). Only
+  // the gen5 preset sets them, measured on an H200 (tests/gpu/um_rates.cu).
+  std::uint64_t first_touch_bytes_per_s = 0;
+  std::uint64_t create_bytes_per_s = 0;
 
   // Time to demand-page `bytes` in (transfer + per-block fault latency).
   double demand_ns(std::uint64_t bytes) const { return demand_ns(bytes, demand_ns_per_byte()); }
