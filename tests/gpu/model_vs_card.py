@@ -19,7 +19,8 @@ page faults) is modelled as `none` with the pages resident from the start
   model_vs_card.py [--card-json runs.json] --card-bytes B --capacity-bytes C
                    --clients N --client-bytes M [--core-limits 25,75]
 
---card-json takes a JSON list of run_gpu.py reports (their "policy" and
+A policy named P-noprefetch is P with prefetch_on_switch_in off (memory-aware
+before its first-grant prefetch, where nothing is evicted). --card-json takes a JSON list of run_gpu.py reports (their "policy" and
 "makespan_s") and prints each policy's measured range beside the model.
 Prints one table; deterministic (the simulator is).
 """
@@ -51,7 +52,7 @@ def trace(a, resident):
             "cgroups": [], "processes": [], "gpu": {"gpus": [gpu], "jobs": jobs}}
 
 
-def run(a, policy, resident, tmp):
+def run(a, policy, resident, tmp, prefetch=True):
     tp = os.path.join(tmp, "t-%s.json" % policy)
     with open(tp, "w") as f:
         json.dump(trace(a, resident), f)
@@ -60,7 +61,8 @@ def run(a, policy, resident, tmp):
     with open(cfg, "w") as f:
         f.write("gpu:\n  memory_reserve_mb: %d\n  context_overhead_mb: 0\n  time_quantum_ms: %d\n"
                 "  compute_window_ms: %d\n  switch_time_mode: fixed\n  switch_time_fixed_s: %g\n"
-                % (reserve_mb, a.quantum_ms, a.window_ms, a.quantum_ms / 1000))
+                "  prefetch_on_switch_in: %s\n"
+                % (reserve_mb, a.quantum_ms, a.window_ms, a.quantum_ms / 1000, "true" if prefetch else "false"))
     out = os.path.join(tmp, "o-" + policy)
     subprocess.run([os.path.join(ROOT, "agentcg"), "run", tp, "--gpu-policy", policy, "--config", cfg,
                     "--out", out], check=True, stdout=subprocess.DEVNULL)
@@ -94,7 +96,8 @@ def main():
     print("|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="agentcg-mvc-") as tmp:
         for p in a.policies.split(","):
-            r = run(a, "none" if p == "plain" else p, p == "plain", tmp)
+            base = p[:-len("-noprefetch")] if p.endswith("-noprefetch") else p
+            r = run(a, "none" if base == "plain" else base, base == "plain", tmp, prefetch=base == p)
             m = card.get(p)
             got = "%.2f-%.2f" % (min(m), max(m)) if m else "-"
             print("| %s | %.2f | %s |" % (p, r["makespan_ns"] / 1e9, got))
