@@ -21,6 +21,12 @@
 //    them back: throughput collapses (thrashing).
 //  - Prefetch (a kPrefetch decision): the missing part of the working set,
 //    in 2 MB chunks, at copy bandwidth, before the job's kernels run.
+//  - Pages never created (a job's working set is created in sweep order)
+//    are created on the GPU at PcieSpec's first_touch / create rates where
+//    the preset has them (gen5), not copied.
+//  - One page-migration server per GPU: a kernel's faults and a prefetch
+//    are served after those queued before them (kFaultsServed,
+//    kPrefetchDone); a faulting kernel takes the SMs once its own are.
 //  - Kernels: each job's stream runs one kernel at a time; kernels of
 //    co-running jobs share the GPU (processor sharing: each of n gets 1/n,
 //    slowed further by corun_interference_pct). A job keeps up to
@@ -77,6 +83,7 @@ enum EventKind : std::uint32_t {
   kPrefetchDone = 5, // arg: job
   kLimitChange = 6,  // arg: job | change << 32
   kIdleRelease = 7,  // arg: job
+  kFaultsServed = 8, // arg: job
 };
 
 enum class JobState { kPending, kActive, kHost, kDone };
@@ -104,6 +111,7 @@ struct Job {
   // (thrashing, every kernel faults its same slice)
   std::uint64_t memo_fault = 0;
   double memo_fault_ns = 0;
+  std::uint64_t fault_wait_ns = 0;  // the faults of its kernel in the fault server, being served
   // Bytes of the working set that exist (were resident once): a kernel
   // sweeps in order, so the rest is created by the next touch, not copied
   // (PcieSpec::first_touch_bytes_per_s, create_bytes_per_s).
@@ -171,6 +179,10 @@ struct Gpu {
   static constexpr std::size_t kRateMemo = 7;
   std::array<RateMemo, kRateMemo> rate_memo{};
   std::uint64_t last_ns = 0;  // kernels in service progressed up to here (update())
+  // Page faults are served one kernel's after another (one fault buffer
+  // and service thread per GPU in NVIDIA's UVM driver): the server is busy
+  // until here. A faulting kernel takes the SMs once its faults are served.
+  std::uint64_t faults_free_ns = 0;
   bool dirty = false;         // its kernels in service changed in this event (GpuSim::mark_dirty)
   EventId done_event;
   std::uint64_t done_at = 0;
@@ -281,6 +293,12 @@ class GpuSim final : public GpuSimulation, public EventHandler {
         jobs_[i].limit_pct = ch.limit_pct;
         if (jobs_[i].state != JobState::kPending && jobs_[i].state != JobState::kDone)
           apply(policy_->set_limits(now, client(i), {ch.limit_pct, 0}));
+        break;
+      }
+      case kFaultsServed: {
+        Job& j = jobs_[arg];
+        j.gpu_time_ns += static_cast<double>(j.fault_wait_ns);  // a faulting kernel holds the GPU
+        enter_service(arg, now);
         break;
       }
       case kIdleRelease: {
@@ -627,7 +645,11 @@ class GpuSim final : public GpuSimulation, public EventHandler {
         std::ceil(static_cast<double>(bytes - fresh) * 1e9 / static_cast<double>(pcie.copy_bytes_per_s) +
                   (fresh ? static_cast<double>(fresh) * 1e9 / static_cast<double>(pcie.create_bytes_per_s) : 0.0)));
     j.prefetching = true;
-    sim_.schedule_in(Time::from_ns(ns), this, kPrefetchDone, i);
+    // through the GPU's page-migration server, after the faults and
+    // prefetches before it
+    Gpu& G = gpus_[g];
+    G.faults_free_ns = std::max(now, G.faults_free_ns) + ns;
+    sim_.schedule(Time::from_ns(G.faults_free_ns), this, kPrefetchDone, i);
   }
 
   // The next sync point after done_kernels: end of the iteration or the next
@@ -745,7 +767,24 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       }
     }
     j.in_service = true;
-    const Gpu::InService k{i, G.vt + static_cast<double>(j.spec.kernel_ns) + fault_ns, G.share, j.spec.sm_pct};
+    if (fault_ns > 0) {  // in the GPU's fault server's queue first
+      const std::uint64_t served = static_cast<std::uint64_t>(std::ceil(fault_ns));
+      const std::uint64_t end = std::max(now, G.faults_free_ns) + served;
+      G.faults_free_ns = end;
+      j.fault_wait_ns = served;
+      sim_.schedule(Time::from_ns(end), this, kFaultsServed, i);
+      return;
+    }
+    enter_service(i, now);
+  }
+
+  // Job i's head kernel takes its share of the SMs (its data resident).
+  void enter_service(std::size_t i, std::uint64_t now) {
+    Job& j = jobs_[i];
+    const std::uint32_t g = *j.gpu;
+    Gpu& G = gpus_[g];
+    update(g, now);
+    const Gpu::InService k{i, G.vt + static_cast<double>(j.spec.kernel_ns), G.share, j.spec.sm_pct};
     G.active.push_back(k);
     G.sm_pct_sum += j.spec.sm_pct;
     mark_dirty(g);
