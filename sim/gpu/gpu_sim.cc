@@ -26,7 +26,8 @@
 //    the preset has them (gen5), not copied.
 //  - One page-migration server per GPU: a kernel's faults and a prefetch
 //    are served after those queued before them (kFaultsServed,
-//    kPrefetchDone); a faulting kernel takes the SMs once its own are.
+//    kPrefetchDone); a faulting kernel holds its share of the GPU while it
+//    waits and computes once its own are served.
 //  - Kernels: each job's stream runs one kernel at a time; kernels of
 //    co-running jobs share the GPU (processor sharing: each of n gets 1/n,
 //    slowed further by corun_interference_pct). A job keeps up to
@@ -49,6 +50,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -74,6 +76,8 @@ using agentcg::gpu::Decisions;
 
 constexpr std::uint64_t kChunk = 2ull << 20;  // 2 MB VA blocks (open UVM driver)
 constexpr std::uint32_t kNoJob = ~std::uint32_t{0};  // the end of a GPU's LRU list
+// finish_vt of a kernel in service whose faults are not yet served
+constexpr double kStalled = std::numeric_limits<double>::infinity();
 
 enum EventKind : std::uint32_t {
   kArrival = 1,
@@ -111,7 +115,6 @@ struct Job {
   // (thrashing, every kernel faults its same slice)
   std::uint64_t memo_fault = 0;
   double memo_fault_ns = 0;
-  std::uint64_t fault_wait_ns = 0;  // the faults of its kernel in the fault server, being served
   // Bytes of the working set that exist (were resident once): a kernel
   // sweeps in order, so the rest is created by the next touch, not copied
   // (PcieSpec::first_touch_bytes_per_s, create_bytes_per_s).
@@ -181,7 +184,7 @@ struct Gpu {
   std::uint64_t last_ns = 0;  // kernels in service progressed up to here (update())
   // Page faults are served one kernel's after another (one fault buffer
   // and service thread per GPU in NVIDIA's UVM driver): the server is busy
-  // until here. A faulting kernel takes the SMs once its faults are served.
+  // until here. A faulting kernel holds its share meanwhile (kStalled).
   std::uint64_t faults_free_ns = 0;
   bool dirty = false;         // its kernels in service changed in this event (GpuSim::mark_dirty)
   EventId done_event;
@@ -295,12 +298,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
           apply(policy_->set_limits(now, client(i), {ch.limit_pct, 0}));
         break;
       }
-      case kFaultsServed: {
-        Job& j = jobs_[arg];
-        j.gpu_time_ns += static_cast<double>(j.fault_wait_ns);  // a faulting kernel holds the GPU
-        enter_service(arg, now);
-        break;
-      }
+      case kFaultsServed: faults_served(arg, now); break;
       case kIdleRelease: {
         Job& j = jobs_[arg];
         if (j.state == JobState::kHost && j.granted && !j.dropped &&
@@ -767,26 +765,31 @@ class GpuSim final : public GpuSimulation, public EventHandler {
       }
     }
     j.in_service = true;
-    if (fault_ns > 0) {  // in the GPU's fault server's queue first
-      const std::uint64_t served = static_cast<std::uint64_t>(std::ceil(fault_ns));
-      const std::uint64_t end = std::max(now, G.faults_free_ns) + served;
-      G.faults_free_ns = end;
-      j.fault_wait_ns = served;
-      sim_.schedule(Time::from_ns(end), this, kFaultsServed, i);
-      return;
+    // A faulting kernel holds its SMs (its warps stall) but makes no
+    // progress until the GPU's page-migration server has served its faults,
+    // after those queued before them: its work is set then.
+    double finish_vt = G.vt + static_cast<double>(j.spec.kernel_ns);
+    if (fault_ns > 0) {
+      finish_vt = kStalled;
+      G.faults_free_ns = std::max(now, G.faults_free_ns) + ceil_ns(fault_ns);
+      sim_.schedule(Time::from_ns(G.faults_free_ns), this, kFaultsServed, i);
     }
-    enter_service(i, now);
+    G.active.push_back(Gpu::InService{i, finish_vt, G.share, j.spec.sm_pct});
+    G.sm_pct_sum += j.spec.sm_pct;
+    mark_dirty(g);
   }
 
-  // Job i's head kernel takes its share of the SMs (its data resident).
-  void enter_service(std::size_t i, std::uint64_t now) {
-    Job& j = jobs_[i];
-    const std::uint32_t g = *j.gpu;
+  // Job i's kernel has its data: its solo work starts now.
+  void faults_served(std::size_t i, std::uint64_t now) {
+    const std::uint32_t g = *jobs_[i].gpu;
     Gpu& G = gpus_[g];
     update(g, now);
-    const Gpu::InService k{i, G.vt + static_cast<double>(j.spec.kernel_ns), G.share, j.spec.sm_pct};
-    G.active.push_back(k);
-    G.sm_pct_sum += j.spec.sm_pct;
+    for (Gpu::InService& k : G.active) {
+      if (k.job == i) {
+        k.finish_vt = G.vt + static_cast<double>(jobs_[i].spec.kernel_ns);
+        break;
+      }
+    }
     mark_dirty(g);
   }
 
@@ -874,6 +877,11 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     // costliest instruction of a `none` event.
     double m = G.active.front().finish_vt;
     for (const Gpu::InService& k : G.active) m = std::min(m, k.finish_vt);
+    if (m == kStalled) {  // every kernel waits for its faults: no kernel ends before they are served
+      if (G.done_event.valid()) sim_.cancel(G.done_event);
+      G.done_event = EventId{};
+      return;
+    }
     m -= G.vt;
     const auto at = now + ceil_ns(m * G.inv_rate);
     if (G.done_event.valid() && sim_.is_pending(G.done_event) && G.done_at == at) return;
