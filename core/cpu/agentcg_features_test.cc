@@ -118,30 +118,43 @@ u32 forks_every(agentcg_cgrp* cg, agentcg_global* g, const agentcg_tunables* t, 
   return storms;
 }
 
-TEST(ForkStorm, ThresholdWithinWindowDetectsAndRecoversAfterAQuietWindow) {
-  const agentcg_tunables t = defaults();
+// A group of weight 100 after its first activation at 0, and the
+// machine's global state: where every fork-storm test starts.
+struct Forker {
+  agentcg_tunables t;
   agentcg_cgrp cg = group(100);
   agentcg_global g{};
-  agentcg_on_runnable(&cg, &g, 0, &t);
+  explicit Forker(const agentcg_tunables& tunables = defaults()) : t(tunables) {
+    agentcg_on_runnable(&cg, &g, 0, &t);
+  }
+  u32 fork(u64 at) { return agentcg_on_fork(&cg, &g, at, &t); }
+  // forks_every() for this group
+  u32 every(u64 first, u32 n, u64 step, u64* last) { return forks_every(&cg, &g, &t, first, n, step, last); }
+  bool tick(u64 now) { return agentcg_fork_tick(&cg, now, &t); }
+  u32 weight() const { return agentcg_eff_weight(&cg, &t); }
+};
+
+TEST(ForkStorm, ThresholdWithinWindowDetectsAndRecoversAfterAQuietWindow) {
+  Forker f;
   u64 now = 0;
-  u32 storms = forks_every(&cg, &g, &t, 5 * kMs, 32, 5 * kMs, &now);
-  EXPECT_EQ(cg.storm, 0u) << "32 forks in a window is not a storm (threshold is 32)";
+  u32 storms = f.every(5 * kMs, 32, 5 * kMs, &now);
+  EXPECT_EQ(f.cg.storm, 0u) << "32 forks in a window is not a storm (threshold is 32)";
   now += kMs;
-  storms += (agentcg_on_fork(&cg, &g, now, &t) & AGENTCG_EV(fork_storms)) != 0;
-  EXPECT_EQ(cg.storm, 1u);
+  storms += (f.fork(now) & AGENTCG_EV(fork_storms)) != 0;
+  EXPECT_EQ(f.cg.storm, 1u);
   EXPECT_EQ(storms, 1u);
-  EXPECT_EQ(agentcg_eff_weight(&cg, &t), 25u);
+  EXPECT_EQ(f.weight(), 25u);
   // Forks keep coming fast: counted once.
   for (int i = 0; i < 10; i++) {
     now += kMs;
-    EXPECT_EQ(agentcg_on_fork(&cg, &g, now, &t) & AGENTCG_EV(fork_storms), 0u);
+    EXPECT_EQ(f.fork(now) & AGENTCG_EV(fork_storms), 0u);
   }
   const u64 last = now;
-  EXPECT_FALSE(agentcg_fork_tick(&cg, last + kSec - 1, &t));
-  EXPECT_EQ(cg.storm, 1u);
-  EXPECT_TRUE(agentcg_fork_tick(&cg, last + kSec, &t));
-  EXPECT_EQ(cg.storm, 0u);
-  EXPECT_EQ(agentcg_eff_weight(&cg, &t), 100u);
+  EXPECT_FALSE(f.tick(last + kSec - 1));
+  EXPECT_EQ(f.cg.storm, 1u);
+  EXPECT_TRUE(f.tick(last + kSec));
+  EXPECT_EQ(f.cg.storm, 0u);
+  EXPECT_EQ(f.weight(), 100u);
 }
 
 TEST(ForkStorm, ThirtyThreeForksAcrossABucketEdgeAreAStormWhereverTheyFall) {
@@ -149,86 +162,70 @@ TEST(ForkStorm, ThirtyThreeForksAcrossABucketEdgeAreAStormWhereverTheyFall) {
   // the old tumbling buckets (e.g. 20 before it, 13 after): always a storm.
   // 32 forks in the same spots: never one. The seed's counter and the old
   // two-bucket estimate (13 + 20 x 0.9 = 31) both missed the 20/13 split.
-  const agentcg_tunables t = defaults();
   for (u64 lead = 0; lead <= 33; lead++) {
     for (const u32 n : {32u, 33u}) {
-      agentcg_cgrp cg = group(100);
-      agentcg_global g{};
-      agentcg_on_runnable(&cg, &g, 0, &t);
+      Forker f;
       const u64 first = kSec - lead * 3 * kMs;  // `lead` forks fall before the edge
       u32 storms = 0;
       for (u32 i = 0; i < n; i++)
-        storms += (agentcg_on_fork(&cg, &g, first + i * 3 * kMs, &t) & AGENTCG_EV(fork_storms)) != 0;
-      EXPECT_EQ(cg.storm, n == 33 ? 1u : 0u) << n << " forks, " << lead << " before the edge";
+        storms += (f.fork(first + i * 3 * kMs) & AGENTCG_EV(fork_storms)) != 0;
+      EXPECT_EQ(f.cg.storm, n == 33 ? 1u : 0u) << n << " forks, " << lead << " before the edge";
       EXPECT_EQ(storms, n == 33 ? 1u : 0u);
     }
   }
 }
 
 TEST(ForkStorm, SteadyRateBelowThresholdNeverStorms) {
-  const agentcg_tunables t = defaults();
-  agentcg_cgrp cg = group(100);
-  agentcg_global g{};
-  agentcg_on_runnable(&cg, &g, 0, &t);
+  Forker f;
   // 32 forks/s for 10 s, evenly spread: at most 32 in any 1 s window.
-  for (u64 i = 0; i < 320; i++) agentcg_on_fork(&cg, &g, i * (kSec / 32), &t);
-  EXPECT_EQ(cg.storm, 0u);
+  for (u64 i = 0; i < 320; i++) f.fork(i * (kSec / 32));
+  EXPECT_EQ(f.cg.storm, 0u);
   // one more fork squeezed in: 33 within a second
-  agentcg_on_fork(&cg, &g, 319 * (kSec / 32) + kMs, &t);
-  EXPECT_EQ(cg.storm, 1u);
+  f.fork(319 * (kSec / 32) + kMs);
+  EXPECT_EQ(f.cg.storm, 1u);
 }
 
 TEST(ForkStorm, ASteadyRateOverTheThresholdIsCaughtWithinAQuarterWindow) {
   // 44 forks/s (the bundled storm under TCG) against 32 per 1 s: the whole
   // window's rule would wait for the 33rd fork (0.73 s); the early verdict,
   // more than 8 forks within 250 ms not in one burst, comes at the 9th.
-  const agentcg_tunables t = defaults();
   for (const u32 rate : {36u, 44u, 100u, 127u, 200u, 1000u}) {
-    agentcg_cgrp cg = group(100);
-    agentcg_global g{};
-    agentcg_on_runnable(&cg, &g, 0, &t);
+    Forker f;
     u64 at = 0;
     u32 n = 0;
-    while (!cg.storm && n < 100) {
+    while (!f.cg.storm && n < 100) {
       at = n * (kSec / rate);
-      agentcg_on_fork(&cg, &g, at, &t);
+      f.fork(at);
       n++;
     }
-    EXPECT_EQ(cg.storm, 1u) << rate << "/s";
+    EXPECT_EQ(f.cg.storm, 1u) << rate << "/s";
     EXPECT_LE(at, kSec / 4) << rate << "/s: caught after " << n << " forks";
   }
 }
 
 TEST(ForkStorm, ABurstOrARateAtTheThresholdIsNotCaughtEarly) {
-  const agentcg_tunables t = defaults();
   {
     // a make -j wave: 32 forks 10 us apart, then nothing; not more than 32
-    agentcg_cgrp cg = group(100);
-    agentcg_global g{};
-    agentcg_on_runnable(&cg, &g, 0, &t);
+    Forker f;
     u64 last = 0;
-    EXPECT_EQ(forks_every(&cg, &g, &t, kSec, 32, 10 * kUs, &last), 0u);
-    EXPECT_EQ(cg.storm, 0u);
+    EXPECT_EQ(f.every(kSec, 32, 10 * kUs, &last), 0u);
+    EXPECT_EQ(f.cg.storm, 0u);
   }
   {
     // a make -j wave of 8 at one instant, then 4 more 100 ms later: 9
     // within 250 ms, but the older half of them is one instant
-    agentcg_cgrp cg = group(100);
-    agentcg_global g{};
-    agentcg_on_runnable(&cg, &g, 0, &t);
+    Forker f;
     u64 last = 0;
-    EXPECT_EQ(forks_every(&cg, &g, &t, kSec, 8, kUs, &last), 0u);
-    EXPECT_EQ(forks_every(&cg, &g, &t, kSec + 100 * kMs, 4, kUs, &last), 0u);
-    EXPECT_EQ(cg.storm, 0u);
+    EXPECT_EQ(f.every(kSec, 8, kUs, &last), 0u);
+    EXPECT_EQ(f.every(kSec + 100 * kMs, 4, kUs, &last), 0u);
+    EXPECT_EQ(f.cg.storm, 0u);
   }
   {
     // exactly 32/s, the early window's edge included: never a storm
-    agentcg_cgrp cg = group(100);
-    agentcg_global g{};
-    agentcg_on_runnable(&cg, &g, 0, &t);
+    Forker f;
     u64 last = 0;
-    EXPECT_EQ(forks_every(&cg, &g, &t, 7 * kUs, 64, kSec / 32, &last), 0u);
-    EXPECT_EQ(cg.storm, 0u);
+    EXPECT_EQ(f.every(7 * kUs, 64, kSec / 32, &last), 0u);
+    EXPECT_EQ(f.cg.storm, 0u);
   }
 }
 
@@ -250,38 +247,35 @@ TEST(ForkStorm, AStormGoesOnUntilItsRateFallsBelowAQuarterOfTheThreshold) {
   // down-weighting slows its forker by up to 4x: exiting at 32 made a storm
   // forking near the threshold end and begin again, README "Crowded
   // machine"). Below that rate for a whole window, it ends.
-  const agentcg_tunables t = defaults();
-  agentcg_cgrp cg = group(100);
-  agentcg_global g{};
-  agentcg_on_runnable(&cg, &g, 0, &t);
+  Forker f;
   u64 now = 0;
-  u32 storms = forks_every(&cg, &g, &t, 0, 40, kSec / 40, &now);  // 40/s: a storm
-  ASSERT_EQ(cg.storm, 1u);
+  u32 storms = f.every(0, 40, kSec / 40, &now);  // 40/s: a storm
+  ASSERT_EQ(f.cg.storm, 1u);
   // 10 forks/s for 5 s: below the entry threshold, above a quarter of it
   for (u32 i = 1; i <= 50; i++) {
     now += kSec / 10;
-    storms += (agentcg_on_fork(&cg, &g, now, &t) & AGENTCG_EV(fork_storms)) != 0;
-    EXPECT_FALSE(agentcg_fork_tick(&cg, now + kMs, &t)) << "fork " << i << " at 10/s";
-    EXPECT_EQ(cg.storm, 1u);
+    storms += (f.fork(now) & AGENTCG_EV(fork_storms)) != 0;
+    EXPECT_FALSE(f.tick(now + kMs)) << "fork " << i << " at 10/s";
+    EXPECT_EQ(f.cg.storm, 1u);
   }
   EXPECT_EQ(storms, 1u) << "one episode, not one per dip below the threshold";
-  EXPECT_EQ(agentcg_eff_weight(&cg, &t), 25u);
+  EXPECT_EQ(f.weight(), 25u);
   // 5 forks/s: at most 6 within any 1 s window, not more than 8: the storm
   // keeps its last qualifying fork's time and ends a window after it
   const u64 last_storm_fork = now;
   bool ended = false;
   for (u32 i = 1; i <= 20 && !ended; i++) {
     now += kSec / 5;
-    agentcg_on_fork(&cg, &g, now, &t);
-    ended = agentcg_fork_tick(&cg, now, &t);
+    f.fork(now);
+    ended = f.tick(now);
   }
   EXPECT_TRUE(ended);
-  EXPECT_EQ(cg.storm, 0u);
+  EXPECT_EQ(f.cg.storm, 0u);
   EXPECT_LE(now, last_storm_fork + 2 * kSec);
-  EXPECT_EQ(agentcg_eff_weight(&cg, &t), 100u);
+  EXPECT_EQ(f.weight(), 100u);
   // ended, 10 forks/s is no storm: the entry threshold applies again
-  for (u32 i = 1; i <= 30; i++) agentcg_on_fork(&cg, &g, now + i * (kSec / 10), &t);
-  EXPECT_EQ(cg.storm, 0u);
+  for (u32 i = 1; i <= 30; i++) f.fork(now + i * (kSec / 10));
+  EXPECT_EQ(f.cg.storm, 0u);
 }
 
 TEST(ForkStorm, StormingGroupGetsNoCredit) {
