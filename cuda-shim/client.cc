@@ -15,7 +15,7 @@
  *    the client holds the GPU, which would move pages onto a GPU another
  *    client is using. Prefetch happens on a grant with the prefetch flag,
  *    of every allocation: pages nobody has touched are then created on the
- *    GPU (180-240 GB/s on an H200) instead of being faulted in by the first
+ *    GPU (180-242 GB/s on an H200) instead of being faulted in by the first
  *    kernel (10-16 GB/s; tests/gpu/um_rates.cu).
  *  - a grant that bounds queued work (a limited client) keeps at most
  *    max_queued_ns of kernels queued, so a DROP_LOCK is not followed by 16-32

@@ -536,7 +536,7 @@ class Policy final : public GpuPolicy {
     if (c.told_wait) out.list.push_back({DecisionKind::kWake, c.id, *c.gpu, 0, 0, 0});
     // Everything the client has allocated, its first grant included: on a
     // real GPU a prefetch of pages nobody has touched creates them on the
-    // GPU (180-240 GB/s on an H200) where the first kernel would fault them
+    // GPU (180-242 GB/s on an H200) where the first kernel would fault them
     // in (10-16 GB/s; tests/gpu/um_rates.cu).
     if (f_.memory_aware && cfg_.prefetch_on_switch_in && c.allocated > 0) {
       out.list.push_back({DecisionKind::kPrefetch, c.id, *c.gpu, 0, c.allocated, 0});
