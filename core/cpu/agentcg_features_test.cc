@@ -106,18 +106,6 @@ TEST(MemPenalty, DividesWeightByOnePlusPenaltyOnlyThroughWeight) {
 
 // ---- fork_aware ----
 
-// `n` forks of cg, the first at `first`, then one per `every`: the storm
-// episodes they start. *last gets the time of the last one.
-u32 forks_every(agentcg_cgrp* cg, agentcg_global* g, const agentcg_tunables* t, u64 first, u32 n, u64 every,
-                u64* last) {
-  u32 storms = 0;
-  for (u32 i = 0; i < n; i++) {
-    *last = first + i * every;
-    storms += (agentcg_on_fork(cg, g, *last, t) & AGENTCG_EV(fork_storms)) != 0;
-  }
-  return storms;
-}
-
 // A group of weight 100 after its first activation at 0, and the
 // machine's global state: where every fork-storm test starts.
 struct Forker {
@@ -128,8 +116,16 @@ struct Forker {
     agentcg_on_runnable(&cg, &g, 0, &t);
   }
   u32 fork(u64 at) { return agentcg_on_fork(&cg, &g, at, &t); }
-  // forks_every() for this group
-  u32 every(u64 first, u32 n, u64 step, u64* last) { return forks_every(&cg, &g, &t, first, n, step, last); }
+  // `n` forks, the first at `first`, then one per `step`: the storm
+  // episodes they start. *last gets the time of the last one.
+  u32 every(u64 first, u32 n, u64 step, u64* last) {
+    u32 storms = 0;
+    for (u32 i = 0; i < n; i++) {
+      *last = first + i * step;
+      storms += (fork(*last) & AGENTCG_EV(fork_storms)) != 0;
+    }
+    return storms;
+  }
   bool tick(u64 now) { return agentcg_fork_tick(&cg, now, &t); }
   u32 weight() const { return agentcg_eff_weight(&cg, &t); }
 };

@@ -154,9 +154,9 @@ TEST(GpuSim, KernelsThatFitTheSmsCoRunAtFullSpeed) {
   EXPECT_FALSE(gpu_section_to_json(parse_gpu_section(two(100)))["jobs"][0].contains("sm_pct"));
 }
 
-// One GPU serves page faults one kernel's after another: two jobs that fit
-// the SMs side by side and create their pages on their first kernels take
-// the two creations in turn (an H200 ran three fitting clients' first
+// One GPU serves page faults one kernel's after another: jobs that fit the
+// SMs side by side and create their pages on their first kernels take
+// their creations in turn (an H200 ran three fitting clients' first
 // touches in 8.6-9.8 s, not the 4.8 s of creating them at once: README).
 TEST(GpuSim, PageFaultsOfOneGpuAreServedInTurn) {
   const std::uint64_t mem = 4ull << 30;

@@ -23,7 +23,8 @@ namespace agentcg::trace::gpu {
 struct PcieSpec {
   std::string name = "gen3";
   // Prefetch / copy rate: the UVMSmart bandwidth curve's asymptote, a = 12 GB/s
-  // for a 16 GB/s (Gen3 x16) link, scaled by link rate for Gen4/Gen5.
+  // for a 16 GB/s (Gen3 x16) link, scaled by link rate for Gen4; Gen5's is
+  // measured on an H200 (pcie_preset()).
   std::uint64_t copy_bytes_per_s = 12000000000ull;
   // Demand-paging (fault-driven migration) rate: ~3 GB/s measured on Gen3
   // systems (docs/sources.md); scaled by link rate for Gen4 (an assumption:

@@ -73,8 +73,8 @@ def model(sim, s, policy, tmp):
                 % (max(0, (s["card_bytes"] - s["capacity_bytes"]) >> 20), s["quantum_ms"], s["window_ms"],
                    s["quantum_ms"] / 1000, "true" if base == policy else "false"))
     out = os.path.join(tmp, "o")
-    cmd = [sim, "run", tp, "--gpu-policy", "none" if base == "plain" else base, "--config", cfg, "--out", out]
-    subprocess.run(cmd + (["-q"] if not sim.endswith("agentcg") else []), check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([sim, "run", tp, "--gpu-policy", "none" if base == "plain" else base, "--config", cfg,
+                    "--out", out], check=True, stdout=subprocess.DEVNULL)
     with open(os.path.join(out, "results.json")) as f:
         r = json.load(f)
     return r.get("gpu", r)["makespan_ns"] / 1e9

@@ -28,13 +28,11 @@
  * does not fit.
  */
 #include <cuda_runtime.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <vector>
 
 namespace {
 
