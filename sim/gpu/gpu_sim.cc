@@ -25,9 +25,10 @@
 //    are created on the GPU at PcieSpec's first_touch / create rates where
 //    the preset has them (gen5), not copied.
 //  - One page-migration server per GPU: a kernel's faults and a prefetch
-//    are served after those queued before them (kFaultsServed,
-//    kPrefetchDone); a faulting kernel holds its share of the GPU while it
-//    waits and computes once its own are served.
+//    are served after those queued before them (kPrefetchDone); a
+//    faulting kernel holds its share of the GPU while it waits and
+//    computes once its own are served (no event of its own: its finish is
+//    projected through the wait, Gpu::InService::ready_ns).
 //  - Kernels: each job's stream runs one kernel at a time; kernels of
 //    co-running jobs share the GPU (processor sharing: each of n gets 1/n,
 //    slowed further by corun_interference_pct). A job keeps up to
@@ -76,8 +77,6 @@ using agentcg::gpu::Decisions;
 
 constexpr std::uint64_t kChunk = 2ull << 20;  // 2 MB VA blocks (open UVM driver)
 constexpr std::uint32_t kNoJob = ~std::uint32_t{0};  // the end of a GPU's LRU list
-// finish_vt of a kernel in service whose faults are not yet served
-constexpr double kStalled = std::numeric_limits<double>::infinity();
 
 enum EventKind : std::uint32_t {
   kArrival = 1,
@@ -87,7 +86,6 @@ enum EventKind : std::uint32_t {
   kPrefetchDone = 5, // arg: job
   kLimitChange = 6,  // arg: job | change << 32
   kIdleRelease = 7,  // arg: job
-  kFaultsServed = 8, // arg: job
 };
 
 enum class JobState { kPending, kActive, kHost, kDone };
@@ -162,11 +160,18 @@ struct Gpu {
   // service (their number and sm_pct: refresh_rate()). A kernel finishes
   // when vt reaches its finish_vt, so an update is O(1), not one pass over
   // every kernel (issue 21).
+  // A kernel whose faults are still being served (ready_ns > last_ns)
+  // makes no progress until ready_ns; its finish_vt is projected through
+  // the wait at the present rate, (ready_ns - last_ns) x rate + its work,
+  // and projected again whenever the rate changes (refresh_rate()). So a
+  // faulting kernel costs one event, its end, not a second one when its
+  // faults are served (issue 21: that event doubled a thrashing run).
   struct InService {
     std::size_t job;
     double finish_vt;    // vt at which this kernel's work is done
     double share_start;  // `share` when it started
     std::uint32_t sm_pct;  // its job's
+    std::uint64_t ready_ns;  // its faults served (its start if it had none)
   };
   std::vector<InService> active;  // kernels in service, in the order they started
   double vt = 0, share = 0;
@@ -184,8 +189,9 @@ struct Gpu {
   std::uint64_t last_ns = 0;  // kernels in service progressed up to here (update())
   // Page faults are served one kernel's after another (one fault buffer
   // and service thread per GPU in NVIDIA's UVM driver): the server is busy
-  // until here. A faulting kernel holds its share meanwhile (kStalled).
+  // until here. A faulting kernel holds its share meanwhile (InService).
   std::uint64_t faults_free_ns = 0;
+  std::uint64_t stalled_until = 0;  // the latest ready_ns of the kernels in `active`
   bool dirty = false;         // its kernels in service changed in this event (GpuSim::mark_dirty)
   EventId done_event;
   std::uint64_t done_at = 0;
@@ -298,7 +304,6 @@ class GpuSim final : public GpuSimulation, public EventHandler {
           apply(policy_->set_limits(now, client(i), {ch.limit_pct, 0}));
         break;
       }
-      case kFaultsServed: faults_served(arg, now); break;
       case kIdleRelease: {
         Job& j = jobs_[arg];
         if (j.state == JobState::kHost && j.granted && !j.dropped &&
@@ -767,30 +772,23 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     j.in_service = true;
     // A faulting kernel holds its SMs (its warps stall) but makes no
     // progress until the GPU's page-migration server has served its faults,
-    // after those queued before them: its work is set then.
-    double finish_vt = G.vt + static_cast<double>(j.spec.kernel_ns);
+    // after those queued before them.
+    std::uint64_t ready = now;
     if (fault_ns > 0) {
-      finish_vt = kStalled;
       G.faults_free_ns = std::max(now, G.faults_free_ns) + ceil_ns(fault_ns);
-      sim_.schedule(Time::from_ns(G.faults_free_ns), this, kFaultsServed, i);
+      ready = G.faults_free_ns;
+      G.stalled_until = std::max(G.stalled_until, ready);
     }
-    G.active.push_back(Gpu::InService{i, finish_vt, G.share, j.spec.sm_pct});
+    const auto work = static_cast<double>(j.spec.kernel_ns);
+    G.active.push_back(Gpu::InService{i, project(G, ready, now) + work, G.share, j.spec.sm_pct, ready});
     G.sm_pct_sum += j.spec.sm_pct;
     mark_dirty(g);
   }
 
-  // Job i's kernel has its data: its solo work starts now.
-  void faults_served(std::size_t i, std::uint64_t now) {
-    const std::uint32_t g = *jobs_[i].gpu;
-    Gpu& G = gpus_[g];
-    update(g, now);
-    for (Gpu::InService& k : G.active) {
-      if (k.job == i) {
-        k.finish_vt = G.vt + static_cast<double>(jobs_[i].spec.kernel_ns);
-        break;
-      }
-    }
-    mark_dirty(g);
+  // vt at `ready` (>= now, G's progress brought to now) if the rate stays
+  // as it is until then.
+  static double project(const Gpu& G, std::uint64_t ready, std::uint64_t now) {
+    return ready > now ? G.vt + static_cast<double>(ready - now) * rate(G) : G.vt;
   }
 
   // GPU g's kernels in service changed in this event: its rate is refreshed
@@ -816,7 +814,17 @@ class GpuSim final : public GpuSimulation, public EventHandler {
   // The two divisions are memoised per sum (Gpu::RateMemo): a kernel
   // finishing and the next one starting move the sum between the same two
   // values, and the divisions were the GPU model's costliest lines.
-  static void refresh_rate(Gpu& G) {
+  // The kernels still waiting for their faults at `now` are projected
+  // again when the rate changes (InService::ready_ns).
+  void refresh_rate(Gpu& G, std::uint64_t now) {
+    const double before = G.rate;
+    set_rate(G);
+    if (G.rate == before || G.stalled_until <= now) return;
+    for (Gpu::InService& k : G.active)
+      if (k.ready_ns > now)
+        k.finish_vt = project(G, k.ready_ns, now) + static_cast<double>(jobs_[k.job].spec.kernel_ns);
+  }
+  static void set_rate(Gpu& G) {
     if (G.sm_pct_sum <= 100) {
       G.load = 1.0;
       G.rate = 1.0;
@@ -866,7 +874,7 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     Gpu& G = gpus_[g];
     G.dirty = false;
     update(g, now);
-    refresh_rate(G);
+    refresh_rate(G, now);
     if (G.active.empty()) {
       if (G.done_event.valid()) sim_.cancel(G.done_event);
       G.done_event = EventId{};
@@ -877,11 +885,6 @@ class GpuSim final : public GpuSimulation, public EventHandler {
     // costliest instruction of a `none` event.
     double m = G.active.front().finish_vt;
     for (const Gpu::InService& k : G.active) m = std::min(m, k.finish_vt);
-    if (m == kStalled) {  // every kernel waits for its faults: no kernel ends before they are served
-      if (G.done_event.valid()) sim_.cancel(G.done_event);
-      G.done_event = EventId{};
-      return;
-    }
     m -= G.vt;
     const auto at = now + ceil_ns(m * G.inv_rate);
     if (G.done_event.valid() && sim_.is_pending(G.done_event) && G.done_at == at) return;

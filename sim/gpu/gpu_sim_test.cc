@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -180,6 +181,47 @@ TEST(GpuSim, PageFaultsOfOneGpuAreServedInTurn) {
   two_gpus.extra["gpu"]["jobs"][0]["gpu"] = 0;
   two_gpus.extra["gpu"]["jobs"][1]["gpu"] = 1;
   EXPECT_NEAR(makespan(run_gpu(two_gpus, "none")), create + 1e6, 1e6);
+}
+
+// A kernel waiting for its faults makes no progress until they are served,
+// even when the GPU's rate changes meanwhile: b's faults queue behind a's;
+// a's kernel computes at half speed (b holds its share while it waits) and
+// ends before b's faults are served; b then computes alone. b's end was
+// projected at half speed when it started: without the projection again at
+// a's end it ends early (before its own faults are served).
+TEST(GpuSim, AKernelWaitingForItsFaultsStartsWhenTheyAreServedWhateverTheRateDid) {
+  trace::Trace t = with_jobs({job("a", 1ull << 20, 1, 40000000, 1), job("b", 1ull << 30, 1, 10000000, 1)}, 64);
+  t.extra["gpu"]["gpus"][0]["pcie"] = "gen5";
+  const double rate = static_cast<double>(trace::gpu::pcie_preset("gen5")->first_touch_bytes_per_s);
+  const double a_ready = std::ceil(static_cast<double>(1ull << 20) * 1e9 / rate);
+  const double b_ready = a_ready + std::ceil(static_cast<double>(1ull << 30) * 1e9 / rate);
+  const json r = run_gpu(t, "none");
+  const double a_end = r["jobs"]["a"]["finish_ns"].get<double>();
+  const double b_end = r["jobs"]["b"]["finish_ns"].get<double>();
+  ASSERT_LT(a_ready + 80e6, b_ready);  // the case: a ends while b waits
+  EXPECT_NEAR(a_end, a_ready + 80e6, 2.0);  // 40 ms of work at half speed
+  EXPECT_NEAR(b_end, b_ready + 10e6, 2.0);  // alone once served
+}
+
+// A faulting kernel costs one event (its end), not a second one when its
+// faults are served: a thrashing run handles about one event per kernel.
+TEST(GpuSim, AFaultingKernelCostsOneEvent) {
+  const trace::Trace t = generate_gpu_trace(
+      "gpu-oversub", 1, {{"jobs", "4"}, {"job-mem-gb", "12"}, {"gpu-mem-gb", "16"}, {"iterations", "50"}});
+  Simulator sim;
+  auto g = make_gpu_simulation(sim, t, "none", {}, 1);
+  g->start();
+  while (!g->done() && sim.step()) {
+  }
+  ASSERT_TRUE(g->done());
+  const json r = g->results();
+  double kernels = 0, faults = 0;
+  for (const auto& [id, j] : r["jobs"].items()) {
+    kernels += j["kernels_done"].get<double>();
+    faults += j["fault_bytes"].get<double>() > 0;
+  }
+  ASSERT_EQ(faults, 4);  // it thrashes
+  EXPECT_LE(static_cast<double>(sim.executed_count()), 1.05 * kernels + 20);
 }
 
 // Pages nobody has touched are created on the GPU (gen5, fitted to an H200:

@@ -9,7 +9,9 @@ Per binary and policy it prints the median (range) over the rounds of:
     to nvshare's in the same round;
   - the marginal ns per event, (time at 4k - time at 1k) / (events at 4k -
     events at 1k) from BM_GpuSim4k, which takes out the part of a run that
-    does not grow with its events, and its ratio to nvshare's.
+    does not grow with its events, and its ratio to nvshare's;
+  - ns per simulated kernel at 4k (the unit of work, whatever an event
+    carries), and its ratio to nvshare's.
 
     tests/bench/gpu_sim_ratio.py --rounds 11 OLD/engine_bench build/ci/tests/bench/engine_bench
 """
@@ -36,7 +38,8 @@ def one_round(binary):
         ms = {"ms": 1e6, "us": 1e3, "ns": 1.0}
         ta = a["real_time"] * ms[a["time_unit"]]
         tc = c["real_time"] * ms[c["time_unit"]]
-        fig[p] = (ta / a["events"], (tc - ta) / (c["events"] - a["events"]))
+        # ns_per_kernel is an inverted rate counter: seconds per kernel
+        fig[p] = (ta / a["events"], (tc - ta) / (c["events"] - a["events"]), c["ns_per_kernel"] * 1e9)
     return fig
 
 
@@ -51,7 +54,8 @@ def main():
     args = ap.parse_args()
     if args.rounds < 1:
         ap.error("--rounds: expected at least 1")
-    rows = {b: {p: {"run": [], "marg": [], "run_x": [], "marg_x": []} for p in POLICIES} for b in args.binaries}
+    rows = {b: {p: {k: [] for k in ("run", "marg", "kern", "run_x", "marg_x", "kern_x")} for p in POLICIES}
+            for b in args.binaries}
     for _ in range(args.rounds):
         for b in args.binaries:
             fig = one_round(b)
@@ -61,13 +65,16 @@ def main():
                 r["marg"].append(fig[p][1])
                 r["run_x"].append(fig[p][0] / fig["nvshare"][0])
                 r["marg_x"].append(fig[p][1] / fig["nvshare"][1])
+                r["kern"].append(fig[p][2])
+                r["kern_x"].append(fig[p][2] / fig["nvshare"][2])
     for b in args.binaries:
         print(f"{b} ({args.rounds} rounds; ns per event, median (range))")
-        print(f"  {'policy':<14} {'1k':<22} {'/ nvshare':<20} {'marginal':<22} {'/ nvshare'}")
+        print(f"  {'policy':<14} {'1k':<22} {'/ nvshare':<20} {'marginal':<22} {'/ nvshare':<20} "
+              f"{'per kernel, 4k':<22} {'/ nvshare'}")
         for p in POLICIES:
             r = rows[b][p]
             print(f"  {p:<14} {summary(r['run']):<22} {summary(r['run_x']):<20} "
-                  f"{summary(r['marg']):<22} {summary(r['marg_x'])}")
+                  f"{summary(r['marg']):<22} {summary(r['marg_x']):<20} {summary(r['kern']):<22} {summary(r['kern_x'])}")
 
 
 if __name__ == "__main__":
