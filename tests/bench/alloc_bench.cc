@@ -10,9 +10,13 @@
 //    least);
 //  - "mixed": agent sessions and a fork storm, so new tasks (each one
 //    allocates its process state) are part of the difference; reported per
-//    event and per new task.
+//    event and per new task;
+//  - "gpu": the GPU model under each GPU policy (64 jobs on 8 oversubscribed
+//    GPUs, engine_bench's BM_GpuSim trace) at 10T and 20T iterations per
+//    job (a GPU run ends when its jobs do, not at a stop time).
 // Prints figures; asserts nothing (a smoke test runs it at a tiny size).
 // Run: build/ci/tests/bench/alloc_bench [T_seconds=5]
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
@@ -75,6 +79,17 @@ Count run_to(const agentcg::trace::Trace& base, const std::string& policy, std::
   return {allocs, r["events"].get<std::uint64_t>(), r["tasks"].get<std::uint64_t>()};
 }
 
+Count run_gpu(const std::string& policy, std::uint64_t iterations) {
+  const auto t = agentcg::trace::generate("gpu-oversub", 1,
+                                          {{"gpus", "8"}, {"jobs", "64"}, {"job-mem-gb", "12"}, {"gpu-mem-gb", "16"},
+                                           {"iterations", std::to_string(iterations)}});
+  agentcg::sim::RunOptions o;
+  o.gpu_policy = policy;
+  const std::uint64_t before = g_allocs;
+  const auto r = agentcg::sim::run(t, o);
+  return {g_allocs - before, r["events"].get<std::uint64_t>(), 0};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -108,6 +123,16 @@ int main(int argc, char** argv) {
       std::printf("%-8s %-9s %12.0f %12.0f %10.0f %14.4f %14s\n", w.name, policy.c_str(), de, da, dt,
                   de > 0 ? da / de : 0.0, dt > 0 ? std::to_string(da / dt).c_str() : "-");
     }
+  }
+  const auto iters = static_cast<std::uint64_t>(std::max(1.0, 10 * t_s));
+  std::printf("\n%-28s %12s %12s %14s   (%llu and %llu iterations per job)\n", "gpu policy", "d_events", "d_allocs",
+              "allocs/event", static_cast<unsigned long long>(iters), static_cast<unsigned long long>(2 * iters));
+  for (const std::string& policy : agentcg::sim::gpu_policies()) {
+    const Count a = run_gpu(policy, iters);
+    const Count b = run_gpu(policy, 2 * iters);
+    const auto de = static_cast<double>(b.events - a.events);
+    const auto da = static_cast<double>(b.allocs) - static_cast<double>(a.allocs);
+    std::printf("%-28s %12.0f %12.0f %14.4f\n", policy.c_str(), de, da, de > 0 ? da / de : 0.0);
   }
   return 0;
 }
