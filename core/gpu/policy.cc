@@ -48,6 +48,12 @@
 //    carryover_pct and the throttle is lifted only if usage is below quota.
 //  - the fork's "memory overloaded" flag is not needed: fit is recomputed
 //    from the reported allocations at every event.
+//  - the memory-aware GPU design bounds a waiter's wait (max_wait_s, its
+//    section 6) so that a big job cannot block the small ones; switching
+//    the running set out at once took back a grant given a moment ago
+//    whenever a long queue was past the bound (every grant, on the whole
+//    Tiresias trace), so a starving waiter shortens each holder's turn to
+//    the minimum quantum (switch_time_min_s) from its grant instead.
 //
 // Limitations: clients are trusted to report allocations and to honour
 // DROP; a client that never releases after DROP keeps its grant (the
@@ -804,13 +810,20 @@ class Policy final : public GpuPolicy {
     std::uint64_t staying = 0;
     for (Client* c : h) staying += c->allocated;
     const std::uint64_t limit = safe_limit(g, head);
+    // A starving waiter cuts the holders' turn short, to the minimum
+    // quantum: a holder granted a moment ago keeps the GPU that long, or a
+    // switch forced at once would drop it before it ran anything, and with
+    // every waiter past max_wait_s (a long queue) every grant would be
+    // taken back at once: on the whole Tiresias trace short jobs were
+    // granted 8 times per kernel they ran and waited years.
+    const std::uint64_t turn = starving ? cfg_.switch_time_min_s * kNsPerS : qw;
     for (Client* c : h) {
       if (staying + head->allocated <= limit) break;
-      if (starving || now >= c->granted_at_ns + qw) {
+      if (now >= c->granted_at_ns + turn) {
         drop(*c, now, out);
         staying -= c->allocated;
       } else {
-        want(c->granted_at_ns + qw);
+        want(c->granted_at_ns + turn);
         break;
       }
     }

@@ -213,6 +213,41 @@ TEST(MemoryAwarePolicy, StarvationBoundStopsBackfill) {
   EXPECT_EQ(g[0].client, 2u);
 }
 
+// A starving waiter shortens the holders' turn to the minimum quantum
+// (switch_time_min_s, 30 s), not to nothing: a client granted a moment ago
+// keeps the GPU that long. Dropping it at once took every grant back while
+// a long queue was past max_wait_s (the whole Tiresias trace: 8 grants per
+// kernel run, JCT p99 1.9x nvshare's).
+TEST(MemoryAwarePolicy, AStarvingWaiterLetsAFreshHolderRunItsMinimumQuantum) {
+  config::GpuConfig cfg;
+  cfg.max_wait_s = 50;
+  cfg.switch_time_mode = "fixed";
+  cfg.switch_time_fixed_s = 1000;
+  auto p = make("memory-aware", cfg);
+  for (ClientId c : {1, 2, 3}) {
+    (void)p->register_client(0, c, 0, {});
+    (void)p->memory_update(0, c, 12 * kGiB);  // no two fit together
+  }
+  auto g1 = of(p->lock_request(0, 1), DecisionKind::kGrant);
+  ASSERT_EQ(g1.size(), 1u);
+  (void)p->lock_request(1 * kS, 2);
+  (void)p->lock_request(2 * kS, 3);
+  ASSERT_EQ(of(p->tick(51 * kS), DecisionKind::kDrop).size(), 1u);  // 2 starves: 1 has held 51 s
+  auto d = p->release(52 * kS, 1, g1[0].generation);
+  auto g2 = of(d, DecisionKind::kGrant);
+  ASSERT_EQ(g2.size(), 1u);
+  EXPECT_EQ(g2[0].client, 2u);
+  // 3 has waited 50 s too, and does not fit beside 2: 2 keeps the GPU for 30 s
+  d = p->tick(53 * kS);
+  EXPECT_TRUE(of(d, DecisionKind::kDrop).empty());
+  ASSERT_TRUE(d.next_tick_ns);
+  EXPECT_EQ(*d.next_tick_ns, 82 * kS);
+  d = p->tick(82 * kS);
+  auto drops = of(d, DecisionKind::kDrop);
+  ASSERT_EQ(drops.size(), 1u);
+  EXPECT_EQ(drops[0].client, 2u);
+}
+
 TEST(ComputeLimitPolicy, ThrottlesOnlyTheOverQuotaClientAndBoundsQueuedWork) {
   auto p = make("compute-limit");
   (void)p->register_client(0, 1, 0, {25, 0});
