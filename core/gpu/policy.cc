@@ -685,6 +685,7 @@ class Policy final : public GpuPolicy {
       // 3. Grants. Limited clients on a GPU run one at a time (see
       // limited_busy()); the others as the policy says.
       const std::span<Client* const> w = waiters(g);
+      bool granted_here = false;  // memory-aware granted on g in this step
       if (off) {
         for (Client* c : w)
           if (!c->throttled && !limited_busy(g, *c) && admit(g, *c, out)) grant(*c, now, out);
@@ -724,6 +725,7 @@ class Policy final : public GpuPolicy {
             }
             const bool fresh = !c->has_context;
             grant(*c, now, out);
+            granted_here = true;
             ++nh;
             run += c->allocated;
             if (fresh) ++nctx;
@@ -736,6 +738,14 @@ class Policy final : public GpuPolicy {
           const std::uint64_t bound = cfg_.max_wait_s * kNsPerS;
           if (now >= c->request_since_ns + bound) blocked = true;
         }
+        // The new holders' turn ends while a waiter does not fit beside
+        // them: the forced switch of step 2 ran before them and found the
+        // GPU free, so it is taken again for its timer. Without it nothing
+        // calls the policy until a holder leaves: on the whole Tiresias
+        // trace each job granted on a GPU whose contexts were then full
+        // ran to its end while the started ones waited (JCT p99 = the
+        // makespan on one GPU).
+        if (granted_here && !mode_off_) forced_switch(g, now, out, want);
       }
 
       // 4. Timers.
@@ -776,7 +786,7 @@ class Policy final : public GpuPolicy {
     const std::uint64_t cap = gpus_[g].memory_bytes, cb = ctx_bytes(g);
     const std::uint64_t reserve = cfg_.memory_reserve_mb * kMiB;
     for (Client* c : waiters(g)) {
-      if (c->throttled) continue;
+      if (c->throttled || !c->requesting) continue;  // granted by step 3 since all_waiters()
       if (nh == 0) continue;  // fits: nobody holds the GPU
       const std::uint64_t r = reserve + cb * (nctx + (c->has_context ? 0 : 1));
       if (run + c->allocated <= (cap > r ? cap - r : 0)) continue;  // fits

@@ -213,6 +213,37 @@ TEST(MemoryAwarePolicy, StarvationBoundStopsBackfill) {
   EXPECT_EQ(g[0].client, 2u);
 }
 
+// A client granted when the GPU frees up gets the quantum, not the GPU
+// until it leaves: a waiter that does not fit beside it arms the forced
+// switch at its quantum's end. The forced switch used to run only before
+// the grants, with the GPU free, and nothing else called the policy: a job
+// granted so ran to its end (the whole Tiresias trace on one GPU: JCT p99
+// = the makespan).
+TEST(MemoryAwarePolicy, AClientGrantedWhenTheGpuFreesUpHasAQuantumNotTheGpu) {
+  config::GpuConfig cfg;
+  cfg.switch_time_mode = "fixed";
+  cfg.switch_time_fixed_s = 60;
+  auto p = make("memory-aware", cfg);
+  for (ClientId c : {1, 2, 3}) {
+    (void)p->register_client(0, c, 0, {});
+    (void)p->memory_update(0, c, 12 * kGiB);  // no two fit together
+  }
+  auto g1 = of(p->lock_request(0, 1), DecisionKind::kGrant);
+  ASSERT_EQ(g1.size(), 1u);
+  (void)p->lock_request(1 * kS, 2);
+  (void)p->lock_request(10 * kS, 3);
+  ASSERT_EQ(of(p->tick(60 * kS), DecisionKind::kDrop).size(), 1u);
+  auto d = p->release(61 * kS, 1, g1[0].generation);  // 1 is done for now
+  auto g2 = of(d, DecisionKind::kGrant);
+  ASSERT_EQ(g2.size(), 1u);
+  EXPECT_EQ(g2[0].client, 2u);
+  ASSERT_TRUE(d.next_tick_ns);  // 3 waits: 2's quantum ends at 121 s
+  EXPECT_EQ(*d.next_tick_ns, 121 * kS);
+  auto drops = of(p->tick(121 * kS), DecisionKind::kDrop);
+  ASSERT_EQ(drops.size(), 1u);
+  EXPECT_EQ(drops[0].client, 2u);
+}
+
 // A starving waiter shortens the holders' turn to the minimum quantum
 // (switch_time_min_s, 30 s), not to nothing: a client granted a moment ago
 // keeps the GPU that long. Dropping it at once took every grant back while
