@@ -213,6 +213,32 @@ TEST(MemoryAwarePolicy, StarvationBoundStopsBackfill) {
   EXPECT_EQ(g[0].client, 2u);
 }
 
+// Three memory-aware clients of 12 GiB on a 16 GiB GPU (no two fit
+// together): 1 granted at 0, 2 asking at 1 s, 3 at `third_at`; then 1,
+// dropped at `drop_at`, releases a second later and 2 is granted.
+struct ThreeThatDoNotFitTogether {
+  std::unique_ptr<GpuPolicy> p;
+  Decisions at_release;  // the decisions of 1's release
+  ThreeThatDoNotFitTogether(const config::GpuConfig& cfg, std::uint64_t third_at, std::uint64_t drop_at)
+      : p(make("memory-aware", cfg)) {
+    for (ClientId c : {1, 2, 3}) {
+      (void)p->register_client(0, c, 0, {});
+      (void)p->memory_update(0, c, 12 * kGiB);
+    }
+    auto g1 = of(p->lock_request(0, 1), DecisionKind::kGrant);
+    EXPECT_EQ(g1.size(), 1u);
+    (void)p->lock_request(1 * kS, 2);
+    (void)p->lock_request(third_at, 3);
+    EXPECT_EQ(of(p->tick(drop_at), DecisionKind::kDrop).size(), 1u);
+    at_release = p->release(drop_at + kS, 1, g1.empty() ? 0 : g1[0].generation);
+    auto g2 = of(at_release, DecisionKind::kGrant);
+    EXPECT_EQ(g2.size(), 1u);
+    if (!g2.empty()) {
+      EXPECT_EQ(g2[0].client, 2u);
+    }
+  }
+};
+
 // A client granted when the GPU frees up gets the quantum, not the GPU
 // until it leaves: a waiter that does not fit beside it arms the forced
 // switch at its quantum's end. The forced switch used to run only before
@@ -223,23 +249,10 @@ TEST(MemoryAwarePolicy, AClientGrantedWhenTheGpuFreesUpHasAQuantumNotTheGpu) {
   config::GpuConfig cfg;
   cfg.switch_time_mode = "fixed";
   cfg.switch_time_fixed_s = 60;
-  auto p = make("memory-aware", cfg);
-  for (ClientId c : {1, 2, 3}) {
-    (void)p->register_client(0, c, 0, {});
-    (void)p->memory_update(0, c, 12 * kGiB);  // no two fit together
-  }
-  auto g1 = of(p->lock_request(0, 1), DecisionKind::kGrant);
-  ASSERT_EQ(g1.size(), 1u);
-  (void)p->lock_request(1 * kS, 2);
-  (void)p->lock_request(10 * kS, 3);
-  ASSERT_EQ(of(p->tick(60 * kS), DecisionKind::kDrop).size(), 1u);
-  auto d = p->release(61 * kS, 1, g1[0].generation);  // 1 is done for now
-  auto g2 = of(d, DecisionKind::kGrant);
-  ASSERT_EQ(g2.size(), 1u);
-  EXPECT_EQ(g2[0].client, 2u);
-  ASSERT_TRUE(d.next_tick_ns);  // 3 waits: 2's quantum ends at 121 s
-  EXPECT_EQ(*d.next_tick_ns, 121 * kS);
-  auto drops = of(p->tick(121 * kS), DecisionKind::kDrop);
+  ThreeThatDoNotFitTogether t(cfg, 10 * kS, 60 * kS);  // 1 is done for now: it does not ask again
+  ASSERT_TRUE(t.at_release.next_tick_ns);  // 3 waits: 2's quantum ends at 121 s
+  EXPECT_EQ(*t.at_release.next_tick_ns, 121 * kS);
+  auto drops = of(t.p->tick(121 * kS), DecisionKind::kDrop);
   ASSERT_EQ(drops.size(), 1u);
   EXPECT_EQ(drops[0].client, 2u);
 }
@@ -254,22 +267,10 @@ TEST(MemoryAwarePolicy, AStarvingWaiterLetsAFreshHolderRunItsMinimumQuantum) {
   cfg.max_wait_s = 50;
   cfg.switch_time_mode = "fixed";
   cfg.switch_time_fixed_s = 1000;
-  auto p = make("memory-aware", cfg);
-  for (ClientId c : {1, 2, 3}) {
-    (void)p->register_client(0, c, 0, {});
-    (void)p->memory_update(0, c, 12 * kGiB);  // no two fit together
-  }
-  auto g1 = of(p->lock_request(0, 1), DecisionKind::kGrant);
-  ASSERT_EQ(g1.size(), 1u);
-  (void)p->lock_request(1 * kS, 2);
-  (void)p->lock_request(2 * kS, 3);
-  ASSERT_EQ(of(p->tick(51 * kS), DecisionKind::kDrop).size(), 1u);  // 2 starves: 1 has held 51 s
-  auto d = p->release(52 * kS, 1, g1[0].generation);
-  auto g2 = of(d, DecisionKind::kGrant);
-  ASSERT_EQ(g2.size(), 1u);
-  EXPECT_EQ(g2[0].client, 2u);
+  ThreeThatDoNotFitTogether t(cfg, 2 * kS, 51 * kS);  // at 51 s 2 starves: 1 has held 51 s
+  auto& p = t.p;
   // 3 has waited 50 s too, and does not fit beside 2: 2 keeps the GPU for 30 s
-  d = p->tick(53 * kS);
+  auto d = p->tick(53 * kS);
   EXPECT_TRUE(of(d, DecisionKind::kDrop).empty());
   ASSERT_TRUE(d.next_tick_ns);
   EXPECT_EQ(*d.next_tick_ns, 82 * kS);
