@@ -367,8 +367,8 @@ class Policy final : public GpuPolicy {
   void accrue(std::uint64_t to) {
     if (to <= last_ns_) return;
     const std::uint64_t dt = to - last_ns_;
-    // Two passes over the clients (holders per GPU, then the bills), not
-    // one per GPU: every policy call advances time.
+    // Per GPU, its holders, then their bills: a pass over each GPU's own
+    // clients (every policy call advances time).
     for (GpuIndex g = 0; g < gpus_.size(); ++g) {
       const std::size_t n = holders(g);
       if (n == 0) continue;

@@ -186,9 +186,10 @@ TEST(GpuSim, PageFaultsOfOneGpuAreServedInTurn) {
 // A kernel waiting for its faults makes no progress until they are served,
 // even when the GPU's rate changes meanwhile: b's faults queue behind a's;
 // a's kernel computes at half speed (b holds its share while it waits) and
-// ends before b's faults are served; b then computes alone. b's end was
-// projected at half speed when it started: without the projection again at
-// a's end it ends early (before its own faults are served).
+// ends before b's faults are served; b then computes alone. The rate moves
+// twice while b waits (1 -> 1/2 as both start, 1/2 -> 1 as a ends): without
+// the projection again at each change b's wait is counted at a stale rate
+// (b ended 40 ms late so).
 TEST(GpuSim, AKernelWaitingForItsFaultsStartsWhenTheyAreServedWhateverTheRateDid) {
   trace::Trace t = with_jobs({job("a", 1ull << 20, 1, 40000000, 1), job("b", 1ull << 30, 1, 10000000, 1)}, 64);
   t.extra["gpu"]["gpus"][0]["pcie"] = "gen5";
