@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -340,6 +341,40 @@ TEST(GpuSim, Deterministic) {
   EXPECT_EQ(run_gpu(t, "memory-aware").dump(), run_gpu(t2, "memory-aware").dump());
   auto t3 = generate_gpu_trace("gpu-oversub", 8, {{"arrival-spread-ms", "5000"}, {"iterations", "200"}});
   EXPECT_NE(t.extra.dump(), t3.extra.dump());
+}
+
+// A long queue, far past max_wait_s (40 jobs of 200 s on one GPU, up to
+// 3 co-located while few contexts exist, one at a time once the contexts
+// fill it): every grant runs at least one kernel before it is taken back,
+// none keeps the GPU longer than a turn while others wait (memory-aware:
+// 30 s per co-located holder, at most 3, plus the kernel each drains at a
+// third of the GPU: 120 s), and every job finishes. memory-aware used to
+// break the turn: a grant made when the GPU freed up armed no quantum, and
+// the job kept the GPU to its end (MemoryAwarePolicy.AClientGrantedWhen-
+// TheGpuFreesUpHasAQuantumNotTheGpu tests that in the policy alone).
+TEST(GpuSim, ALongQueueGetsTurnsOfOneQuantum) {
+  std::vector<GpuJob> jobs;
+  for (int k = 0; k < 40; ++k) {
+    jobs.push_back(job("q" + std::to_string(k), 4ull << 30, 20, 10000000000ull, 1));  // one kernel queued
+    jobs.back().arrival_ns = static_cast<std::uint64_t>(k) * 1500000000ull;
+  }
+  trace::Trace t = with_jobs(jobs, 16);
+  t.extra["gpu"]["gpus"][0]["context_overhead_mb"] = 512;
+  config::GpuConfig cfg;
+  cfg.switch_time_mode = "fixed";
+  cfg.switch_time_fixed_s = 30;
+  for (const char* policy : {"nvshare", "memory-aware", "memory-aware+compute-limit"}) {
+    const json r = run_gpu(t, policy, cfg);
+    ASSERT_EQ(r["jobs_finished"].get<int>(), 40) << policy;
+    double longest_wait = 0;
+    for (const auto& [id, j] : r["jobs"].items()) {
+      const auto grants = j["grants"].get<double>();
+      EXPECT_LE(grants, j["kernels_done"].get<double>()) << policy << " " << id;
+      EXPECT_LE(j["run_ns"].get<double>(), grants * 120e9) << policy << " " << id;
+      longest_wait = std::max(longest_wait, j["wait_ns"].get<double>());
+    }
+    EXPECT_GT(longest_wait, 10 * 600e9) << policy;  // the case: waits far past max_wait_s
+  }
 }
 
 TEST(GpuSim, MultiGpuPlacement) {
