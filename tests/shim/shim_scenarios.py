@@ -392,6 +392,31 @@ def shim_memaware_switch(env):
     print("switches %d, prefetched %d MiB" % (switches, v["agentcg_gpu_prefetched_bytes_total"] // MB))
 
 
+def shim_memaware_turns(env):
+    """A client granted when the GPU frees up gets a quantum, not the GPU
+    until it leaves. A leaves early (done: it does not ask again); whoever
+    is granted then must still hand the GPU to the other waiter at its
+    quantum's end. (The simulator lost this while the forced switch ran
+    only before the grants; the daemon did not: this passes with that
+    code too, the clients' own messages call the policy often enough.)"""
+    env.start_daemon("memory-aware", quantum_ms=300, config=MEM_CFG)
+    a = env.client("--alloc-mb", 700, "--iters", 400)  # 1 ms kernels: 0.4 s of GPU
+    time.sleep(0.1)
+    b = env.client("--alloc-mb", 700, "--iters", 1500)
+    time.sleep(0.1)
+    c = env.client("--alloc-mb", 700, "--iters", 1500)
+    ra, rb, rc = env.result(a), env.result(b), env.result(c)
+    d = env.dump()
+    t0, t1 = ra["end_ns"], min(rb["end_ns"], rc["end_ns"])
+    check(t1 - t0 > 900000000, "B and C ran together too little after A's end to count turns: %.0f ms" % ms(t1 - t0))
+    turns = sorted([(x[0], rb["pid"]) for x in runs(d, rb["pid"]) if t0 <= x[0] < t1] +
+                   [(x[0], rc["pid"]) for x in runs(d, rc["pid"]) if t0 <= x[0] < t1])
+    switches = sum(1 for i in range(1, len(turns)) if turns[i][1] != turns[i - 1][1])
+    check(switches >= 2, "after A's end B and C want turns at the 300 ms quantum, got %d switches in %.0f ms" %
+          (switches, ms(t1 - t0)))
+    print("switches after A's end: %d in %.0f ms" % (switches, ms(t1 - t0)))
+
+
 def shim_memaware_release(env):
     env.start_daemon("memory-aware", quantum_ms=5000, config=MEM_CFG)
     a = env.client("--alloc-mb", 700, "--duration-ms", 2000, "--free-after-ms", 500)
@@ -827,7 +852,7 @@ def gpud_fault_garbage(env):
 CASES = {f.__name__: f for f in [
     shim_basic_unscheduled, shim_basic_managed, shim_basic_resolve, shim_basic_meminfo,
     shim_nvshare_alternate, shim_nvshare_lone_drop,
-    shim_memaware_fit, shim_memaware_switch, shim_memaware_release,
+    shim_memaware_fit, shim_memaware_switch, shim_memaware_release, shim_memaware_turns,
     shim_compute_limit, shim_compute_limit_change, shim_compute_caps,
     gpud_fault_daemon_restart, gpud_fault_client_killed, gpud_fault_garbage,
     shim_basic_fail_closed, gpud_attack_frames, gpud_attack_connections, gpud_attack_unread,
