@@ -103,7 +103,7 @@ struct Client {
 class Policy final : public GpuPolicy {
  public:
   Policy(std::string name, Features f, const config::GpuConfig& cfg, std::vector<GpuCapacity> gpus)
-      : name_(std::move(name)), f_(f), cfg_(cfg), gpus_(std::move(gpus)) {
+      : name_(std::move(name)), f_(f), cfg_(cfg), gpus_(std::move(gpus)), buckets_(gpus_.size() + 1) {
     tq_ns_ = cfg_.time_quantum_ms * kNsPerMs;
     on_ = cfg_.scheduler_on && f_.serialise;
     fixed_quantum_ = cfg_.switch_time_mode == "fixed";
@@ -281,7 +281,6 @@ class Policy final : public GpuPolicy {
   // the per-GPU passes were most of a simulated event).
   std::vector<Client*>& bucket(const Client& c) { return buckets_[c.gpu ? *c.gpu : gpus_.size()]; }
   void bucket_insert(Client& c) {
-    if (buckets_.empty()) buckets_.resize(gpus_.size() + 1);
     auto& b = bucket(c);
     b.insert(std::lower_bound(b.begin(), b.end(), c.id, [](const Client* x, ClientId id) { return x->id < id; }), &c);
   }
@@ -290,9 +289,7 @@ class Policy final : public GpuPolicy {
     b.erase(std::lower_bound(b.begin(), b.end(), c.id, [](const Client* x, ClientId id) { return x->id < id; }));
   }
   // GPU g's clients, in id order.
-  std::span<Client* const> on_gpu(GpuIndex g) const {
-    if (buckets_.empty()) return {};
-    return {buckets_[g].data(), buckets_[g].size()};
+  std::span<Client* const> on_gpu(GpuIndex g) const { return {buckets_[g].data(), buckets_[g].size()};
   }
   // The clients not placed yet, in id order.
   std::span<Client* const> unplaced() const { return on_gpu(gpus_.size()); }

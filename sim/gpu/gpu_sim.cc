@@ -190,7 +190,9 @@ struct Gpu {
   // and service thread per GPU in NVIDIA's UVM driver): the server is busy
   // until here. A faulting kernel holds its share meanwhile (InService).
   std::uint64_t faults_free_ns = 0;
-  std::uint64_t stalled_until = 0;  // the latest ready_ns of the kernels in `active`
+  // No kernel in `active` waits for its faults past this (the latest
+  // ready_ns given: refresh_rate() skips its pass once it is behind now)
+  std::uint64_t stalled_until = 0;
   bool dirty = false;         // its kernels in service changed in this event (GpuSim::mark_dirty)
   EventId done_event;
   std::uint64_t done_at = 0;

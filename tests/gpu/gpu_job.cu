@@ -37,9 +37,10 @@ void ok(cudaError_t e, const char* what) {
 }
 
 // Touches one word of every 4 KiB page of the footprint, then each block's
-// thread 0 spins until spin_ns after the block started, on the GPU clock. span[0] / span[1] take the
-// earliest start and latest end over the blocks (the GPU clock), so the
-// kernel's own time, page faults included, is span[1] - span[0]: CUDA events
+// thread 0 spins until spin_ns after the block started, on the GPU clock.
+// span[0] / span[1] take the earliest start and latest end over the
+// blocks (the GPU clock), so the kernel's own time, page faults included,
+// is span[1] - span[0]: CUDA events
 // around the launch would also count the time the launch waited for the
 // scheduler's lock.
 __global__ void touch_and_spin(unsigned int* buf, size_t words, unsigned long long spin_ns,
