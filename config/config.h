@@ -94,6 +94,16 @@ struct MachineConfig {
   // C-state); a CPU idle for less pays nothing (it is still polling/in WFI).
   std::uint64_t idle_exit_ns = 0;
   std::uint64_t idle_exit_after_ns = 0;
+  // An IPI to an idle CPU: a wakeup or a new task placed on an idle CPU
+  // other than the one the wakeup runs on (a fork's child sent to the idle
+  // CPU, a timer wakeup moved off its CPU) dispatches ipi_idle_ns later. In
+  // a KVM guest the halted vCPU is woken by the host (measured on a 2-vCPU
+  // guest: 18-20 us from a child's sched_wakeup_new to its first run on
+  // the other, idle vCPU against 8 us for a wakeup on the waker's own CPU;
+  // README, Fidelity). A CPU woken by its own timer pays nothing here (its
+  // interrupt already woke it): idle_exit_ns is the cost of any kick. 0:
+  // none.
+  std::uint64_t ipi_idle_ns = 0;
   // A preempting kick of a CPU that runs a task (a wakeup that preempts it,
   // sched_ext's SCX_KICK_PREEMPT, eevdf's wakeup preemption) takes effect
   // kick_busy_ns later: under single-threaded TCG a busy vCPU notices an

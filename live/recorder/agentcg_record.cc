@@ -145,6 +145,7 @@ struct Config {
   std::string out_dir;
   unsigned interval_ms = 100;
   std::string cgroup_root = "/sys/fs/cgroup";
+  bool cgroups = true;  // --no-cgroups: the scheduler events only, every task in "/"
   unsigned buffer_kb = 0;
   std::uint64_t duration_ns = 0;
   std::vector<std::string> command;
@@ -161,6 +162,9 @@ std::optional<int> parse_args(int argc, char** argv, Config& c) {
   app.add_option("--interval-ms", c.interval_ms, "cgroup/membership sampling interval (default 100)")
       ->check(CLI::Range(10u, 60000u));
   app.add_option("--cgroup-root", c.cgroup_root, "the cgroup v2 mount (default /sys/fs/cgroup)")->type_name("DIR");
+  app.add_flag("--no-cgroups", [&c](std::int64_t) { c.cgroups = false; },
+               "the scheduler events only, every task in the root cgroup (a machine without cgroup v2; a "
+               "capture for `agentcg fidelity --capture`)");
   app.add_option("--buffer-kb", c.buffer_kb, "per-CPU tracefs buffer")->check(CLI::Range(64u, 4u * 1024 * 1024));
   auto* dur = agentcg::cli::add_duration(app, "--duration", c.duration_ns, "record for DURATION (10s, 500ms, 2m)", 1);
   app.footer("  -- COMMAND [ARGS...]     record until COMMAND exits (instead of --duration)");
@@ -421,7 +425,7 @@ class PipeReader {
 class Sampler {
  public:
   Sampler(const Config& cfg, FILE* members, FILE* cgroups, FILE* memory)
-      : root_(cfg.cgroup_root), members_(members), cgroups_(cgroups), memory_(memory) {
+      : root_(cfg.cgroup_root), with_cgroups_(cfg.cgroups), members_(members), cgroups_(cgroups), memory_(memory) {
     std::fputs("mono_ns\ttid\ttgid\tkthread\tcgroup\tcomm\n", members_);
     std::fputs("mono_ns\tpath\tcpu.weight\tcpu.max\tmemory.high\tmemory.max\n", cgroups_);
     std::fputs("mono_ns\tpath\tmemory.current\n", memory_);
@@ -491,7 +495,8 @@ class Sampler {
       if (cg.compare(pos, 3, "0::") == 0) path = cg.substr(pos + 3, nl - pos - 3);
       pos = nl + 1;
     }
-    if (path.empty()) return;  // no cgroup v2 line
+    if (!with_cgroups_) path = "/";  // --no-cgroups: membership is not recorded
+    if (path.empty()) return;      // no cgroup v2 line
     if (path.find('\t') != std::string::npos) return;
     // A path with " (deleted)" appended: the cgroup went away; keep the name.
     if (const auto d = path.find(" (deleted)"); d != std::string::npos) path.erase(d);
@@ -530,6 +535,7 @@ class Sampler {
   }
 
   std::string root_;
+  bool with_cgroups_;
   FILE* members_;
   FILE* cgroups_;
   FILE* memory_;
@@ -564,7 +570,8 @@ void write_meta(const Config& cfg, const std::string& sched, std::uint64_t start
                "  \"kernel\": %s,\n  \"scheduler\": %s,\n  \"trace_clock\": \"mono\",\n"
                "  \"interval_ms\": %u,\n  \"cgroup_root\": %s,\n  \"start_ns\": %llu,\n",
                sysconf(_SC_NPROCESSORS_ONLN), json_str(u.release).c_str(), json_str(sched).c_str(),
-               cfg.interval_ms, json_str(cfg.cgroup_root).c_str(), static_cast<unsigned long long>(start));
+               cfg.interval_ms, cfg.cgroups ? json_str(cfg.cgroup_root).c_str() : "null",
+               static_cast<unsigned long long>(start));
   if (complete) std::fprintf(f, "  \"end_ns\": %llu,\n", static_cast<unsigned long long>(end));
   else std::fputs("  \"end_ns\": null,\n", f);
   std::fprintf(f, "  \"command\": %s,\n", cmd.c_str());
@@ -593,8 +600,10 @@ int run(const Config& cfg) {
     std::fprintf(stderr, "agentcg-record: cannot create %s: %s\n", cfg.out_dir.c_str(), std::strerror(errno));
     return 1;
   }
-  if (access((cfg.cgroup_root + "/cgroup.controllers").c_str(), F_OK) != 0) {
-    std::fprintf(stderr, "agentcg-record: %s is not a cgroup v2 mount (no cgroup.controllers)\n",
+  if (cfg.cgroups && access((cfg.cgroup_root + "/cgroup.controllers").c_str(), F_OK) != 0) {
+    std::fprintf(stderr,
+                 "agentcg-record: %s is not a cgroup v2 mount (no cgroup.controllers); --no-cgroups records "
+                 "the scheduler events alone\n",
                  cfg.cgroup_root.c_str());
     return 1;
   }

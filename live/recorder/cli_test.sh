@@ -32,8 +32,25 @@ echo "$out" | grep -q -- "--interval-ms" || fail "--interval-ms message: $out"
 if [ "$(id -u)" != 0 ]; then
 	expect 1 "not root" -o "$tmp/r" --duration 1s
 else
-	# Root without a cgroup v2 hierarchy at the given root: a clear error.
+	# Root without a cgroup v2 hierarchy at the given root: a clear error
+	# that names --no-cgroups.
 	expect 1 "no cgroup v2 mount" -o "$tmp/r" --cgroup-root "$tmp/nocg" --duration 1s
+	"$rec" -o "$tmp/r" --cgroup-root "$tmp/nocg" --duration 1s 2>&1 | grep -q -- "--no-cgroups" ||
+		fail "the no-cgroup error does not name --no-cgroups"
+	# --no-cgroups there: the scheduler events alone, every task in "/"
+	# (a capture for fidelity --capture); where tracefs cannot be used, SKIP.
+	out=$("$rec" -o "$tmp/nc" --cgroup-root "$tmp/nocg" --no-cgroups -- sh -c 'sleep 0.05; /bin/true' 2>&1); rc=$?
+	if [ $rc -ne 0 ] && echo "$out" | grep -q -i "tracefs\|tracing"; then
+		echo "SKIP: --no-cgroups recording: tracefs not usable here: $(echo "$out" | tail -1)"
+	else
+		[ $rc -eq 0 ] || fail "--no-cgroups: exit $rc: $out"
+		grep -q "sched_process_exec: filename=/bin/true" "$tmp/nc/ftrace.txt" || fail "--no-cgroups: no exec of /bin/true"
+		grep -q '"cgroup_root": null' "$tmp/nc/meta.json" || fail "--no-cgroups: meta.json cgroup_root not null"
+		awk -F'\t' 'NR > 1 && $5 != "/" { bad = 1 } END { exit bad }' "$tmp/nc/members.tsv" ||
+			fail "--no-cgroups: a task outside /"
+		[ "$(wc -l < "$tmp/nc/members.tsv")" -gt 1 ] || fail "--no-cgroups: no task recorded"
+		echo "ok: --no-cgroups recorded $(grep -c sched_switch "$tmp/nc/ftrace.txt") switches"
+	fi
 fi
 # Nothing recorded into a tracing instance may be left behind.
 for d in /sys/kernel/tracing/instances /sys/kernel/debug/tracing/instances; do

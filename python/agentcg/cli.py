@@ -493,7 +493,8 @@ def cmd_fidelity(a: argparse.Namespace) -> int:
         holdout=_split(a.holdout) if a.holdout is not None else None, machine=a.machine,
         seeds=a.seeds, update_readme=a.update_readme, ablate=not a.no_ablation,
         model=_key_values(a.model, "--model"), captures=a.capture, capture_from=a.capture_from,
-        capture_machine=a.capture_machine, measured_wakeup=a.measured_wakeup))
+        capture_machine=a.capture_machine, measured_wakeup=a.measured_wakeup,
+        capture_fit=_split(a.capture_fit) if a.capture_fit is not None else None))
 
 
 def cmd_policies(a: argparse.Namespace) -> int:
@@ -739,7 +740,8 @@ def _parser_fidelity(sub: Any) -> None:
                         "held-out scenarios apart; then the ranking agreement (simulated verdicts against eevdf "
                         "over --seeds vs live verdicts over --repeat) and an ablation of the modelled effects. "
                         "--live-dir takes a `live compare` or `fidelity` output directory.")
-    fi.add_argument("traces", nargs="+", metavar="TRACE")
+    fi.add_argument("traces", nargs="*", metavar="TRACE",
+                    help="traces replayed live and simulated (none: only the --capture files, no VM)")
     fi.add_argument("--out", default=os.path.join("out", "fidelity"), help="output directory (default out/fidelity)")
     fi.add_argument("--build", default=None, help="build directory (default build/default)")
     fi.add_argument("--schedulers", default="eevdf,agentcg", help="live schedulers (default eevdf,agentcg)")
@@ -779,6 +781,11 @@ def _parser_fidelity(sub: Any) -> None:
     fi.add_argument("--capture-machine", default=None, metavar="PROFILE",
                     help="machine profile or config of the captures' machine (default: the simulator's machine "
                          "with the capture's CPUs; not the VM's fitted profile)")
+    fi.add_argument("--capture-fit", default=None, metavar="CAPTURES",
+                    help="fit the capture machine's wakeup and switch costs (wakeup_overhead_ns, context_switch_ns, "
+                         "ipi_idle_ns) on these --capture files (paths or file names, comma-separated) over "
+                         "--capture-machine; the other captures are held out; the fit is saved as "
+                         "DIR/capture-machine.yaml")
     fi.add_argument("--repeat", type=int, default=3,
                     help="live runs per scheduler, interleaved (default 3); errors against their median")
     fi.add_argument("--timeout", type=int, default=None,

@@ -1379,7 +1379,8 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
              machine: Optional[str] = None, seeds: Any = "1-5", update_readme: Optional[str] = None,
              ablate: bool = True, model: Optional[Mapping[str, Any]] = None,
              captures: Sequence[str] = (), capture_from: str = "ftrace",
-             capture_machine: Optional[str] = None, measured_wakeup: bool = False) -> Dict[str, Any]:
+             capture_machine: Optional[str] = None, measured_wakeup: bool = False,
+             capture_fit: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     """The live side runs every scheduler `repeat` times in one boot
     (interleaved, as live compare); errors are against the median of the
     repetitions. The machine profile is fitted on the FIT scenarios only
@@ -1392,7 +1393,10 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
     CAPTURE_FROM ftrace or perf) are replayed with CAPTURE_MACHINE (a
     machine profile or config of that machine; default the simulator's
     machine with the capture's CPUs, not the VM's profile) and their
-    measured figures put beside the simulated ones (capture_check).
+    measured figures put beside the simulated ones (capture_check); with
+    CAPTURE_FIT (some of CAPTURES) CAPTURE_MACHINE's wakeup and switch costs
+    are fitted on those first and the others are held out
+    (capture_section). Without TRACES only the captures are done (no VM).
     MEASURED_WAKEUP: the wakeup costs from live compare's player_sleeper
     passes (wakeup_costs_from_player), held fixed, instead of the fitted
     wakeup_overhead_ns and cyclictest's kick_busy_ns (0 then)."""
@@ -1419,6 +1423,11 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
         if not Path(c).is_file():
             raise AgentcgError(f"--capture {c}: no such file")
     dest = Path(out)
+    if not traces:
+        if not captures:
+            raise AgentcgError("fidelity: give TRACE... (scenarios replayed live) or --capture CAPTURE (or both)")
+        dest.mkdir(parents=True, exist_ok=True)
+        return captures_only(captures, capture_from, capture_machine, capture_fit, dest, quiet)
     dest.mkdir(parents=True, exist_ok=True)
     dur = parse_duration(duration)
     names: List[str] = []
@@ -1636,9 +1645,9 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
               "recorded_benches": {sc: {"trace": str(t), "cgroup": cg,
                                         "live": live_by_sc[sc], "sim": sim_reps[sc]}
                                    for sc, (t, cg, _) in benches.items()}}
-    caps = [capture_check(Path(c), capture_from, Path(capture_machine) if capture_machine else None)
-            for c in captures]
+    caps, capfit = capture_section(captures, capture_from, capture_machine, capture_fit, dest)
     report["captures"] = caps
+    report["capture_fit"] = capfit
     nrep = max(len(d) for v in live_reps.values() for d in v.values())
     head = (f"Machine profile {'(given) ' + machine if machine else prof}: "
             + ", ".join(f"{k} {v}" for k, v in m.items()) + f". Fitted on: {', '.join(fitted) or '-'}; "
@@ -1674,7 +1683,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                        + _fmt_errors({f"{lbl} | fitted": v["fitted"] for lbl, v in abl.items()}, "machine | scenarios")
                        + _fmt_ablation_agreement(abl))
     if caps:
-        summary_md += "\n" + format_captures(caps)
+        summary_md += "\n" + format_captures(caps, capfit)
     text = summary_md + "\nEvery metric (live / simulated with the defaults / simulated with the profile):\n\n" + \
         format_table(before, after)
     if nrep > 1:
@@ -1746,6 +1755,86 @@ def capture_check(capture: Path, fmt: str, machine: Optional[Path], policy: str 
                              for k, g in CAPTURE_GOALS.items())}
 
 
+# The machine keys a capture fit sets (the costs every wakeup and switch pays
+# on that machine) and the values it tries, ns: a grid, not a gradient (the
+# replay's percentiles are steps of the capture's own samples).
+CAPTURE_FIT_KEYS = ("wakeup_overhead_ns", "context_switch_ns", "ipi_idle_ns")
+CAPTURE_FIT_GRID = (0, 250, 500, 1000, 1500, 2000, 3000, 4000, 5000, 6000, 8000, 10000, 12000, 16000, 20000,
+                    30000, 50000)
+CAPTURE_FIT_METRICS = ("p50", "p90", "switches")
+
+
+def _base_machine(path: Optional[Path]) -> Dict[str, Any]:
+    """The `machine:` keys of a capture machine (a profile or a config; the
+    C++ loaders have checked it by the time a replay ran with it)."""
+    if path is None:
+        return {}
+    import yaml  # python3-yaml
+
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise AgentcgError(f"--capture-machine {path}: {e}") from None
+    m = doc.get("machine") if isinstance(doc, dict) else None
+    if not isinstance(m, dict):
+        raise AgentcgError(f"--capture-machine {path}: no machine: section")
+    return dict(m)
+
+
+def capture_sq_log_error(caps: Sequence[Mapping[str, Any]]) -> float:
+    """The fit's objective: the mean over CAPS and CAPTURE_FIT_METRICS of
+    ln(simulated / measured)^2 (a factor of 2 either way weighs the same)."""
+    terms = []
+    for c in caps:
+        for q in CAPTURE_FIT_METRICS:
+            r = c[q]
+            m, x = (r["measured_ns"], r["simulated_ns"]) if "measured_ns" in r else (r["measured"], r["simulated"])
+            if m and x is not None:
+                terms.append(math.log(max(x, 1.0) / m) ** 2)
+    if not terms:
+        raise AgentcgError("capture fit: the fitted captures have nothing measured to fit on")
+    return sum(terms) / len(terms)
+
+
+def fit_capture_machine(captures: Sequence[Path], fmt: str, machine: Optional[Path], work: Path
+                        ) -> Tuple[Dict[str, Any], float, float]:
+    """Fits CAPTURE_FIT_KEYS on CAPTURES (their replays under eevdf) over
+    MACHINE's other keys, by coordinate descent on CAPTURE_FIT_GRID (each
+    key swept with the others held, until a sweep changes nothing; ties go
+    to the smaller cost). Returns (the machine: MACHINE's keys with the
+    fitted ones, the objective with MACHINE as given, the objective
+    fitted). WORK holds the trial profiles."""
+    from . import machine as mprof
+
+    base = _base_machine(machine)
+    trial = work / "capture-trial.yaml"
+    cache: Dict[Tuple[int, ...], float] = {}
+
+    def cost(vals: Mapping[str, int]) -> float:
+        key = tuple(vals[k] for k in CAPTURE_FIT_KEYS)
+        if key not in cache:
+            mprof.write_profile(trial, {**base, **vals})
+            cache[key] = capture_sq_log_error([capture_check(c, fmt, trial) for c in captures])
+        return cache[key]
+
+    from . import _core
+
+    defaults = _core.default_config()["machine"]
+    cur = {k: int(base.get(k, defaults[k])) for k in CAPTURE_FIT_KEYS}
+    before = cost(cur)
+    for _ in range(8):
+        moved = False
+        for k in CAPTURE_FIT_KEYS:
+            best = min(CAPTURE_FIT_GRID, key=lambda v: (cost({**cur, k: v}), v))
+            if best != cur[k] and cost({**cur, k: best}) < cost(cur):
+                cur[k] = best
+                moved = True
+        if not moved:
+            break
+    trial.unlink(missing_ok=True)
+    return {**base, **cur}, before, cost(cur)
+
+
 def _is_machine_profile(path: Path) -> bool:
     """Whether PATH is a machine profile (format: agentcg-machine-profile)
     rather than a config; an unreadable file is the loaders' to report."""
@@ -1760,25 +1849,92 @@ def _is_machine_profile(path: Path) -> bool:
     return isinstance(doc, dict) and doc.get("format") == mprof.FORMAT
 
 
-def format_captures(caps: Sequence[Mapping[str, Any]]) -> str:
-    """The captures' measured / simulated table (capture_check's rows)."""
+def format_captures(caps: Sequence[Mapping[str, Any]], fit: Optional[Mapping[str, Any]] = None) -> str:
+    """The captures' measured / simulated table (capture_check's rows, with
+    their role when FIT, capture_section's fit, says what was fitted)."""
     def cell(r: Mapping[str, Any], scale: float = 1000.0) -> str:
         m, x = (r.get("measured_ns"), r.get("simulated_ns")) if "measured_ns" in r else (r["measured"], r["simulated"])
         e = r["err_pct"]
         return (f"{m / scale:g} / {x / scale:g}" if "measured_ns" in r else f"{m} / {x}") + \
             (f" ({e:+.0f} %)" if e is not None else "")
 
-    lines = ["Recorded captures as the measured side (replayed under " + caps[0]["policy"] + "; goals: p50 and p90 "
-             "within 15 %, p99 within 25 %, task switches within 15 %):", "",
-             "| capture | machine | wakeups | wakeup p50 us measured / sim | p90 us | p99 us | task switches | "
-             "task CPU time err | goals |",
-             "|---|---|---:|---|---|---|---|---:|---|"]
+    lines = []
+    if fit:
+        lines += ["Capture machine fitted on " + ", ".join(fit["fitted"]) + " (held out: "
+                  + (", ".join(fit["held_out"]) or "none") + "): " + ", ".join(f"{k} {fit['machine'][k]}"
+                                                                      for k in CAPTURE_FIT_KEYS)
+                  + f" over {fit['base'] or 'the defaults'}; mean squared log error of "
+                  + "/".join(CAPTURE_FIT_METRICS) + f" on the fitted captures {fit['sq_log_error_before']:.3f} -> "
+                  f"{fit['sq_log_error_after']:.3f}; saved as {fit['profile']} (reuse with --machine).", ""]
+    lines += ["Recorded captures as the measured side (replayed under " + caps[0]["policy"] + "; goals: p50 and p90 "
+              "within 15 %, p99 within 25 %, task switches within 15 %):", "",
+              "| capture | role | machine | wakeups | wakeup p50 us measured / sim | p90 us | p99 us | task switches | "
+              "task CPU time err | goals |",
+              "|---|---|---|---:|---|---|---|---|---:|---|"]
     for c in caps:
-        lines.append(f"| {Path(c['capture']).name} ({c['cpus']} CPUs, {c['tasks']} tasks) | "
+        lines.append(f"| {Path(c['capture']).name} ({c['cpus']} CPUs, {c['tasks']} tasks) | {c.get('role', '-')} | "
                      f"{Path(c['machine']).name if c['machine'] else 'defaults'} | {c['wakeups']} | {cell(c['p50'])} | "
                      f"{cell(c['p90'])} | {cell(c['p99'])} | {cell(c['switches'])} | "
                      f"{c['task_cpu_time_err_pct']:.1f} % | {'met' if c['goals_met'] else 'missed'} |")
     return "\n".join(lines) + "\n"
+
+
+def capture_section(captures: Sequence[str], fmt: str, machine: Optional[str], fit: Optional[Sequence[str]],
+                    dest: Path) -> Tuple[List[Dict[str, Any]], Optional[Dict[str, Any]]]:
+    """The captures' rows (capture_check with MACHINE) and, with FIT (some
+    of CAPTURES, by path or file name), the capture machine fitted on those
+    (fit_capture_machine), saved as DEST/capture-machine.yaml, and every
+    capture's row again with it, role "fitted" or "held out". Returns
+    (rows, the fit or None)."""
+    base = Path(machine) if machine else None
+    rows = [capture_check(Path(c), fmt, base) for c in captures]
+    if fit is None:
+        return rows, None
+    if not fit:
+        raise AgentcgError("--capture-fit: name at least one of the --capture files to fit on")
+    fitted: List[str] = []
+    for f in fit:
+        hits = [c for c in captures if c == f or Path(c).name == f]
+        if len(hits) != 1:
+            raise AgentcgError(f"--capture-fit {f}: " + ("not one of the --capture files" if not hits else
+                                                         "names more than one --capture file"))
+        fitted.append(hits[0])
+    held = [c for c in captures if c not in fitted]
+    m, before, after = fit_capture_machine([Path(c) for c in fitted], fmt, base, dest)
+    from . import machine as mprof
+
+    prof = dest / "capture-machine.yaml"
+    names = {c: Path(c).name for c in captures}
+    mprof.write_profile(prof, m, {"tool": "agentcg fidelity --capture-fit", "fitted": [names[c] for c in fitted],
+                                  "held_out": [names[c] for c in held],
+                                  "sq_log_error_before": before, "sq_log_error_after": after},
+                        comment=["The machine of the captures, fitted on their replays (agentcg fidelity "
+                                 "--capture-fit)."])
+    for r in rows:
+        r["role"] = "fitted" if r["capture"] in fitted else "held out"
+    after_rows = [dict(capture_check(Path(c), fmt, prof), role="fitted" if c in fitted else "held out")
+                  for c in captures]
+    return rows + after_rows, {"machine": m, "base": str(base) if base else None, "profile": str(prof),
+                               "fitted": [names[c] for c in fitted], "held_out": [names[c] for c in held],
+                               "sq_log_error_before": before, "sq_log_error_after": after}
+
+
+def captures_only(captures: Sequence[str], fmt: str, machine: Optional[str], fit: Optional[Sequence[str]],
+                  dest: Path, quiet: bool) -> Dict[str, Any]:
+    """`agentcg fidelity --capture ...` without traces: the captures'
+    section alone (capture_section), written to DEST/fidelity.md and
+    fidelity.json; no VM."""
+    caps, capfit = capture_section(captures, fmt, machine, fit, dest)
+    report = {"captures": caps, "capture_fit": capfit}
+    text = format_captures(caps, capfit)
+    _save(dest / "fidelity.json", report)
+    (dest / "fidelity.md").write_text(text, encoding="utf-8")
+    if not quiet:
+        print(text, end="")
+        if capfit:
+            print(f"machine profile: {capfit['profile']} (reuse with --machine {capfit['profile']})")
+        print(f"fidelity: {dest}/fidelity.md, fidelity.json")
+    return report
 
 
 def replace_readme_table(readme: Path, table_md: str) -> None:

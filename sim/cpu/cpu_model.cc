@@ -210,8 +210,8 @@ void CpuModel::start_task(std::uint32_t id, bool fork, int parent_cpu, std::opti
   t.cpu = cpu;
   wake_src_cpu_ = parent_cpu;  // wake_up_new_task in the forker's fork()
   cls_.enqueue(t, kEnqNew);
-  wake_src_cpu_ = kNoCpu;
   if (cpu >= 0 && cpu_idle(cpu)) kick_cpu(cpu, false);
+  wake_src_cpu_ = kNoCpu;
 }
 
 // Runs zero-time ops until the task has CPU demand, blocks or exits.
@@ -438,8 +438,8 @@ void CpuModel::do_enqueue(Task& t, int src_cpu) {
   t.cpu = cpu;
   wake_src_cpu_ = src_cpu;
   cls_.enqueue(t, kEnqWakeup);
-  wake_src_cpu_ = kNoCpu;
   if (cpu >= 0 && cpu_idle(cpu)) kick_cpu(cpu, false);
+  wake_src_cpu_ = kNoCpu;
 }
 
 int CpuModel::pick_idle_cpu(int prefer) const {
@@ -484,12 +484,19 @@ void CpuModel::kick_cpu(int cpu, bool preempt) {
   // An idle CPU in a deep idle state answers the IPI idle_exit_ns later;
   // the kick stays pending meanwhile, so placement prefers other idle CPUs.
   Time at = sim_.now();
-  if (c.curr == nullptr && machine_.idle_exit_ns > 0 && at - c.idle_since >= Time::from_ns(machine_.idle_exit_after_ns))
-    at = at + Time::from_ns(machine_.idle_exit_ns);
-  // A busy CPU notices a preempting kick kick_busy_ns later (the emulator's
-  // busy vCPU; MachineConfig::kick_busy_ns).
-  else if (c.curr != nullptr && preempt && machine_.kick_busy_ns > 0)
+  if (c.curr == nullptr) {
+    if (machine_.idle_exit_ns > 0 && at - c.idle_since >= Time::from_ns(machine_.idle_exit_after_ns))
+      at = at + Time::from_ns(machine_.idle_exit_ns);
+    // An IPI from the CPU a wakeup runs on to another, idle one
+    // (ipi_idle_ns; a kick outside a wakeup, wake_src_cpu_ unknown, is not
+    // one).
+    if (machine_.ipi_idle_ns > 0 && wake_src_cpu_ >= 0 && wake_src_cpu_ != cpu)
+      at = at + Time::from_ns(machine_.ipi_idle_ns);
+  } else if (preempt && machine_.kick_busy_ns > 0) {
+    // A busy CPU notices a preempting kick kick_busy_ns later (the
+    // emulator's busy vCPU; MachineConfig::kick_busy_ns).
     at = at + Time::from_ns(machine_.kick_busy_ns);
+  }
   sim_.schedule(at, this, kKick, static_cast<std::uint64_t>(cpu));
 }
 

@@ -31,7 +31,9 @@
 //  - Machine profile costs (config/config.h MachineConfig): a kick to a CPU idle
 //    for at least idle_exit_after_ns dispatches idle_exit_ns later (IPI +
 //    idle-state exit; the kick stays pending, so placement prefers other
-//    idle CPUs meanwhile); a preempting kick to a CPU running a task takes
+//    idle CPUs meanwhile), and one from the CPU a wakeup runs on to another,
+//    idle CPU (an IPI: a halted vCPU woken by its host) ipi_idle_ns later;
+//    a preempting kick to a CPU running a task takes
 //    effect kick_busy_ns later (a busy vCPU under TCG), and a timer wakeup
 //    whose timer fires on a CPU running a task timer_busy_ns later (plus
 //    ext_timer_busy_ns under sched_ext); a task dispatched

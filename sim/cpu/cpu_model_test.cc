@@ -528,6 +528,33 @@ TEST(KickBusy, OnlyAPreemptionOfABusyCpuPaysIt) {
   }
 }
 
+// machine.ipi_idle_ns: a new task placed on an idle CPU other than its
+// forker's (a parent that keeps running forks a child every 5 ms on two
+// CPUs: the child goes to the idle one) starts that much later; a sleeper
+// woken by its own timer on its own idle CPU sends no IPI and pays nothing.
+TEST(IpiIdle, OnlyAWakeupSentToAnotherIdleCpuPaysIt) {
+  config::MachineConfig m = per_cpu_machine();
+  m.ipi_idle_ns = 30000;
+  Builder forker(2, 1 * kSec);
+  forker.cgroup("/a", 100);
+  Op f;
+  f.kind = OpKind::kFork;
+  auto child = std::make_shared<trace::ProcessSpec>();
+  child->comm = "child";
+  child->cgroup = "";  // the parent's
+  child->ops = {run_op(100000)};
+  f.set_child(child);
+  forker.process("/a", {repeat_op(20, {f, run_op(5 * kMs)})});
+  const auto p50 = [](const nlohmann::json& r) { return r["wakeup_latency_ns"]["p50"].get<std::uint64_t>(); };
+  const auto with = run_machine(forker.t, "eevdf", m);
+  EXPECT_EQ(p50(with), p50(run_machine(forker.t, "eevdf", per_cpu_machine())) + 30000);
+  EXPECT_EQ(with["config"]["machine"]["ipi_idle_ns"].get<std::uint64_t>(), 30000u);
+  for (const char* policy : {"eevdf", "agentcg"}) {
+    SCOPED_TRACE(policy);
+    EXPECT_EQ(sleeper_p50_added(policy, m).idle, 0.0);
+  }
+}
+
 // A waking task whose CPU is busy, with no idle CPU, waits in that CPU's
 // queue: with one global queue it would take the first CPU that frees.
 // Two CPUs: a hog on each; a sleeper wakes every 10 ms wanting 1 ms. Under
