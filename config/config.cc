@@ -218,7 +218,7 @@ void parse_machine_section(const YAML::Node& n, const Reader& r, MachineConfig& 
               "context_switch_ns,wakeup_overhead_ns,speed_pct,cpus,runqueues,idle_exit_ns,idle_exit_after_ns,ipi_idle_ns,kick_busy_ns,"
               "timer_busy_ns,ext_timer_busy_ns,"
               "migration_cost_ns,background_cpu_pct,fork_cost_ns,exit_cost_ns,fork_after_ns,fork_child_ns,ext_busy_pct,"
-              "ext_wakeup_ns,ext_fork_ns,wakeup_work_ns,sleep_cost_ns,tick_ns,preempt");
+              "ext_wakeup_ns,ext_fork_ns,wakeup_work_ns,sleep_cost_ns,tick_ns,preempt,fork_placement");
   if (n["context_switch_ns"]) {
     m.context_switch_ns = r.u64(n, "machine", "context_switch_ns", 0, 1000000);
     m.context_switch_ns_set = true;
@@ -254,6 +254,12 @@ void parse_machine_section(const YAML::Node& n, const Reader& r, MachineConfig& 
   if (n["wakeup_work_ns"]) m.wakeup_work_ns = r.u64(n, "machine", "wakeup_work_ns", 0, 10000000);
   if (n["sleep_cost_ns"]) m.sleep_cost_ns = r.u64(n, "machine", "sleep_cost_ns", 0, 100000000);
   if (n["tick_ns"]) m.tick_ns = r.u64(n, "machine", "tick_ns", 0, 100000000);
+  if (n["fork_placement"]) {
+    const std::string v = r.str(n, "machine", "fork_placement");
+    if (v == "local") m.fork_placement = MachineConfig::ForkPlacement::kLocal;
+    else if (v == "idlest") m.fork_placement = MachineConfig::ForkPlacement::kIdlest;
+    else r.fail(n["fork_placement"], "machine.fork_placement", "expected idlest or local, got '" + v + "'");
+  }
   if (n["preempt"]) {
     const std::string v = r.str(n, "machine", "preempt");
     if (v == "lazy") m.preempt = MachineConfig::Preempt::kLazy;

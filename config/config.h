@@ -104,6 +104,16 @@ struct MachineConfig {
   // interrupt already woke it): idle_exit_ns is the cost of any kick. 0:
   // none.
   std::uint64_t ipi_idle_ns = 0;
+  // Where the fair class's per-CPU placement puts a new task
+  // (wake_up_new_task, select_task_rq_fair with WF_FORK): kIdlest, the
+  // idlest CPU (fork balancing, SD_BALANCE_FORK: an idle one if there is
+  // one); kLocal, the forker's CPU, where the child waits until the
+  // forker blocks or is preempted. Recorded on the 2-vCPU KVM guest of
+  // tests/data/recordings/kvm2cpu (a kernel that packs work on few vCPUs):
+  // 111 of 152 children of a fork loop started on the forker's CPU with
+  // the other one idle, and waited for the forker's wait() (p50 38 us).
+  enum class ForkPlacement { kIdlest, kLocal };
+  ForkPlacement fork_placement = ForkPlacement::kIdlest;
   // A preempting kick of a CPU that runs a task (a wakeup that preempts it,
   // sched_ext's SCX_KICK_PREEMPT, eevdf's wakeup preemption) takes effect
   // kick_busy_ns later: under single-threaded TCG a busy vCPU notices an

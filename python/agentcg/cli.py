@@ -782,8 +782,8 @@ def _parser_fidelity(sub: Any) -> None:
                     help="machine profile or config of the captures' machine (default: the simulator's machine "
                          "with the capture's CPUs; not the VM's fitted profile)")
     fi.add_argument("--capture-fit", default=None, metavar="CAPTURES",
-                    help="fit the capture machine's wakeup and switch costs (wakeup_overhead_ns, context_switch_ns, "
-                         "ipi_idle_ns) on these --capture files (paths or file names, comma-separated) over "
+                    help="fit the capture machine's wakeup and switch costs and its fork placement "
+                         "(wakeup_overhead_ns, context_switch_ns, ipi_idle_ns, fork_placement) on these --capture files (paths or file names, comma-separated) over "
                          "--capture-machine; the other captures are held out; the fit is saved as "
                          "DIR/capture-machine.yaml")
     fi.add_argument("--repeat", type=int, default=3,

@@ -1756,11 +1756,13 @@ def capture_check(capture: Path, fmt: str, machine: Optional[Path], policy: str 
 
 
 # The machine keys a capture fit sets (the costs every wakeup and switch pays
-# on that machine) and the values it tries, ns: a grid, not a gradient (the
-# replay's percentiles are steps of the capture's own samples).
-CAPTURE_FIT_KEYS = ("wakeup_overhead_ns", "context_switch_ns", "ipi_idle_ns")
-CAPTURE_FIT_GRID = (0, 250, 500, 1000, 1500, 2000, 3000, 4000, 5000, 6000, 8000, 10000, 12000, 16000, 20000,
-                    30000, 50000)
+# on that machine, and where the kernel puts a new task) and the values it
+# tries: a grid, not a gradient (the replay's percentiles are steps of the
+# capture's own samples).
+_COST_GRID = (0, 250, 500, 1000, 1500, 2000, 3000, 4000, 5000, 6000, 8000, 10000, 12000, 16000, 20000, 30000, 50000)
+CAPTURE_FIT_GRID: Dict[str, Tuple[Any, ...]] = {"wakeup_overhead_ns": _COST_GRID, "context_switch_ns": _COST_GRID,
+                                                 "ipi_idle_ns": _COST_GRID, "fork_placement": ("idlest", "local")}
+CAPTURE_FIT_KEYS = tuple(CAPTURE_FIT_GRID)
 CAPTURE_FIT_METRICS = ("p50", "p90", "switches")
 
 
@@ -1801,16 +1803,16 @@ def fit_capture_machine(captures: Sequence[Path], fmt: str, machine: Optional[Pa
     """Fits CAPTURE_FIT_KEYS on CAPTURES (their replays under eevdf) over
     MACHINE's other keys, by coordinate descent on CAPTURE_FIT_GRID (each
     key swept with the others held, until a sweep changes nothing; ties go
-    to the smaller cost). Returns (the machine: MACHINE's keys with the
+    to the value first in the grid: the smaller cost, fork balancing). Returns (the machine: MACHINE's keys with the
     fitted ones, the objective with MACHINE as given, the objective
     fitted). WORK holds the trial profiles."""
     from . import machine as mprof
 
     base = _base_machine(machine)
     trial = work / "capture-trial.yaml"
-    cache: Dict[Tuple[int, ...], float] = {}
+    cache: Dict[Tuple[Any, ...], float] = {}
 
-    def cost(vals: Mapping[str, int]) -> float:
+    def cost(vals: Mapping[str, Any]) -> float:
         key = tuple(vals[k] for k in CAPTURE_FIT_KEYS)
         if key not in cache:
             mprof.write_profile(trial, {**base, **vals})
@@ -1820,12 +1822,13 @@ def fit_capture_machine(captures: Sequence[Path], fmt: str, machine: Optional[Pa
     from . import _core
 
     defaults = _core.default_config()["machine"]
-    cur = {k: int(base.get(k, defaults[k])) for k in CAPTURE_FIT_KEYS}
+    cur = {k: base.get(k, defaults[k]) for k in CAPTURE_FIT_KEYS}
     before = cost(cur)
     for _ in range(8):
         moved = False
         for k in CAPTURE_FIT_KEYS:
-            best = min(CAPTURE_FIT_GRID, key=lambda v: (cost({**cur, k: v}), v))
+            grid = CAPTURE_FIT_GRID[k]
+            best = min(grid, key=lambda v: (cost({**cur, k: v}), grid.index(v)))
             if best != cur[k] and cost({**cur, k: best}) < cost(cur):
                 cur[k] = best
                 moved = True

@@ -70,6 +70,8 @@ py::dict to_dict(const config::Config& c) {
   machine["sleep_cost_ns"] = c.machine.sleep_cost_ns;
   machine["tick_ns"] = c.machine.tick_ns;
   machine["preempt"] = c.machine.preempt == config::MachineConfig::Preempt::kLazy ? "lazy" : "full";
+  machine["fork_placement"] =
+      c.machine.fork_placement == config::MachineConfig::ForkPlacement::kLocal ? "local" : "idlest";
   py::dict cfs;
   cfs["latency_ns"] = c.cfs.latency_ns;
   cfs["min_granularity_ns"] = c.cfs.min_granularity_ns;

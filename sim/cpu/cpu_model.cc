@@ -459,6 +459,9 @@ int CpuModel::select_cpu_fair(const Task& p, int prev_cpu, std::uint64_t wake_fl
   (void)p;
   const int n = nr_cpus();
   if (prev_cpu < 0 || prev_cpu >= n) prev_cpu = 0;
+  // a kernel without fork balancing keeps a child on its forker's CPU
+  if ((wake_flags & kWakeFork) != 0 && machine_.fork_placement == config::MachineConfig::ForkPlacement::kLocal)
+    return prev_cpu;
   const int idle = pick_idle_cpu(prev_cpu);
   if (idle >= 0) return idle;
   if ((wake_flags & kWakeFork) == 0) return prev_cpu;

@@ -532,9 +532,9 @@ TEST(KickBusy, OnlyAPreemptionOfABusyCpuPaysIt) {
 // forker's (a parent that keeps running forks a child every 5 ms on two
 // CPUs: the child goes to the idle one) starts that much later; a sleeper
 // woken by its own timer on its own idle CPU sends no IPI and pays nothing.
-TEST(IpiIdle, OnlyAWakeupSentToAnotherIdleCpuPaysIt) {
-  config::MachineConfig m = per_cpu_machine();
-  m.ipi_idle_ns = 30000;
+// A parent that keeps running and forks a 100 us child every 5 ms on two
+// CPUs (every wakeup in it is a child's start).
+trace::Trace forker_trace() {
   Builder forker(2, 1 * kSec);
   forker.cgroup("/a", 100);
   Op f;
@@ -545,14 +545,54 @@ TEST(IpiIdle, OnlyAWakeupSentToAnotherIdleCpuPaysIt) {
   child->ops = {run_op(100000)};
   f.set_child(child);
   forker.process("/a", {repeat_op(20, {f, run_op(5 * kMs)})});
-  const auto p50 = [](const nlohmann::json& r) { return r["wakeup_latency_ns"]["p50"].get<std::uint64_t>(); };
-  const auto with = run_machine(forker.t, "eevdf", m);
-  EXPECT_EQ(p50(with), p50(run_machine(forker.t, "eevdf", per_cpu_machine())) + 30000);
+  return forker.t;
+}
+
+std::uint64_t wakeup_p50(const nlohmann::json& r) { return r["wakeup_latency_ns"]["p50"].get<std::uint64_t>(); }
+
+TEST(IpiIdle, OnlyAWakeupSentToAnotherIdleCpuPaysIt) {
+  config::MachineConfig m = per_cpu_machine();
+  m.ipi_idle_ns = 30000;
+  const auto with = run_machine(forker_trace(), "eevdf", m);
+  EXPECT_EQ(wakeup_p50(with), wakeup_p50(run_machine(forker_trace(), "eevdf", per_cpu_machine())) + 30000);
   EXPECT_EQ(with["config"]["machine"]["ipi_idle_ns"].get<std::uint64_t>(), 30000u);
   for (const char* policy : {"eevdf", "agentcg"}) {
     SCOPED_TRACE(policy);
     EXPECT_EQ(sleeper_p50_added(policy, m).idle, 0.0);
   }
+}
+
+// machine.fork_placement local: a shell-like forker (it wakes, forks a
+// 100 us child, runs 200 us more and waits for it) on two CPUs: the child
+// starts on the forker's CPU and waits there for the forker's wait (under
+// eevdf a forker picked within its slice is not preempted: RUN_TO_PARITY),
+// though the other CPU idles; idlest sends it to the idle CPU at once. The
+// placement does not reach a sched_ext class, which places with its own
+// select_cpu.
+TEST(ForkPlacement, LocalKeepsTheChildBesideItsForker) {
+  Builder b(2, 1 * kSec);
+  b.cgroup("/a", 100);
+  Op f;
+  f.kind = OpKind::kFork;
+  auto child = std::make_shared<trace::ProcessSpec>();
+  child->comm = "child";
+  child->cgroup = "";  // the parent's
+  child->ops = {run_op(100000)};
+  f.set_child(child);
+  b.process("/a", {repeat_op(50, {io_op(2 * kMs), f, run_op(200000), wait_op()})});
+  config::MachineConfig m = per_cpu_machine();
+  m.fork_placement = config::MachineConfig::ForkPlacement::kLocal;
+  // a third of the samples are the children's starts (the rest the
+  // forker's wakeups): the p90 is a child's
+  const auto child_p90 = [](const nlohmann::json& r) { return r["wakeup_latency_ns"]["p90"].get<std::uint64_t>(); };
+  const auto local = run_machine(b.t, "eevdf", m);
+  const auto idlest = run_machine(b.t, "eevdf", per_cpu_machine());
+  EXPECT_LT(child_p90(idlest), 10000u);
+  EXPECT_GE(child_p90(local), 200000u);
+  EXPECT_EQ(local["config"]["machine"]["fork_placement"].get<std::string>(), "local");
+  EXPECT_FALSE(idlest["config"]["machine"].contains("fork_placement"));
+  EXPECT_EQ(run_machine(b.t, "agentcg", m)["wakeup_latency_ns"],
+            run_machine(b.t, "agentcg", per_cpu_machine())["wakeup_latency_ns"]);
 }
 
 // A waking task whose CPU is busy, with no idle CPU, waits in that CPU's
