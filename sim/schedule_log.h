@@ -32,9 +32,10 @@ struct CounterSample {
 // kernel emits sched_waking, before select_task_rq), 0 for a new task.
 struct WakeEvent {
   std::int64_t pid;
-  std::uint32_t target_cpu;
+  std::uint32_t target_cpu;  // the task's CPU when it woke (its last one; 0 for a new task)
   std::uint64_t ts_ns;
   bool fork;
+  std::int32_t waker_cpu = -1;  // the CPU the wakeup ran on (a timer's: the sleeper's last; -1 unknown)
 };
 
 // A GPU job's hold of its GPU's lock: kHold from the grant to the DROP (or

@@ -1748,9 +1748,13 @@ def capture_check(capture: Path, fmt: str, machine: Optional[Path], policy: str 
     sw = doc["context_switches"]
     rows["switches"] = {"measured": sw["measured"], "simulated": sw["simulated"],
                         "err_pct": err_pct(sw["measured"], sw["simulated"])}
+    kinds = {k: {q: {"measured_ns": v["measured"].get(q), "simulated_ns": v["simulated"].get(q),
+                     "err_pct": err_pct(v["measured"].get(q), v["simulated"].get(q))} for q in ("p50", "p90")}
+             | {"count": {"measured": v["measured"]["count"], "simulated": v["simulated"]["count"]}}
+             for k, v in doc.get("wakeup_latency_by_kind_ns", {}).items()}
     return {"capture": str(capture), "from": fmt, "machine": str(machine) if machine else None, "policy": policy,
             "cpus": doc["cpus"], "tasks": doc["tasks"], "wakeups": meas["count"],
-            "task_cpu_time_err_pct": 100.0 * doc["task_cpu_time_error"], **rows,
+            "task_cpu_time_err_pct": 100.0 * doc["task_cpu_time_error"], **rows, "kinds": kinds,
             "goals_met": all(rows[k]["err_pct"] is not None and abs(rows[k]["err_pct"]) <= g
                              for k, g in CAPTURE_GOALS.items())}
 
@@ -1783,16 +1787,31 @@ def _base_machine(path: Optional[Path]) -> Dict[str, Any]:
     return dict(m)
 
 
+# A kind of wakeup (local, remote, new: the replay's by-kind split) counts in
+# the fit where the capture has at least this many of it.
+CAPTURE_FIT_KIND_MIN = 20
+
+
 def capture_sq_log_error(caps: Sequence[Mapping[str, Any]]) -> float:
-    """The fit's objective: the mean over CAPS and CAPTURE_FIT_METRICS of
-    ln(simulated / measured)^2 (a factor of 2 either way weighs the same)."""
+    """The fit's objective: the mean over CAPS of ln(simulated / measured)^2
+    (a factor of 2 either way weighs the same) over CAPTURE_FIT_METRICS and
+    the p50 and p90 of each kind of wakeup the capture has at least
+    CAPTURE_FIT_KIND_MIN of (a wakeup on the CPU it then runs on, one sent
+    to another CPU and a new task's start cost the machine different
+    things: the kinds make them tell apart)."""
     terms = []
+
+    def add(m: Optional[float], x: Optional[float]) -> None:
+        if m and x is not None:
+            terms.append(math.log(max(x, 1.0) / m) ** 2)
+
     for c in caps:
         for q in CAPTURE_FIT_METRICS:
             r = c[q]
-            m, x = (r["measured_ns"], r["simulated_ns"]) if "measured_ns" in r else (r["measured"], r["simulated"])
-            if m and x is not None:
-                terms.append(math.log(max(x, 1.0) / m) ** 2)
+            add(*((r["measured_ns"], r["simulated_ns"]) if "measured_ns" in r else (r["measured"], r["simulated"])))
+        for k in c.get("kinds", {}).values():
+            if k["count"]["measured"] >= CAPTURE_FIT_KIND_MIN:
+                add(k["p50"]["measured_ns"], k["p50"]["simulated_ns"])
     if not terms:
         raise AgentcgError("capture fit: the fitted captures have nothing measured to fit on")
     return sum(terms) / len(terms)
@@ -1879,6 +1898,20 @@ def format_captures(caps: Sequence[Mapping[str, Any]], fit: Optional[Mapping[str
                      f"{Path(c['machine']).name if c['machine'] else 'defaults'} | {c['wakeups']} | {cell(c['p50'])} | "
                      f"{cell(c['p90'])} | {cell(c['p99'])} | {cell(c['switches'])} | "
                      f"{c['task_cpu_time_err_pct']:.1f} % | {'met' if c['goals_met'] else 'missed'} |")
+    shown = [c for c in caps if c.get("kinds") and (not fit or c["machine"] == fit["profile"])]
+    if shown:
+        def kind(c: Mapping[str, Any], k: str) -> str:
+            v = c["kinds"].get(k)
+            if not v:
+                return "-"
+            n = v["count"]
+            return f"{cell(v['p50'])}, n {n['measured']} / {n['simulated']}"
+
+        lines += ["", "The same wakeups by kind, p50 us measured / simulated (on the CPU the task then ran on; sent "
+                  "to another CPU; a new task's start)" + (", with the fitted machine" if fit else "") + ":", "",
+                  "| capture | role | local | remote | new |", "|---|---|---|---|---|"]
+        lines += [f"| {Path(c['capture']).name} | {c.get('role', '-')} | {kind(c, 'local')} | {kind(c, 'remote')} | "
+                  f"{kind(c, 'new')} |" for c in shown]
     return "\n".join(lines) + "\n"
 
 

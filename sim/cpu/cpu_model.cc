@@ -205,7 +205,7 @@ void CpuModel::start_task(std::uint32_t id, bool fork, int parent_cpu, std::opti
   runnable_changed(t, +1);
   procs_[id].woken = true;
   procs_[id].woken_at = t.runnable_since;
-  if (log_) log_->wakeups.push_back({t.pid, 0, sim_.now().ns(), true});
+  if (log_) log_->wakeups.push_back({t.pid, 0, sim_.now().ns(), true, parent_cpu});
   const int cpu = cls_.select_cpu(t, parent_cpu < 0 ? 0 : parent_cpu, kWakeFork);
   t.cpu = cpu;
   wake_src_cpu_ = parent_cpu;  // wake_up_new_task in the forker's fork()
@@ -418,7 +418,9 @@ void CpuModel::do_wake(Task& t, int sync_cpu) {
   t.runnable_since = sim_.now();
   procs_[t.id].woken = true;
   procs_[t.id].woken_at = sim_.now();
-  if (log_) log_->wakeups.push_back({t.pid, static_cast<std::uint32_t>(t.cpu < 0 ? 0 : t.cpu), sim_.now().ns(), false});
+  if (log_)
+    log_->wakeups.push_back({t.pid, static_cast<std::uint32_t>(t.cpu < 0 ? 0 : t.cpu), sim_.now().ns(), false,
+                             sync ? sync_cpu : t.cpu});
   // a timer wakeup: its interrupt on a busy CPU comes timer_busy_ns late
   // (the sample counts from the timer's expiry, as the player's does)
   std::uint64_t delay = sync ? 0 : machine_.wakeup_overhead_ns;

@@ -61,6 +61,8 @@ struct Task {
   std::uint64_t since_ns = 0;           // running: on-CPU since; sleeping: asleep since
   trace::OpKind sleep_kind = trace::OpKind::kSleep;
   std::optional<std::uint64_t> wakeup_ns;  // pending wakeup for the latency figure
+  std::int32_t wake_cpu = -1;              // the CPU of that wakeup's event
+  bool wake_new = false;                   // that wakeup was sched_wakeup_new
   std::int32_t cpu = -1;                   // running: the CPU it was switched in on
   std::optional<std::int32_t> nice;        // first nice seen in a sched_switch prio
   // Past sched_process_exit: the task still runs its teardown (exit_mm,
@@ -164,6 +166,19 @@ bool parse_comm_pid(std::string_view s, std::string_view& comm, std::int64_t& pi
   return true;
 }
 
+// The task of an event line's header, before its CPU field: "COMM-PID"
+// (ftrace, trace-cmd) or "COMM PID" (perf script); nullopt when there is
+// none to read (a format without it, or a pid that is not a number).
+std::optional<std::pair<std::string_view, std::int64_t>> header_task(std::string_view prefix) {
+  const auto br = prefix.find('[');
+  std::string_view head = trim(br == std::string_view::npos ? prefix : prefix.substr(0, br));
+  const auto sep = head.find_last_of("- ");
+  if (sep == std::string_view::npos || sep == 0) return std::nullopt;
+  const auto pid = to_pid(head.substr(sep + 1));
+  if (!pid) return std::nullopt;
+  return std::make_pair(trim(head.substr(0, sep)), *pid);
+}
+
 std::optional<SwitchOut> parse_state(std::string_view s) {
   s = trim(s);
   if (s.empty()) return std::nullopt;
@@ -231,6 +246,7 @@ class FtraceImporter {
       ts = parse_seconds_ns(text.substr(b, i - b));
       if (ts) {
         after = i + 1;
+        header_ = header_task(text.substr(0, b));
         if (!prefix_cpu(text.substr(0, b))) {
           malformed(report_, opts_, source_, report_.lines,
                     "CPU number out of range; expected [0.." + std::to_string(kMaxCpus - 1) + "]");
@@ -278,6 +294,7 @@ class FtraceImporter {
     if (!t0_) t0_ = *ts;
     last_ts_ = *ts;
     const std::uint64_t t = *ts - *t0_;
+    infer_switch_in(t);
     std::string why;
     if (!dispatch(event, payload, t, why)) {
       if (why.empty()) {
@@ -288,6 +305,10 @@ class FtraceImporter {
       return;
     }
     ++report_.events;
+    if (cur_cpu_ >= 0) {
+      if (last_ts_cpu_.size() <= static_cast<std::size_t>(cur_cpu_)) last_ts_cpu_.resize(static_cast<std::size_t>(cur_cpu_) + 1, 0);
+      last_ts_cpu_[static_cast<std::size_t>(cur_cpu_)] = t;
+    }
   }
 
   Result finish() {
@@ -376,10 +397,14 @@ class FtraceImporter {
         e.builder.sleep_for(t - std::min(t, task.since_ns), task.sleep_kind);
         task.state = TaskState::kRunnable;
         task.wakeup_ns = t;
+        task.wake_cpu = cur_cpu_;
+        task.wake_new = is_new;
         break;
       case TaskState::kNew:
         task.state = TaskState::kRunnable;
         task.wakeup_ns = t;
+        task.wake_cpu = cur_cpu_;
+        task.wake_new = is_new;
         break;
       case TaskState::kRunnable:
         // sched_waking then sched_wakeup: keep the first; a preempted task
@@ -389,7 +414,6 @@ class FtraceImporter {
       case TaskState::kDead:
         break;
     }
-    (void)is_new;
   }
 
   bool dispatch(std::string_view event, std::string_view payload, std::uint64_t t, std::string& why) {
@@ -508,6 +532,77 @@ class FtraceImporter {
     if (nice != 0) nice_of_pid_[e.spec->pid] = nice;
   }
 
+  // `pid` starts running on cur_cpu_ at t (a sched_switch's next task, or
+  // one inferred by infer_switch_in): the switch count, the end of its
+  // runnable wait (a latency sample when a wakeup was pending).
+  void switch_in(std::int64_t pid, std::string_view comm, std::string_view prio, std::uint64_t t) {
+    if (cur_cpu_ >= 0) {
+      // a switch to a different task than the CPU last ran (idle in
+      // between does not count), as the simulator counts context_switches
+      if (last_on_cpu_.size() <= static_cast<std::size_t>(cur_cpu_)) last_on_cpu_.resize(static_cast<std::size_t>(cur_cpu_) + 1, 0);
+      std::int64_t& last = last_on_cpu_[static_cast<std::size_t>(cur_cpu_)];
+      if (last != pid) ++report_.counters["context_switches"];
+      last = pid;
+    }
+    ProcessTable::Entry& e = task_entry(pid, comm, t);
+    Task& task = tasks_[pid];
+    note_prio(e, task, prio);
+    if (task.state == TaskState::kSleeping) {
+      // The wakeup event was not recorded (filtered or lost).
+      e.builder.sleep_for(t - std::min(t, task.since_ns), task.sleep_kind);
+      report_.note_unrepresented("switch-ins without a recorded wakeup");
+    }
+    if (task.state != TaskState::kDead) {
+      if (task.wakeup_ns) {
+        report_.wakeup_latency_ns.push_back(t - std::min(t, *task.wakeup_ns));
+        if (detail_ != nullptr) {
+          detail_->wakeups.emplace_back(e.spec->pid, report_.wakeup_latency_ns.back());
+          detail_->wakeup_kinds.push_back(task.wake_new                 ? WakeupKind::kNew
+                                          : task.wake_cpu == cur_cpu_ ? WakeupKind::kLocal
+                                                                      : WakeupKind::kRemote);
+        }
+      }
+      task.wakeup_ns.reset();
+      task.state = TaskState::kRunning;
+      task.since_ns = t;
+      task.cpu = cur_cpu_;
+    }
+  }
+
+  // A task that is not the one last switched in on this CPU has an event
+  // here: its switch-in was not recorded. Seen on the 2-vCPU KVM guest of
+  // tests/data/recordings/kvm2cpu, where no switch out of CPU 1's idle task
+  // is ever traced (0 of 63-73 per capture, against every one on CPU 0):
+  // the woken task then "waited" until its next recorded switch-in,
+  // milliseconds later. It is switched in at the CPU's previous event (the
+  // earliest it can have run: a lower bound; that event is mostly the
+  // wakeup itself, taken in the woken CPU's IPI), and the task the CPU
+  // last ran, if still running there, is ended there as a switch-out.
+  void infer_switch_in(std::uint64_t t) {
+    if (!header_ || header_->second == 0 || cur_cpu_ < 0) return;
+    const auto c = static_cast<std::size_t>(cur_cpu_);
+    if (c >= cur_task_.size() || c >= last_ts_cpu_.size()) return;  // nothing known of this CPU yet
+    const std::int64_t pid = header_->second;
+    const std::int64_t q = cur_task_[c];
+    if (q == pid || !cpu_seen_switch(c)) return;
+    auto it = tasks_.find(pid);
+    if (it == tasks_.end() || it->second.state != TaskState::kRunnable) return;  // only a woken or preempted task
+    const std::uint64_t at = std::min(t, std::max(last_ts_cpu_[c], it->second.wakeup_ns.value_or(0)));
+    if (q != 0) {
+      if (ProcessTable::Entry* qe = table_.find(q)) {
+        Task& qt = tasks_[q];
+        if (qt.state == TaskState::kRunning && qt.cpu == cur_cpu_) {
+          account_run(*qe, qt, at);
+          qt.state = TaskState::kRunnable;
+        }
+      }
+    }
+    cur_task_[c] = pid;
+    switch_in(pid, header_->first, "", at);
+    report_.note_unrepresented("switch-ins not recorded (inferred at the CPU's previous event)");
+  }
+  bool cpu_seen_switch(std::size_t c) const { return c < switched_.size() && switched_[c]; }
+
   bool on_switch(std::string_view payload, std::uint64_t t, std::string& why) {
     std::string_view prev_comm, next_comm, state_text, prev_prio, next_prio;
     std::int64_t prev_pid = 0, next_pid = 0;
@@ -563,6 +658,8 @@ class FtraceImporter {
         }
       }
       cur_task_[c] = next_pid;
+      if (switched_.size() <= c) switched_.resize(c + 1, false);
+      switched_[c] = true;
     }
     if (prev_pid != 0) {
       ProcessTable::Entry& e = task_entry(prev_pid, prev_comm, t);
@@ -592,34 +689,7 @@ class FtraceImporter {
         }
       }
     }
-    if (next_pid != 0 && cur_cpu_ >= 0) {
-      // a switch to a different task than the CPU last ran (idle in
-      // between does not count), as the simulator counts context_switches
-      if (last_on_cpu_.size() <= static_cast<std::size_t>(cur_cpu_)) last_on_cpu_.resize(static_cast<std::size_t>(cur_cpu_) + 1, 0);
-      std::int64_t& last = last_on_cpu_[static_cast<std::size_t>(cur_cpu_)];
-      if (last != next_pid) ++report_.counters["context_switches"];
-      last = next_pid;
-    }
-    if (next_pid != 0) {
-      ProcessTable::Entry& e = task_entry(next_pid, next_comm, t);
-      Task& task = tasks_[next_pid];
-      note_prio(e, task, next_prio);
-      if (task.state == TaskState::kSleeping) {
-        // The wakeup event was not recorded (filtered or lost).
-        e.builder.sleep_for(t - std::min(t, task.since_ns), task.sleep_kind);
-        report_.note_unrepresented("switch-ins without a recorded wakeup");
-      }
-      if (task.state != TaskState::kDead) {
-        if (task.wakeup_ns) {
-          report_.wakeup_latency_ns.push_back(t - std::min(t, *task.wakeup_ns));
-          if (detail_ != nullptr) detail_->wakeups.emplace_back(e.spec->pid, report_.wakeup_latency_ns.back());
-        }
-        task.wakeup_ns.reset();
-        task.state = TaskState::kRunning;
-        task.since_ns = t;
-        task.cpu = cur_cpu_;
-      }
-    }
+    if (next_pid != 0) switch_in(next_pid, next_comm, next_prio, t);
     return true;
   }
 
@@ -636,6 +706,9 @@ class FtraceImporter {
   std::int32_t cur_cpu_ = -1;               // CPU field of the line being read; -1 = none
   std::vector<std::int64_t> last_on_cpu_;   // per CPU: the last task switched in (0 = none yet)
   std::vector<std::int64_t> cur_task_;      // per CPU: the task switched in last (0 = idle / unknown)
+  std::vector<bool> switched_;              // per CPU: a sched_switch was seen there (cur_task_ is known)
+  std::vector<std::uint64_t> last_ts_cpu_;  // per CPU: the time of its last event
+  std::optional<std::pair<std::string_view, std::int64_t>> header_;  // the line's task (header_task)
 };
 
 }  // namespace

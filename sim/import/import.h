@@ -96,10 +96,20 @@ Result import_agentcgroup_task_dir(const std::string& dir, const Options& opts);
 // What the ftrace importer knows beyond the trace, for importers built on it
 // (agentcg-record): the clock, the recorded tid of every produced pid and
 // each wakeup latency's task. Ordered maps: deterministic when iterated.
+// Where a wakeup ran, by the CPUs of its wake event and of the switch-in:
+// on the CPU the task then ran on (a timer on the sleeper's CPU, a waker
+// beside its wakee), on another (an IPI), or a new task's start
+// (sched_wakeup_new).
+enum class WakeupKind : std::uint8_t { kLocal, kRemote, kNew };
+inline const char* wakeup_kind_name(WakeupKind k) {
+  return k == WakeupKind::kLocal ? "local" : k == WakeupKind::kRemote ? "remote" : "new";
+}
+
 struct FtraceDetail {
   std::optional<std::uint64_t> t0_ns;                 // recording timestamp of trace time 0
   std::map<std::int64_t, std::int64_t> recorded_tid;  // trace pid -> recorded tid
   std::vector<std::pair<std::int64_t, std::uint64_t>> wakeups;  // (trace pid, latency ns), input order
+  std::vector<WakeupKind> wakeup_kinds;  // of each of `wakeups`
   // trace pid -> (first event, exit or the recording's last event), trace
   // time: the recorded lifetime, which the ops (no runnable waits) may not span.
   std::map<std::int64_t, std::pair<std::uint64_t, std::uint64_t>> lifetime;

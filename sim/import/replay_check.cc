@@ -2,6 +2,7 @@
 // Replay of a recorded capture against its own measurements (replay_check.h).
 #include "sim/import/replay_check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iomanip>
@@ -29,6 +30,36 @@ std::unique_ptr<sim::SchedClass> make_class(const std::string& policy, const con
 }
 
 double err_pct(double sim, double measured) { return measured > 0 ? (sim - measured) / measured * 100.0 : 0.0; }
+
+// ReplayCheck::by_kind: the capture's latencies by the kinds the importer
+// gave them; the model's from its schedule log, each wakeup to the task's
+// next slice (its switch-in), local when that slice is on the CPU the
+// wakeup ran on.
+void by_kind(const Result& imported, const FtraceDetail& detail, const sim::ScheduleLog& log, ReplayCheck& c) {
+  std::map<WakeupKind, std::vector<std::uint64_t>> meas, sim;
+  const auto& lat = imported.report.wakeup_latency_ns;
+  for (std::size_t i = 0; i < detail.wakeup_kinds.size() && i < lat.size(); ++i)
+    meas[detail.wakeup_kinds[i]].push_back(lat[i]);
+  std::map<std::int64_t, std::vector<std::pair<std::uint64_t, std::uint32_t>>> starts;  // pid -> (start, cpu)
+  for (const sim::ScheduleSlice& s : log.slices) starts[s.pid].emplace_back(s.start_ns, s.cpu);
+  for (auto& [pid, v] : starts) std::sort(v.begin(), v.end());
+  for (const sim::WakeEvent& w : log.wakeups) {
+    if (w.fork && w.waker_cpu < 0) continue;  // a task the capture found running: no start measured
+    const auto it = starts.find(w.pid);
+    if (it == starts.end()) continue;
+    const auto& v = it->second;
+    const auto s = std::lower_bound(v.begin(), v.end(), std::make_pair(w.ts_ns, std::uint32_t{0}));
+    if (s == v.end()) continue;  // never ran again before the end
+    const WakeupKind k = w.fork                                                    ? WakeupKind::kNew
+                         : w.waker_cpu == static_cast<std::int32_t>(s->second) ? WakeupKind::kLocal
+                                                                                : WakeupKind::kRemote;
+    sim[k].push_back(s->first - w.ts_ns);
+  }
+  for (WakeupKind k : {WakeupKind::kLocal, WakeupKind::kRemote, WakeupKind::kNew}) {
+    if (meas[k].empty() && sim[k].empty()) continue;
+    c.by_kind[k] = {Percentiles::of(std::move(meas[k])), Percentiles::of(std::move(sim[k]))};
+  }
+}
 
 }  // namespace
 
@@ -64,6 +95,7 @@ ReplayCheck replay_check(const Result& imported, const FtraceDetail& detail, con
 
   std::map<std::int64_t, std::uint64_t> sim_cpu;
   for (const sim::ScheduleSlice& s : log.slices) sim_cpu[s.pid] += s.end_ns - s.start_ns;
+  by_kind(imported, detail, log, c);
   std::uint64_t abs_diff = 0;
   for (const auto& [pid, ns] : detail.cpu_ns) {
     const std::uint64_t s = sim_cpu.count(pid) ? sim_cpu[pid] : 0;
@@ -90,9 +122,12 @@ ReplayCheck replay_check(const std::string& path, const std::string& format, con
 
 nlohmann::json ReplayCheck::to_json() const {
   auto pj = [](const Percentiles& p) { return p.to_json(); };
+  nlohmann::json kinds = nlohmann::json::object();
+  for (const auto& [k, ms] : by_kind) kinds[wakeup_kind_name(k)] = {{"measured", pj(ms.first)}, {"simulated", pj(ms.second)}};
   return {{"policy", policy},
           {"cpus", cpus},
           {"wakeup_latency_ns", {{"measured", pj(measured)}, {"simulated", pj(simulated)}}},
+          {"wakeup_latency_by_kind_ns", kinds},
           {"context_switches", {{"measured", switches_measured}, {"simulated", switches_simulated}}},
           {"cpu_time_ns", {{"measured", cpu_ns_measured}, {"simulated", cpu_ns_simulated}}},
           {"task_cpu_time_error", std::round(task_cpu_error * 1e6) / 1e6},
@@ -111,6 +146,12 @@ std::string ReplayCheck::to_text() const {
   o << "  wakeup latency p99  " << us(measured.p99) << " / " << us(simulated.p99) << " us  "
     << err_pct(us(simulated.p99), us(measured.p99)) << " %\n";
   o << "  wakeups             " << measured.count << " / " << simulated.count << "\n";
+  for (const auto& [k, ms] : by_kind) {
+    const std::string name = std::string("  ") + wakeup_kind_name(k) + " wakeups";
+    o << name << std::string(name.size() < 20 ? 20 - name.size() : 1, ' ') << ms.first.count << " / "
+      << ms.second.count << ", p50 " << us(ms.first.p50) << " / " << us(ms.second.p50) << " us, p90 "
+      << us(ms.first.p90) << " / " << us(ms.second.p90) << " us\n";
+  }
   o << "  task switches       " << switches_measured << " / " << switches_simulated << "  "
     << err_pct(static_cast<double>(switches_simulated), static_cast<double>(switches_measured)) << " %\n";
   o << "  CPU time            " << static_cast<double>(cpu_ns_measured) / 1e6 << " / "

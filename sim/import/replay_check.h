@@ -12,7 +12,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -26,6 +28,11 @@ struct ReplayCheck {
   std::string policy;
   std::uint32_t cpus = 0;
   Percentiles measured, simulated;          // wakeup latency, ns
+  // The same by kind (WakeupKind: on the CPU the task then ran on, on
+  // another, a new task's start): the measured side by the capture's wake
+  // event and switch-in CPUs, the simulated side by the CPU the model's
+  // wakeup ran on and the one the task was next dispatched on.
+  std::map<WakeupKind, std::pair<Percentiles, Percentiles>> by_kind;  // (measured, simulated)
   std::uint64_t switches_measured = 0, switches_simulated = 0;
   std::uint64_t cpu_ns_measured = 0, cpu_ns_simulated = 0;  // all tasks
   // sum over tasks of |simulated - recorded CPU time| / recorded total

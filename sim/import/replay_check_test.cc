@@ -69,6 +69,55 @@ TEST(ReplayCheck, LostSwitchOutEndsTheRunAtTheCpusNextSwitch) {
   EXPECT_EQ(r.report.unrepresented.count("switch-outs not recorded (run ended at the CPU's next switch)"), 1u);
 }
 
+// A switch-in that the capture lacks (the KVM guest of
+// tests/data/recordings/kvm2cpu never traces a switch out of CPU 1's idle
+// task): a, woken from CPU 0 onto idle CPU 1, forks there with no switch to
+// it recorded. It is switched in at CPU 1's previous event (its wakeup, in
+// the IPI: 10 us after the sched_waking), not at its next recorded
+// switch-in (none here): a 10 us remote wakeup, its run from there to its
+// switch-out, and the report says so. Without the inference a had no
+// latency sample and no CPU time.
+TEST(ReplayCheck, LostSwitchInFromIdleIsInferredAtTheCpusPreviousEvent) {
+  std::istringstream in(
+      "# tracer: nop\n"
+      "  a-10 [001] d..2. 1.000000: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n"
+      "  b-11 [000] d..2. 1.000500: sched_switch: prev_comm=b prev_pid=11 prev_prio=120 prev_state=R ==> next_comm=b next_pid=11 next_prio=120\n"
+      "  b-11 [000] d..4. 1.001000: sched_waking: comm=a pid=10 prio=120 target_cpu=001\n"
+      "  <idle>-0 [001] dNh2. 1.001010: sched_wakeup: comm=a pid=10 prio=120 target_cpu=001\n"
+      "  a-10 [001] ..... 1.001050: sched_process_fork: comm=a pid=10 child_comm=a child_pid=12\n"
+      "  a-10 [001] d..2. 1.005000: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n");
+  FtraceDetail d;
+  const Result r = import_ftrace(in, "lost-in", Options{}, &d);
+  ASSERT_EQ(r.report.wakeup_latency_ns.size(), 1u);
+  EXPECT_EQ(r.report.wakeup_latency_ns[0], 10000u);
+  ASSERT_EQ(d.wakeup_kinds.size(), 1u);
+  EXPECT_EQ(d.wakeup_kinds[0], WakeupKind::kRemote);
+  std::uint64_t a_ns = 0;
+  for (const auto& [pid, ns] : d.cpu_ns)
+    if (d.recorded_tid.at(pid) == 10) a_ns = ns;
+  EXPECT_EQ(a_ns, 3990000u);  // 1.001010 -> 1.005
+  EXPECT_EQ(r.report.unrepresented.count("switch-ins not recorded (inferred at the CPU's previous event)"), 1u);
+}
+
+// The by-kind split of a replay: every measured wakeup is in one kind, and
+// the KVM guest's fork loop shows what its kinds cost there (a wakeup on
+// its own CPU, one sent to the other: an IPI, a child's start beside its
+// forker), which the default machine does not tell apart.
+TEST(ReplayCheck, WakeupsSplitByKind) {
+  const ReplayCheck c = replay_check("tests/data/recordings/kvm2cpu/forks.txt", "ftrace",
+                                     eevdf(config::MachineConfig::Runqueues::kPerCpu));
+  std::uint64_t n = 0;
+  for (const auto& [k, ms] : c.by_kind) n += ms.first.count;
+  EXPECT_EQ(n, c.measured.count);
+  ASSERT_EQ(c.by_kind.count(WakeupKind::kLocal) + c.by_kind.count(WakeupKind::kRemote) +
+                c.by_kind.count(WakeupKind::kNew),
+            3u);
+  const auto p50 = [&](WakeupKind k) { return c.by_kind.at(k).first.p50; };
+  EXPECT_LT(p50(WakeupKind::kLocal), p50(WakeupKind::kRemote));
+  EXPECT_LT(p50(WakeupKind::kRemote), p50(WakeupKind::kNew));
+  EXPECT_TRUE(c.to_json()["wakeup_latency_by_kind_ns"].contains("remote"));
+}
+
 TEST(ReplayCheck, CaptureWithoutWakeupsIsAnError) {
   std::istringstream in("# tracer: nop\n");
   FtraceDetail d;
