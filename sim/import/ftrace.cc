@@ -70,6 +70,8 @@ struct Task {
   // last switch-out (Z/X). That CPU is its own and stays in its ops, a run
   // before the exit op, which goes at the last switch-out.
   bool exiting = false;
+  std::int64_t parent = 0;          // the recorded forker (0: not seen forked)
+  std::uint32_t live_children = 0;  // children seen forked and not yet exiting
 };
 
 struct KeyValue {
@@ -394,7 +396,16 @@ class FtraceImporter {
     Task& task = tasks_[pid];
     switch (task.state) {
       case TaskState::kSleeping:
-        e.builder.sleep_for(t - std::min(t, task.since_ns), task.sleep_kind);
+        if (woken_by_last_child(pid, task)) {
+          // wait(): a shell or make waiting for its child, replayed as a
+          // wait op so that the replay's parent waits for the replay's
+          // child (a timed sleep would wake it whatever the child did)
+          e.builder.simple(trace::OpKind::kWait);
+          e.builder.blocked_until(t);
+          ++report_.counters["waits"];
+        } else {
+          e.builder.sleep_for(t - std::min(t, task.since_ns), task.sleep_kind);
+        }
         task.state = TaskState::kRunnable;
         task.wakeup_ns = t;
         task.wake_cpu = cur_cpu_;
@@ -414,6 +425,14 @@ class FtraceImporter {
       case TaskState::kDead:
         break;
     }
+  }
+
+  // Whether the line's task, which wakes `pid`, is pid's exiting child and
+  // pid has no other child left: its sleep was a wait for its children.
+  bool woken_by_last_child(std::int64_t pid, const Task& task) const {
+    if (!header_ || task.live_children != 0) return false;
+    const auto w = tasks_.find(header_->second);
+    return w != tasks_.end() && w->second.exiting && w->second.parent == pid;
   }
 
   bool dispatch(std::string_view event, std::string_view payload, std::uint64_t t, std::string& why) {
@@ -464,6 +483,8 @@ class FtraceImporter {
         child.spec->start_ns = t;
       }
       tasks_[*cpid] = Task{};
+      tasks_[*cpid].parent = *ppid;
+      ++tasks_[*ppid].live_children;
       ++report_.counters["forks"];
       return true;
     }
@@ -491,6 +512,10 @@ class FtraceImporter {
         task.since_ns = t;
       }
       if (task.state == TaskState::kDead) return true;
+      if (!task.exiting && task.parent != 0) {
+        Task& pt = tasks_[task.parent];
+        if (pt.live_children > 0) --pt.live_children;
+      }
       task.exiting = true;  // the exit op follows its teardown (Task::exiting)
       return true;
     }

@@ -286,8 +286,11 @@ void expect_small_sched_trace(const Result& r) {
   ASSERT_EQ(t.processes.size(), 3u);
   const trace::ProcessSpec& bash = proc(t, 1000);
   EXPECT_EQ(bash.start_ns, std::optional<std::uint64_t>(0));
+  // bash's sleep ends with its only child's exit waking it: a wait(), replayed
+  // as a wait op (the replay's bash waits for the replay's ls)
   EXPECT_EQ(ops_str(bash.ops),
-            "run:1000000 fork:1001 run:2000000 sleep:2010000 run:1900000 io:2000000 run:1010000 exit");
+            "run:1000000 fork:1001 run:2000000 wait run:1900000 io:2000000 run:1010000 exit");
+  EXPECT_EQ(r.report.counters.at("waits"), 1u);
   const trace::ProcessSpec& ls = proc(t, 1001);
   EXPECT_EQ(ls.parent, std::optional<std::int64_t>(1000));
   EXPECT_EQ(ls.comm, "bash");
@@ -335,6 +338,33 @@ TEST(FtraceImport, PerfScriptWithNumericStates) {
   Result r = import_ftrace_file(std::string(kData) + "perf_script.txt", Options{});
   EXPECT_EQ(r.report.malformed, 0u);
   expect_small_sched_trace(r);
+}
+
+// A sleep that the exit of a task's last living child ends is a wait();
+// one that a child's exit ends while another child lives (make -j waits
+// for any) stays a sleep of its recorded length, and so does one ended by
+// a task that is not its child.
+TEST(FtraceImport, ASleepEndedByTheLastChildsExitIsAWait) {
+  std::istringstream in(
+      "  sh-1 [000] d..2. 1.000000: sched_switch: prev_comm=x prev_pid=9 prev_prio=120 prev_state=S ==> next_comm=sh next_pid=1 next_prio=120\n"
+      "  sh-1 [000] ..... 1.000100: sched_process_fork: comm=sh pid=1 child_comm=sh child_pid=2\n"
+      "  sh-1 [000] ..... 1.000200: sched_process_fork: comm=sh pid=1 child_comm=sh child_pid=3\n"
+      "  sh-1 [000] d..2. 1.000300: sched_switch: prev_comm=sh prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=a next_pid=2 next_prio=120\n"
+      "  a-2 [000] ..... 1.001000: sched_process_exit: comm=a pid=2 prio=120\n"
+      "  a-2 [000] d..3. 1.001010: sched_waking: comm=sh pid=1 prio=120 target_cpu=000\n"
+      "  a-2 [000] d..2. 1.001020: sched_switch: prev_comm=a prev_pid=2 prev_prio=120 prev_state=X ==> next_comm=sh next_pid=1 next_prio=120\n"
+      "  sh-1 [000] d..2. 1.001100: sched_switch: prev_comm=sh prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=b next_pid=3 next_prio=120\n"
+      "  b-3 [000] ..... 1.002000: sched_process_exit: comm=b pid=3 prio=120\n"
+      "  b-3 [000] d..3. 1.002010: sched_waking: comm=sh pid=1 prio=120 target_cpu=000\n"
+      "  b-3 [000] d..2. 1.002020: sched_switch: prev_comm=b prev_pid=3 prev_prio=120 prev_state=X ==> next_comm=sh next_pid=1 next_prio=120\n"
+      "  sh-1 [000] d..2. 1.002100: sched_switch: prev_comm=sh prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=k next_pid=7 next_prio=120\n"
+      "  k-7 [000] d..3. 1.003000: sched_waking: comm=sh pid=1 prio=120 target_cpu=000\n"
+      "  k-7 [000] d..2. 1.003010: sched_switch: prev_comm=k prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=sh next_pid=1 next_prio=120\n");
+  const Result r = import_ftrace(in, "waits.txt", Options{});
+  const trace::ProcessSpec& sh = proc(r.trace, 1);
+  EXPECT_EQ(ops_str(sh.ops), "run:100000 fork:2 run:100000 fork:3 run:100000 sleep:710000 run:80000 wait run:80000 sleep:900000");
+  EXPECT_EQ(r.report.counters.at("waits"), 1u);
+  EXPECT_NO_THROW(trace::validate(r.trace));
 }
 
 TEST(FtraceImport, SameOpsFromAllThreeShapes) {
