@@ -442,10 +442,12 @@ class CfsClass final : public SchedClass {
     if (g.avg_load == 0) g.avg_sum = 0;
   }
   // V of the queue (floor of the weighted average); `fallback` when empty.
-  std::uint64_t avg_vruntime(const Rq& g, std::uint64_t fallback) const {
+  // `curr_run`: as eligible()'s (curr_uncharged()).
+  std::uint64_t avg_vruntime(const Rq& g, std::uint64_t fallback, i128 curr_run = 0) const {
     if (g.avg_load == 0) return fallback;
-    i128 q = g.avg_sum / static_cast<i128>(g.avg_load);
-    if (g.avg_sum < 0 && q * static_cast<i128>(g.avg_load) != g.avg_sum) --q;  // floor
+    const i128 sum = g.avg_sum + curr_run;
+    i128 q = sum / static_cast<i128>(g.avg_load);
+    if (sum < 0 && q * static_cast<i128>(g.avg_load) != sum) --q;  // floor
     return g.avg_base + static_cast<std::uint64_t>(static_cast<std::int64_t>(q));
   }
   // vruntime_eligible(): v <= V without the division. `curr_run` adds the
@@ -569,7 +571,7 @@ class CfsClass final : public SchedClass {
   // (PLACE_DEADLINE_INITIAL).
   void place_eevdf(Entity& e, std::uint32_t gi, bool is_new) {
     const Rq& g = rqs_[gi];
-    const std::uint64_t v = avg_vruntime(g, g.min_vruntime);
+    const std::uint64_t v = avg_vruntime(g, g.min_vruntime, curr_uncharged(gi));
     i128 lag = is_new ? 0 : e.vlag;
     if (lag != 0 && g.avg_load > 0)
       lag = lag * static_cast<i128>(g.avg_load + e.weight) / static_cast<i128>(g.avg_load);
@@ -740,6 +742,38 @@ class CfsClass final : public SchedClass {
     if (queued) balance_timer_ = ctx_->arm_timer(ctx_->now() + Time::from_ns(cfg_.balance_interval_ns), kBalanceCookie);
   }
 
+  // The path from a task's entity to the root: (queue, entity key) pairs.
+  void entity_path(const Task& t, std::vector<std::pair<std::uint32_t, std::uint64_t>>& v) const {
+    v.clear();
+    const std::uint32_t gi = rq_of(tasks_[t.id].q, t.cgroup);
+    v.push_back({gi, task_key(t.id)});
+    for (std::uint32_t a = gi; rqs_[a].cg != kRootCgroup; a = rqs_[a].parent) v.push_back({rqs_[a].parent, group_key(a)});
+  }
+  // With per-CPU queues: the weighted virtual time that the task running on
+  // queue gi's CPU has run since it was last charged, at gi's level (0 when
+  // it runs outside gi): what update_curr() adds to V before
+  // place_entity() places a woken or new entity. Without it a wakee was
+  // placed at the V of curr's last charge, ahead of curr by half of curr's
+  // run since, so curr was no longer eligible and lost its RUN_TO_PARITY
+  // protection: a forked child preempted its forker at once (the KVM
+  // guest's kernel let the forker run on to its wait(), README "Fidelity").
+  // The global queue's V, a machine-wide average the kernel never keeps,
+  // is left as charged (the default model's results unchanged).
+  i128 curr_uncharged(std::uint32_t gi) {
+    if (nq_ <= 1) return 0;
+    Task* curr = ctx_->cpu_curr(static_cast<int>(gi / ncg_));
+    if (curr == nullptr || curr->id >= tasks_.size() || !tasks_[curr->id].on_rq) return 0;
+    entity_path(*curr, path_curr_);
+    for (const auto& [q, key] : path_curr_) {
+      if (q != gi) continue;
+      const Entity& ce = entity(key);
+      if (ctx_->now() < curr->started_at) return 0;  // still paying its context switch
+      const std::uint64_t ran = (ctx_->now() - curr->started_at).ns();
+      return static_cast<i128>(ran * kNice0Load / ce.weight) * static_cast<i128>(ce.weight);
+    }
+    return 0;
+  }
+
   // check_preempt_wakeup: compare at the level where both entities meet.
   void check_preempt(Task& p) {
     const int cpu = p.cpu;
@@ -749,16 +783,10 @@ class CfsClass final : public SchedClass {
     // Paths from each task's entity to the root: (queue, entity key), in
     // member vectors reused from call to call (no allocation once they
     // reached the tree's depth).
-    auto path = [&](Task& t, std::vector<std::pair<std::uint32_t, std::uint64_t>>& v) {
-      v.clear();
-      const std::uint32_t gi = rq_of(tasks_[t.id].q, t.cgroup);
-      v.push_back({gi, task_key(t.id)});
-      for (std::uint32_t a = gi; rqs_[a].cg != kRootCgroup; a = rqs_[a].parent) v.push_back({rqs_[a].parent, group_key(a)});
-    };
     auto& pw = path_wakee_;
     auto& pc = path_curr_;
-    path(p, pw);
-    path(*curr, pc);
+    entity_path(p, pw);
+    entity_path(*curr, pc);
     // From the root level down, skip the entities both tasks are inside; the
     // first differing pair shares a queue.
     std::size_t i = pw.size(), j = pc.size();
