@@ -532,19 +532,24 @@ TEST(KickBusy, OnlyAPreemptionOfABusyCpuPaysIt) {
 // forker's (a parent that keeps running forks a child every 5 ms on two
 // CPUs: the child goes to the idle one) starts that much later; a sleeper
 // woken by its own timer on its own idle CPU sends no IPI and pays nothing.
-// A parent that keeps running and forks a 100 us child every 5 ms on two
-// CPUs (every wakeup in it is a child's start).
-trace::Trace forker_trace() {
-  Builder forker(2, 1 * kSec);
-  forker.cgroup("/a", 100);
+// A fork op whose child, in its parent's cgroup, runs `run_ns` and exits.
+Op fork_of_child(std::uint64_t run_ns) {
   Op f;
   f.kind = OpKind::kFork;
   auto child = std::make_shared<trace::ProcessSpec>();
   child->comm = "child";
   child->cgroup = "";  // the parent's
-  child->ops = {run_op(100000)};
+  child->ops = {run_op(run_ns)};
   f.set_child(child);
-  forker.process("/a", {repeat_op(20, {f, run_op(5 * kMs)})});
+  return f;
+}
+
+// A parent that keeps running and forks a 100 us child every 5 ms on two
+// CPUs (every wakeup in it is a child's start).
+trace::Trace forker_trace() {
+  Builder forker(2, 1 * kSec);
+  forker.cgroup("/a", 100);
+  forker.process("/a", {repeat_op(20, {fork_of_child(100000), run_op(5 * kMs)})});
   return forker.t;
 }
 
@@ -572,14 +577,7 @@ TEST(IpiIdle, OnlyAWakeupSentToAnotherIdleCpuPaysIt) {
 TEST(ForkPlacement, LocalKeepsTheChildBesideItsForker) {
   Builder b(2, 1 * kSec);
   b.cgroup("/a", 100);
-  Op f;
-  f.kind = OpKind::kFork;
-  auto child = std::make_shared<trace::ProcessSpec>();
-  child->comm = "child";
-  child->cgroup = "";  // the parent's
-  child->ops = {run_op(100000)};
-  f.set_child(child);
-  b.process("/a", {repeat_op(50, {io_op(2 * kMs), f, run_op(200000), wait_op()})});
+  b.process("/a", {repeat_op(50, {io_op(2 * kMs), fork_of_child(100000), run_op(200000), wait_op()})});
   config::MachineConfig m = per_cpu_machine();
   m.fork_placement = config::MachineConfig::ForkPlacement::kLocal;
   // a third of the samples are the children's starts (the rest the
@@ -606,14 +604,7 @@ TEST(ForkPlacement, LocalKeepsTheChildBesideItsForker) {
 TEST(PerCpuQueues, AForkedChildDoesNotPreemptItsProtectedForker) {
   Builder b(2, 200 * kMs);
   b.cgroup("/a", 100);
-  Op f;
-  f.kind = OpKind::kFork;
-  auto child = std::make_shared<trace::ProcessSpec>();
-  child->comm = "c";
-  child->cgroup = "";  // the parent's
-  child->ops = {run_op(500000)};
-  f.set_child(child);
-  b.process("/a", {repeat_op(100, {run_op(100000), f, run_op(45000), wait_op()})});
+  b.process("/a", {repeat_op(100, {run_op(100000), fork_of_child(500000), run_op(45000), wait_op()})});
   config::MachineConfig m = per_cpu_machine();
   m.fork_placement = config::MachineConfig::ForkPlacement::kLocal;
   const auto r = run_machine(b.t, "eevdf", m);
