@@ -1795,10 +1795,11 @@ CAPTURE_FIT_KIND_MIN = 20
 def capture_sq_log_error(caps: Sequence[Mapping[str, Any]]) -> float:
     """The fit's objective: the mean over CAPS of ln(simulated / measured)^2
     (a factor of 2 either way weighs the same) over CAPTURE_FIT_METRICS and
-    the p50 and p90 of each kind of wakeup the capture has at least
+    the p50 of each kind of wakeup the capture has at least
     CAPTURE_FIT_KIND_MIN of (a wakeup on the CPU it then runs on, one sent
     to another CPU and a new task's start cost the machine different
-    things: the kinds make them tell apart)."""
+    things: the kinds tell them apart; their p90s, a few slow wakeups of a
+    short capture, pulled the fit's costs to their grid's end)."""
     terms = []
 
     def add(m: Optional[float], x: Optional[float]) -> None:
@@ -1822,9 +1823,10 @@ def fit_capture_machine(captures: Sequence[Path], fmt: str, machine: Optional[Pa
     """Fits CAPTURE_FIT_KEYS on CAPTURES (their replays under eevdf) over
     MACHINE's other keys, by coordinate descent on CAPTURE_FIT_GRID (each
     key swept with the others held, until a sweep changes nothing; ties go
-    to the value first in the grid: the smaller cost, fork balancing). Returns (the machine: MACHINE's keys with the
-    fitted ones, the objective with MACHINE as given, the objective
-    fitted). WORK holds the trial profiles."""
+    to the value first in the grid: the smaller cost, fork balancing).
+    Returns (the machine: MACHINE's keys with the fitted ones, the
+    objective with MACHINE as given, the objective fitted). WORK holds the
+    trial profiles."""
     from . import machine as mprof
 
     base = _base_machine(machine)
@@ -1886,7 +1888,8 @@ def format_captures(caps: Sequence[Mapping[str, Any]], fit: Optional[Mapping[str
                   + (", ".join(fit["held_out"]) or "none") + "): " + ", ".join(f"{k} {fit['machine'][k]}"
                                                                       for k in CAPTURE_FIT_KEYS)
                   + f" over {fit['base'] or 'the defaults'}; mean squared log error of "
-                  + "/".join(CAPTURE_FIT_METRICS) + f" on the fitted captures {fit['sq_log_error_before']:.3f} -> "
+                  + "/".join(CAPTURE_FIT_METRICS) + " and each kind's p50 on the fitted captures "
+                  f"{fit['sq_log_error_before']:.3f} -> "
                   f"{fit['sq_log_error_after']:.3f}; saved as {fit['profile']} (reuse with --machine).", ""]
     lines += ["Recorded captures as the measured side (replayed under " + caps[0]["policy"] + "; goals: p50 and p90 "
               "within 15 %, p99 within 25 %, task switches within 15 %):", "",

@@ -241,6 +241,7 @@ class FtraceImporter {
     std::optional<std::uint64_t> ts;
     std::size_t after = 0;
     cur_cpu_ = -1;
+    header_.reset();
     for (std::size_t i = text.find(':'); i != std::string_view::npos; i = text.find(':', i + 1)) {
       if (i + 1 < text.size() && text[i + 1] != ' ') continue;
       std::size_t b = i;
