@@ -97,10 +97,10 @@ struct MachineConfig {
   // An IPI to an idle CPU: a wakeup or a new task placed on an idle CPU
   // other than the one the wakeup runs on (a fork's child sent to the idle
   // CPU, a timer wakeup moved off its CPU) dispatches ipi_idle_ns later. In
-  // a KVM guest the halted vCPU is woken by the host (measured on a 2-vCPU
-  // guest: 18-20 us from a child's sched_wakeup_new to its first run on
-  // the other, idle vCPU against 8 us for a wakeup on the waker's own CPU;
-  // README, Fidelity). A CPU woken by its own timer pays nothing here (its
+  // a KVM guest the halted vCPU is woken by the host (the 2-vCPU guest of
+  // tests/data/recordings/kvm2cpu: a wakeup sent to the other, idle vCPU
+  // 16-20 us from its wake event to the switch-in at the p50, one on the
+  // waker's own CPU 4-8 us; README, Fidelity). A CPU woken by its own timer pays nothing here (its
   // interrupt already woke it): idle_exit_ns is the cost of any kick. 0:
   // none.
   std::uint64_t ipi_idle_ns = 0;
@@ -111,7 +111,7 @@ struct MachineConfig {
   // forker blocks or is preempted. Recorded on the 2-vCPU KVM guest of
   // tests/data/recordings/kvm2cpu (a kernel that packs work on few vCPUs):
   // 111 of 152 children of a fork loop started on the forker's CPU with
-  // the other one idle, and waited for the forker's wait() (p50 38 us).
+  // the other one idle, and waited for the forker's wait() (p50 35 us).
   enum class ForkPlacement { kIdlest, kLocal };
   ForkPlacement fork_placement = ForkPlacement::kIdlest;
   // A preempting kick of a CPU that runs a task (a wakeup that preempts it,

@@ -289,8 +289,7 @@ class Policy final : public GpuPolicy {
     b.erase(std::lower_bound(b.begin(), b.end(), c.id, [](const Client* x, ClientId id) { return x->id < id; }));
   }
   // GPU g's clients, in id order.
-  std::span<Client* const> on_gpu(GpuIndex g) const { return {buckets_[g].data(), buckets_[g].size()};
-  }
+  std::span<Client* const> on_gpu(GpuIndex g) const { return {buckets_[g].data(), buckets_[g].size()}; }
   // The clients not placed yet, in id order.
   std::span<Client* const> unplaced() const { return on_gpu(gpus_.size()); }
 

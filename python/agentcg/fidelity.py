@@ -1827,7 +1827,7 @@ def fit_capture_machine(captures: Sequence[Path], fmt: str, machine: Optional[Pa
     Returns (the machine: MACHINE's keys with the fitted ones, the
     objective with MACHINE as given, the objective fitted). WORK holds the
     trial profiles."""
-    from . import machine as mprof
+    from . import _core, machine as mprof
 
     base = _base_machine(machine)
     trial = work / "capture-trial.yaml"
@@ -1839,8 +1839,6 @@ def fit_capture_machine(captures: Sequence[Path], fmt: str, machine: Optional[Pa
             mprof.write_profile(trial, {**base, **vals})
             cache[key] = capture_sq_log_error([capture_check(c, fmt, trial) for c in captures])
         return cache[key]
-
-    from . import _core
 
     defaults = _core.default_config()["machine"]
     cur = {k: base.get(k, defaults[k]) for k in CAPTURE_FIT_KEYS}

@@ -830,6 +830,7 @@ def test_capture_fit_holds_out_the_captures_it_does_not_name(tmp_path: Path) -> 
     fitted_after = [r for r in rep["captures"] if r["role"] == "fitted" and r["machine"].endswith("capture-machine.yaml")]
     fitted_before = [r for r in rep["captures"] if r["role"] == "fitted" and r["machine"].endswith("machine.yaml")
                      and not r["machine"].endswith("capture-machine.yaml")]
+    assert len(fitted_before) == len(fitted_after) == 2
     for b, a in zip(fitted_before, fitted_after):
         assert abs(a["p50"]["err_pct"]) < abs(b["p50"]["err_pct"])
     assert "reuse with --machine" in res.stdout
