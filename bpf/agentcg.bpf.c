@@ -186,7 +186,9 @@ struct agentcg_exit_info exit_info;
 
 /* core's global state: V (cvtime_now) and the share generation. */
 struct agentcg_global glob;
-/* cgroups throttled right now (dispatch checks for parked work only then) */
+/* cgroups throttled right now (dispatch checks for parked work only then).
+ * Read as "!= 0": were a transition ever uncounted twice, parking would
+ * cost a chain walk per enqueue instead of stopping (bw_unthrottle). */
 s32 nr_throttled_now;
 /* cgroups with a cpu.max quota: running/stopping walk the chain only then */
 s32 nr_bw_limited;
@@ -198,6 +200,7 @@ struct task_ctx {
 	struct agentcg_task at;
 	struct agentcg_req req; /* the request it is queued / runs with */
 	u64 cgid;               /* cgroup whose state it uses (nearest with state) */
+	u64 kcgid;              /* the task group's cgroup cgid was resolved from */
 	u64 counted_cgid;       /* cgroup it is counted runnable in (0: none) */
 	u32 slot;               /* where cgid's state is (cgrp_at) */
 	u32 counted_slot;       /* and counted_cgid's */
@@ -394,6 +397,17 @@ static __always_inline u64 cgrp_id(struct cgroup *cgrp)
 	return cgrp->kn->id;
 }
 
+/* The cgroup of p's task group: the one sched_ext's cgroup callbacks name
+ * (init_task's args->cgroup, cgroup_move's `to`); 0 for a group that is no
+ * cgroup's (an autogroup). Four loads, no lookup. */
+static __always_inline u64 task_tg_cgid(struct task_struct *p)
+{
+	struct task_group *tg = p->sched_task_group;
+	struct cgroup *cgrp = tg ? tg->css.cgroup : NULL;
+
+	return cgrp && cgrp->kn ? cgrp->kn->id : 0;
+}
+
 static __always_inline struct task_ctx *task_ctx(struct task_struct *p)
 {
 	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
@@ -498,9 +512,17 @@ static __always_inline u64 resolve_cgid(u64 id)
 	return cgrp_lookup(ROOT_CGID) ? ROOT_CGID : 0;
 }
 
-static __always_inline u64 stateful_cgid(struct cgroup *cgrp)
+/* Points t at the state of kernel cgroup `kcgid` (or of its nearest
+ * ancestor with state); counted_cgid keeps the old cgroup until quiescent. */
+static __always_inline void set_task_cgrp(struct task_ctx *t, u64 kcgid)
 {
-	return resolve_cgid(cgrp_id(cgrp));
+	struct cgrp_state *cs;
+
+	t->kcgid = kcgid;
+	t->cgid = resolve_cgid(kcgid);
+	cs = cgrp_lookup(t->cgid);
+	t->slot = cs ? cs->slot : 0;
+	t->at.vtime = cs ? cs->cg.tvtime_now : 0;
 }
 
 /* Whether the group of `cs` or one of its ancestors is throttled; returns
@@ -1002,7 +1024,7 @@ void BPF_STRUCT_OPS(agentcg_enqueue, struct task_struct *p, u64 enq_flags)
 	if (((enq_flags & SCX_ENQ_WAKEUP) || t->fresh) && t->cgid != ROOT_CGID &&
 	    agentcg_reserve_note(&cs->cg, &glob, now, tn))
 		glob.calm_wake_ns = now;
-	thr = nr_throttled_now > 0 ? throttled_level(cs) : 0;
+	thr = nr_throttled_now != 0 ? throttled_level(cs) : 0;
 	if (thr) {
 		/* cpu.max: wait in the throttled level's park queue until its refill */
 		AGENTCG_ATOMIC_ADD(&cs->cg.nr_queued, (u32)-1);
@@ -1094,7 +1116,7 @@ static __always_inline bool retag_stale_head(const struct agentcg_tunables *tn, 
 		cs = task_cgrp(t);
 		if (!cs || !agentcg_eevdf_stale(&t->req, &cs->cg, &glob))
 			return false;
-		if (nr_throttled_now > 0 && throttled_level(cs))
+		if (nr_throttled_now != 0 && throttled_level(cs))
 			return false;
 		sa_cg = agentcg_strategy_of_cgrp(t->cgid);
 		t->req = agentcg_eevdf_request(&cs->cg, &glob,
@@ -1169,7 +1191,7 @@ void BPF_STRUCT_OPS(agentcg_dispatch, s32 cpu, struct task_struct *prev)
 			if (!retag_stale_head(tn, now))
 				break;
 	}
-	if (agentcg_mode != AGENTCG_MODE_FIFO && nr_throttled_now > 0) {
+	if (agentcg_mode != AGENTCG_MODE_FIFO && nr_throttled_now != 0) {
 		if (dispatch_skipping_throttled(cpu, reserve, others, now, tn))
 			bstat_inc(AGENTCG_BS_dispatches);
 		return;
@@ -1284,13 +1306,24 @@ void BPF_STRUCT_OPS(agentcg_running, struct task_struct *p)
 	struct cpu_curr *cc;
 	bool throttled = false;
 	u32 cpu;
-	u64 now, left;
+	u64 now, left, kcgid;
 
 	if (agentcg_mode == AGENTCG_MODE_FIFO)
 		return;
 	t = task_ctx(p);
 	if (!t)
 		return;
+	/*
+	 * Follow the kernel when its task group is not the one the callbacks
+	 * last named: a move ops.cgroup_move did not report would leave the
+	 * task under another cgroup's weight and outside its cpu.max (CI once
+	 * saw a cgroup at cpu.max 0.50 use 1.55 CPUs, unexplained; counted).
+	 */
+	kcgid = task_tg_cgid(p);
+	if (kcgid && kcgid != t->kcgid) {
+		set_task_cgrp(t, kcgid);
+		bstat_inc(AGENTCG_BS_cgroup_resyncs);
+	}
 	now = bpf_ktime_get_ns();
 	t->at.started_at_ns = now;
 	/* added to cgrp_stat by stopping: one map lookup per run, not two */
@@ -1462,6 +1495,7 @@ s32 BPF_STRUCT_OPS(agentcg_init_task, struct task_struct *p, struct scx_init_tas
 		return -12; /* -ENOMEM */
 	/* the cgroup's own state in the common case: one lookup */
 	cgid = cgrp_id(args->cgroup);
+	t->kcgid = cgid;
 	cs = cgrp_lookup(cgid);
 	if (!cs) {
 		cgid = resolve_cgid(cgid);
@@ -1501,19 +1535,14 @@ void BPF_STRUCT_OPS(agentcg_cgroup_move, struct task_struct *p, struct cgroup *f
 		    struct cgroup *to)
 {
 	struct task_ctx *t;
-	struct cgrp_state *cs;
 
 	if (agentcg_mode == AGENTCG_MODE_FIFO)
 		return;
 	t = task_ctx(p);
 	if (!t)
 		return;
-	/* counted_cgid keeps the old cgroup until quiescent */
-	t->cgid = stateful_cgid(to);
 	bstat_inc(AGENTCG_BS_cgroup_moves);
-	cs = cgrp_lookup(t->cgid);
-	t->slot = cs ? cs->slot : 0;
-	t->at.vtime = cs ? cs->cg.tvtime_now : 0;
+	set_task_cgrp(t, cgrp_id(to));
 }
 
 /* Moves the tasks parked under `cgid` back into the shared queue. */
@@ -1538,6 +1567,24 @@ static __always_inline void unpark(u64 cgid)
 	}
 }
 
+/*
+ * Clears a level's throttled flag under its lock; true if it was set. Every
+ * 1 -> 0 transition that uncounts nr_throttled_now is decided under the
+ * lock (as acquire's 0 -> 1 is): cgroup_exit read the flag unlocked (and
+ * left it set) while the period timer could refill the same level on the
+ * other CPU, and both uncounted it.
+ */
+static __always_inline bool bw_unthrottle(struct cgrp_state *cs)
+{
+	bool was;
+
+	bpf_spin_lock(&cs->bw_lock);
+	was = cs->bw.throttled;
+	cs->bw.throttled = 0;
+	bpf_spin_unlock(&cs->bw_lock);
+	return was;
+}
+
 /* The cpu.max period timer of one limited cgroup. */
 static int bw_timer_fn(void *map, u32 *key, struct cgrp_state *cs)
 {
@@ -1550,10 +1597,8 @@ static int bw_timer_fn(void *map, u32 *key, struct cgrp_state *cs)
 		return 0; /* its cgroup is gone (cgroup_exit) */
 	if (!agentcg_bw_limited(&cs->bw)) {
 		cs->bw_armed = 0;
-		if (cs->bw.throttled) {
-			cs->bw.throttled = 0;
+		if (bw_unthrottle(cs))
 			__sync_fetch_and_add(&nr_throttled_now, -1);
-		}
 		unpark(cs->cgid);
 		return 0;
 	}
@@ -1726,10 +1771,12 @@ void BPF_STRUCT_OPS(agentcg_cgroup_exit, struct cgroup *cgrp)
 	bpf_map_delete_elem(&cgrp_alias, &cgid);
 	if (!cs)
 		return;
-	if (cs->bw.throttled)
+	if (bw_unthrottle(cs))
 		__sync_fetch_and_add(&nr_throttled_now, -1);
-	if (cs->bw_counted)
+	if (cs->bw_counted) {
+		cs->bw_counted = 0;
 		__sync_fetch_and_add(&nr_bw_limited, -1);
+	}
 	/* the slot is free once its id is gone (the timer callback then stops
 	 * re-arming) and its timer cancelled */
 	bpf_map_delete_elem(&cgrp_slots, &cgid);

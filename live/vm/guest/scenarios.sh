@@ -106,15 +106,26 @@ inc() {
 }
 usage_us() { awk '$1 == "usage_usec" { print $2 }' $CG/$1/cpu.stat; }
 now_us() { awk '{ printf "%d\n", $1 * 1000000 }' /proc/uptime; }
+# usage_now CG...: "UPTIME_US USAGE_US..." read by one process. Separate
+# awk runs (usage_us, then now_us) start 10-100s of ms apart when the CPUs
+# are busy, which moved a 6 s cpu.max figure by several points either way
+# (the kernel's own 0.50 quota read 0.47-0.55).
+usage_now() {
+	f=""; for c in "$@"; do f="$f $CG/$c/cpu.stat"; done
+	awk 'NR == 1 { printf "%.0f", $1 * 1000000; next } $1 == "usage_usec" { printf " %s", $2 }
+		END { print "" }' /proc/uptime $f
+}
+# usage_rate BEFORE AFTER: usage_now's two readings of one cgroup -> CPUs used
+usage_rate() { echo "$1 $2" | awk '{ printf "%.4f", ($4 - $2) / ($3 - $1) }'; }
 
 # shares LABEL SECONDS CG...: CPU used by each cgroup over SECONDS (after a
 # 1 s warm-up) as fractions of the total; prints and echoes them.
 shares() {
 	label=$1; secs=$2; shift 2
 	sleep 1
-	b=""; for c in "$@"; do b="$b $(usage_us $c)"; done
+	b=$(usage_now "$@"); b=${b#* }
 	sleep $secs
-	a=""; for c in "$@"; do a="$a $(usage_us $c)"; done
+	a=$(usage_now "$@"); a=${a#* }
 	echo "$b" "|" "$a" | awk '{ n = (NF - 1) / 2; t = 0;
 		for (i = 1; i <= n; i++) { d[i] = $(i + n + 1) - $i; t += d[i] }
 		s = ""; for (i = 1; i <= n; i++) s = s sprintf(" %.4f", t ? d[i] / t : 0); print substr(s, 2) }'
@@ -172,17 +183,42 @@ s_weights() {
 		result weights FAIL "agentcg shares $agc (max abs error $v > 0.05; eevdf $cfs, flatcg $flc)"
 }
 
+# bw_window CG: usage_now of CG and the scheduler's metrics, at the start
+# (bw_window CG 0) and the end (bw_window CG 1) of a cpu.max measurement
+bw_window() {
+	usage_now $1 > /tmp/bw_u$2
+	metrics > /tmp/bw_m$2 2>/dev/null
+}
+# bw_diag SCENARIO CG: what says why a cpu.max verdict came out as it did:
+# the CPUs CG's tasks ran in the window as the scheduler charged them
+# (beside the kernel's usage_usec figure; the daemon samples its metrics
+# once a second, so a coarse check), its park/refill/resync counters,
+# CG's cpu.stat as the scheduler keeps it, and the kernel's sched_ext
+# events (bypass, ...)
+bw_diag() {
+	data $1 sched_cpus $(awk -v cg="$2" 'FILENAME ~ /u0$/ { t0 = $1 } FILENAME ~ /u1$/ { t1 = $1 }
+		index($1, "agentcg_cgroup_runtime_ns_total{cgroup=\"/" cg) == 1 { r[FILENAME ~ /m1$/] += $2 }
+		END { if (t1 > t0 && r[1] > 0) printf "%.4f", (r[1] - r[0]) / 1000 / (t1 - t0) }' \
+		/tmp/bw_u0 /tmp/bw_u1 /tmp/bw_m0 /tmp/bw_m1 2>/dev/null)
+	data $1 diag $(awk '/^agentcg_cgroup_(nr_periods|nr_throttled|throttled_ns)_total/ && !/cgroup="\/"/ {
+		printf "%s=%s ", $1, $2 }' /tmp/bw_m1 2>/dev/null) \
+		$(metrics | awk '/^agentcg_bpf_(parked|unparked|refills|no_cgrp_state|no_task_ctx|cgroup_moves|cgroup_resyncs|cgrp_overflow)_total / ||
+			/^agentcg_throttles_total / { printf "%s=%s ", $1, $2 }')
+	[ -r $SCX/root/events ] && data $1 scx_events $(awk '$2 != 0 { printf "%s=%s ", $1, $2 }' $SCX/root/events)
+	return 0
+}
+
 # ---- cpu.max 50000 100000 ----------------------------------------------
 cpumax_run() {
 	mkcg q 100 "50000 100000"
 	inc q agentcg-work spin $((DUR + 2)); inc q agentcg-work spin $((DUR + 2))
 	sleep 1
-	u0=$(usage_us q); t0=$(now_us)
+	u0=$(usage_now q); bw_window q 0
 	sleep $DUR
-	u1=$(usage_us q); t1=$(now_us)
+	u1=$(usage_now q); bw_window q 1
 	wait
 	rmcg q
-	echo "$u0 $u1 $t0 $t1" | awk '{ printf "%.4f", ($2 - $1) / ($4 - $3) }'
+	usage_rate "$u0" "$u1"
 }
 s_cpumax() {
 	cfs=$(cpumax_run)
@@ -194,6 +230,7 @@ s_cpumax() {
 	( mkcg churn 100 "50000 100000"; inc churn agentcg-work spin 1; sleep 1.5; wait; rmcg churn; sleep 1 )
 	agc=$(cpumax_run)
 	thr=$(metric agentcg_throttles_total)
+	bw_diag cpumax q
 	stop_daemon
 	data cpumax agentcg $agc throttles=$thr
 	ok=$(echo $agc | awk '{ print ($1 >= 0.45 && $1 <= 0.55) ? 1 : 0 }')
