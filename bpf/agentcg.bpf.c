@@ -525,6 +525,25 @@ static __always_inline void set_task_cgrp(struct task_ctx *t, u64 kcgid)
 	t->at.vtime = cs ? cs->cg.tvtime_now : 0;
 }
 
+/*
+ * Follows the kernel when p's task group is not the one the callbacks last
+ * named: a move ops.cgroup_move did not report would leave the task under
+ * another cgroup's weight and outside its cpu.max (CI once saw a cgroup at
+ * cpu.max 0.50 use 1.55 CPUs, unexplained). Counted (cgroup_resyncs).
+ * Called at ops.runnable, before the task is counted in its group's
+ * activation (a move dequeues and re-enqueues a queued task, so its
+ * runnable comes after the move), and at ops.running (cpu.max charges).
+ */
+static __always_inline void follow_task_group(struct task_struct *p, struct task_ctx *t)
+{
+	u64 kcgid = task_tg_cgid(p);
+
+	if (kcgid && kcgid != t->kcgid) {
+		set_task_cgrp(t, kcgid);
+		bstat_inc(AGENTCG_BS_cgroup_resyncs);
+	}
+}
+
 /* Whether the group of `cs` or one of its ancestors is throttled; returns
  * that level's id. */
 static __always_inline u64 throttled_level(struct cgrp_state *cs)
@@ -1220,6 +1239,7 @@ void BPF_STRUCT_OPS(agentcg_runnable, struct task_struct *p, u64 enq_flags)
 		return;
 	now = bpf_ktime_get_ns();
 	t->runnable_at = now;
+	follow_task_group(p, t);
 	cs = task_cgrp(t);
 	if (!cs || t->counted_cgid)
 		return;
@@ -1306,24 +1326,14 @@ void BPF_STRUCT_OPS(agentcg_running, struct task_struct *p)
 	struct cpu_curr *cc;
 	bool throttled = false;
 	u32 cpu;
-	u64 now, left, kcgid;
+	u64 now, left;
 
 	if (agentcg_mode == AGENTCG_MODE_FIFO)
 		return;
 	t = task_ctx(p);
 	if (!t)
 		return;
-	/*
-	 * Follow the kernel when its task group is not the one the callbacks
-	 * last named: a move ops.cgroup_move did not report would leave the
-	 * task under another cgroup's weight and outside its cpu.max (CI once
-	 * saw a cgroup at cpu.max 0.50 use 1.55 CPUs, unexplained; counted).
-	 */
-	kcgid = task_tg_cgid(p);
-	if (kcgid && kcgid != t->kcgid) {
-		set_task_cgrp(t, kcgid);
-		bstat_inc(AGENTCG_BS_cgroup_resyncs);
-	}
+	follow_task_group(p, t);
 	now = bpf_ktime_get_ns();
 	t->at.started_at_ns = now;
 	/* added to cgrp_stat by stopping: one map lookup per run, not two */
