@@ -67,7 +67,7 @@
 	G(14, stale_retags, "stale queue heads re-tagged at dispatch (retag_stale)")            \
 	G(15, victim_preempts, "wakeups that preempted another CPU (place.h victim scan)")       \
 	G(16, idle_claims, "wakeups the kernel queued without ops.select_cpu, placed on their idle CPU") \
-	G(17, cgroup_resyncs, "tasks found in a cgroup other than the one ops.cgroup_move last told (re-resolved at ops.running)") \
+	G(17, cgroup_resyncs, "tasks found in a cgroup other than the one ops.cgroup_move last told (re-resolved at ops.runnable or ops.running)") \
 	W(0, agent_steps, "agent steps started (the trace's step annotations)")                  \
 	W(1, oom_kills, "processes killed by the memory.max OOM killer")
 
