@@ -215,7 +215,7 @@ void parse_api(const YAML::Node& n, const Reader& r, ApiConfig& a) {
 // profile's `machine:` keys mean what a config's do.
 void parse_machine_section(const YAML::Node& n, const Reader& r, MachineConfig& m) {
   r.only_keys(n, "machine",
-              "context_switch_ns,wakeup_overhead_ns,speed_pct,cpus,runqueues,idle_exit_ns,idle_exit_after_ns,ipi_idle_ns,kick_busy_ns,"
+              "context_switch_ns,wakeup_overhead_ns,speed_pct,cpus,runqueues,idle_exit_ns,idle_exit_after_ns,ipi_idle_ns,task_wakeup_ns,kick_busy_ns,"
               "timer_busy_ns,ext_timer_busy_ns,"
               "migration_cost_ns,background_cpu_pct,fork_cost_ns,exit_cost_ns,fork_after_ns,fork_child_ns,ext_busy_pct,"
               "ext_wakeup_ns,ext_fork_ns,wakeup_work_ns,sleep_cost_ns,tick_ns,preempt,fork_placement");
@@ -238,6 +238,10 @@ void parse_machine_section(const YAML::Node& n, const Reader& r, MachineConfig& 
   if (n["idle_exit_ns"]) m.idle_exit_ns = r.u64(n, "machine", "idle_exit_ns", 0, 10000000);
   if (n["idle_exit_after_ns"]) m.idle_exit_after_ns = r.u64(n, "machine", "idle_exit_after_ns", 0, 10000000000);
   if (n["ipi_idle_ns"]) m.ipi_idle_ns = r.u64(n, "machine", "ipi_idle_ns", 0, 10000000);
+  if (n["task_wakeup_ns"]) {
+    m.task_wakeup_ns = r.u64(n, "machine", "task_wakeup_ns", 0, 10000000);
+    m.task_wakeup_ns_set = true;
+  }
   if (n["kick_busy_ns"]) m.kick_busy_ns = r.u64(n, "machine", "kick_busy_ns", 0, 10000000);
   if (n["timer_busy_ns"]) m.timer_busy_ns = r.u64(n, "machine", "timer_busy_ns", 0, 10000000);
   if (n["ext_timer_busy_ns"]) m.ext_timer_busy_ns = r.u64(n, "machine", "ext_timer_busy_ns", 0, 10000000);

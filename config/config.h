@@ -104,6 +104,17 @@ struct MachineConfig {
   // interrupt already woke it): idle_exit_ns is the cost of any kick. 0:
   // none.
   std::uint64_t ipi_idle_ns = 0;
+  // A wakeup run by another task from its own system call (a pipe write, a
+  // futex wake: a recorded sleep's `waker`, traces/README.md) reaches the
+  // class task_wakeup_ns after the sleep's end, from the waker's CPU (so
+  // ipi_idle_ns applies when it goes to another, idle CPU), instead of
+  // wakeup_overhead_ns (the timer or interrupt path, on the sleeper's CPU,
+  // with timer_busy_ns and wakeup_work_ns). A child's exit waking its
+  // waiting parent stays synchronous. Not set (task_wakeup_ns_set false):
+  // wakeup_overhead_ns's value (a profile fitted before the key existed
+  // keeps its cost per wakeup; only the waker's CPU is new); 0: at once.
+  std::uint64_t task_wakeup_ns = 0;
+  bool task_wakeup_ns_set = false;
   // Where the fair class's per-CPU placement puts a new task
   // (wake_up_new_task, select_task_rq_fair with WF_FORK): kIdlest, the
   // idlest CPU (fork balancing, SD_BALANCE_FORK: an idle one if there is

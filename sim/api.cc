@@ -42,6 +42,7 @@ nlohmann::json config_json(const config::Config& c) {
     j["machine"]["idle_exit_after_ns"] = c.machine.idle_exit_after_ns;
   }
   if (c.machine.ipi_idle_ns) j["machine"]["ipi_idle_ns"] = c.machine.ipi_idle_ns;
+  if (c.machine.task_wakeup_ns_set) j["machine"]["task_wakeup_ns"] = c.machine.task_wakeup_ns;
   if (c.machine.kick_busy_ns) j["machine"]["kick_busy_ns"] = c.machine.kick_busy_ns;
   if (c.machine.timer_busy_ns) j["machine"]["timer_busy_ns"] = c.machine.timer_busy_ns;
   if (c.machine.ext_timer_busy_ns) j["machine"]["ext_timer_busy_ns"] = c.machine.ext_timer_busy_ns;

@@ -783,7 +783,7 @@ def _parser_fidelity(sub: Any) -> None:
                          "with the capture's CPUs; not the VM's fitted profile)")
     fi.add_argument("--capture-fit", default=None, metavar="CAPTURES",
                     help="fit the capture machine's wakeup and switch costs and its fork placement "
-                         "(wakeup_overhead_ns, context_switch_ns, ipi_idle_ns, fork_placement) on these --capture files (paths or file names, comma-separated) over "
+                         "(wakeup_overhead_ns, context_switch_ns, ipi_idle_ns, task_wakeup_ns, fork_placement) on these --capture files (paths or file names, comma-separated) over "
                          "--capture-machine; the other captures are held out; the fit is saved as "
                          "DIR/capture-machine.yaml")
     fi.add_argument("--repeat", type=int, default=3,

@@ -1765,7 +1765,8 @@ def capture_check(capture: Path, fmt: str, machine: Optional[Path], policy: str 
 # capture's own samples).
 _COST_GRID = (0, 250, 500, 1000, 1500, 2000, 3000, 4000, 5000, 6000, 8000, 10000, 12000, 16000, 20000, 30000, 50000)
 CAPTURE_FIT_GRID: Dict[str, Tuple[Any, ...]] = {"wakeup_overhead_ns": _COST_GRID, "context_switch_ns": _COST_GRID,
-                                                 "ipi_idle_ns": _COST_GRID, "fork_placement": ("idlest", "local")}
+                                                 "ipi_idle_ns": _COST_GRID, "task_wakeup_ns": _COST_GRID,
+                                                 "fork_placement": ("idlest", "local")}
 CAPTURE_FIT_KEYS = tuple(CAPTURE_FIT_GRID)
 CAPTURE_FIT_METRICS = ("p50", "p90", "switches")
 
@@ -1819,14 +1820,15 @@ def capture_sq_log_error(caps: Sequence[Mapping[str, Any]]) -> float:
 
 
 def fit_capture_machine(captures: Sequence[Path], fmt: str, machine: Optional[Path], work: Path
-                        ) -> Tuple[Dict[str, Any], float, float]:
+                        ) -> Tuple[Dict[str, Any], float, float, Dict[str, List[Any]]]:
     """Fits CAPTURE_FIT_KEYS on CAPTURES (their replays under eevdf) over
     MACHINE's other keys, by coordinate descent on CAPTURE_FIT_GRID (each
     key swept with the others held, until a sweep changes nothing; ties go
     to the value first in the grid: the smaller cost, fork balancing).
     Returns (the machine: MACHINE's keys with the fitted ones, the
-    objective with MACHINE as given, the objective fitted). WORK holds the
-    trial profiles."""
+    objective with MACHINE as given, the objective fitted, and per fitted
+    key the grid values that fit within 1 % as well: the whole grid when
+    the captures say nothing of it). WORK holds the trial profiles."""
     from . import _core, machine as mprof
 
     base = _base_machine(machine)
@@ -1853,8 +1855,15 @@ def fit_capture_machine(captures: Sequence[Path], fmt: str, machine: Optional[Pa
                 moved = True
         if not moved:
             break
+    # what the captures tell apart: per key, the grid values that fit as
+    # well as the one chosen (within 1 % of its objective, the others held);
+    # all of them: the captures say nothing of that key (a timer sleeper's
+    # capture of task_wakeup_ns)
+    best = cost(cur)
+    as_good = {k: [v for v in CAPTURE_FIT_GRID[k] if cost({**cur, k: v}) <= best * 1.01 + 1e-12]
+               for k in CAPTURE_FIT_KEYS}
     trial.unlink(missing_ok=True)
-    return {**base, **cur}, before, cost(cur)
+    return {**base, **cur}, before, best, as_good
 
 
 def _is_machine_profile(path: Path) -> bool:
@@ -1869,6 +1878,23 @@ def _is_machine_profile(path: Path) -> bool:
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return False
     return isinstance(doc, dict) and doc.get("format") == mprof.FORMAT
+
+
+def _as_good_note(as_good: Mapping[str, Sequence[Any]]) -> str:
+    """The fit's keys that the captures do not pin down (other grid values
+    fit within 1 % as well), for the fit's summary line."""
+    loose = []
+    for k in CAPTURE_FIT_KEYS:
+        vals, grid = list(as_good.get(k, ())), CAPTURE_FIT_GRID[k]
+        if len(vals) <= 1:
+            continue
+        if len(vals) == len(grid):
+            loose.append(f"{k} any (the fitted captures say nothing of it)")
+        elif all(isinstance(v, int) for v in vals):
+            loose.append(f"{k} {min(vals)}-{max(vals)}")
+        else:
+            loose.append(f"{k} " + " or ".join(str(v) for v in vals))
+    return (" Fit as well (within 1 %): " + "; ".join(loose) + ".") if loose else ""
 
 
 def format_captures(caps: Sequence[Mapping[str, Any]], fit: Optional[Mapping[str, Any]] = None) -> str:
@@ -1888,7 +1914,8 @@ def format_captures(caps: Sequence[Mapping[str, Any]], fit: Optional[Mapping[str
                   + f" over {fit['base'] or 'the defaults'}; mean squared log error of "
                   + "/".join(CAPTURE_FIT_METRICS) + " and each kind's p50 on the fitted captures "
                   f"{fit['sq_log_error_before']:.3f} -> "
-                  f"{fit['sq_log_error_after']:.3f}; saved as {fit['profile']} (reuse with --machine).", ""]
+                  f"{fit['sq_log_error_after']:.3f}; saved as {fit['profile']} (reuse with --machine)."
+                  + _as_good_note(fit.get("as_good", {})), ""]
     lines += ["Recorded captures as the measured side (replayed under " + caps[0]["policy"] + "; goals: p50 and p90 "
               "within 15 %, p99 within 25 %, task switches within 15 %):", "",
               "| capture | role | machine | wakeups | wakeup p50 us measured / sim | p90 us | p99 us | task switches | "
@@ -1937,7 +1964,7 @@ def capture_section(captures: Sequence[str], fmt: str, machine: Optional[str], f
                                                          "names more than one --capture file"))
         fitted.append(hits[0])
     held = [c for c in captures if c not in fitted]
-    m, before, after = fit_capture_machine([Path(c) for c in fitted], fmt, base, dest)
+    m, before, after, as_good = fit_capture_machine([Path(c) for c in fitted], fmt, base, dest)
     from . import machine as mprof
 
     prof = dest / "capture-machine.yaml"
@@ -1953,7 +1980,7 @@ def capture_section(captures: Sequence[str], fmt: str, machine: Optional[str], f
                   for c in captures]
     return rows + after_rows, {"machine": m, "base": str(base) if base else None, "profile": str(prof),
                                "fitted": [names[c] for c in fitted], "held_out": [names[c] for c in held],
-                               "sq_log_error_before": before, "sq_log_error_after": after}
+                               "sq_log_error_before": before, "sq_log_error_after": after, "as_good": as_good}
 
 
 def captures_only(captures: Sequence[str], fmt: str, machine: Optional[str], fit: Optional[Sequence[str]],

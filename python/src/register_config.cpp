@@ -55,6 +55,7 @@ py::dict to_dict(const config::Config& c) {
   machine["idle_exit_after_ns"] = c.machine.idle_exit_after_ns;
   machine["kick_busy_ns"] = c.machine.kick_busy_ns;
   machine["ipi_idle_ns"] = c.machine.ipi_idle_ns;
+  machine["task_wakeup_ns"] = c.machine.task_wakeup_ns;
   machine["timer_busy_ns"] = c.machine.timer_busy_ns;
   machine["ext_timer_busy_ns"] = c.machine.ext_timer_busy_ns;
   machine["migration_cost_ns"] = c.machine.migration_cost_ns;

@@ -34,10 +34,12 @@ CpuModel::CpuModel(Simulator& sim, const trace::Trace& trace, SchedClass& cls,
     machine_.context_switch_ns = *trace.machine.context_switch_ns;
   if (trace.machine.wakeup_overhead_ns && !machine.wakeup_overhead_ns_set)
     machine_.wakeup_overhead_ns = *trace.machine.wakeup_overhead_ns;
+  if (!machine.task_wakeup_ns_set) machine_.task_wakeup_ns = machine_.wakeup_overhead_ns;
   // sched_ext's own costs (MachineConfig::ext_*) on top of the machine's:
   // the kernel's scheduler does not pay them.
   if (cls_.sched_ext()) {
     machine_.wakeup_overhead_ns += machine.ext_wakeup_ns;
+    machine_.task_wakeup_ns += machine.ext_wakeup_ns;
     machine_.timer_busy_ns += machine.ext_timer_busy_ns;
     machine_.fork_cost_ns += machine.ext_fork_ns;
   } else {
@@ -273,6 +275,11 @@ CpuModel::Next CpuModel::advance(Task& t) {
         if (ns == 0) break;
         t.state = TaskState::kBlocked;
         p.sleep_work = machine_.sleep_cost_ns > 0 && !p.background;  // background_cpu_pct is what it says
+        p.waker_task = -1;
+        if (op.waker() != 0) {
+          const auto w = task_by_pid_.find(op.waker());
+          if (w != task_by_pid_.end()) p.waker_task = w->second;
+        }
         sim_.schedule_in(Time::from_ns(ns), this, kWake, t.id);
         return Next::kBlock;
       }
@@ -413,23 +420,27 @@ void CpuModel::wakeup_work(const Task& t) {
   rearm_cpu(t.cpu);
 }
 
-void CpuModel::do_wake(Task& t, int sync_cpu) {
+void CpuModel::do_wake(Task& t, int sync_cpu, int waker_cpu) {
   const bool sync = sync_cpu != kNoCpu;
+  const bool by_task = !sync && waker_cpu != kNoCpu;
+  const int src = sync ? sync_cpu : by_task ? waker_cpu : t.cpu;
   t.runnable_since = sim_.now();
   procs_[t.id].woken = true;
   procs_[t.id].woken_at = sim_.now();
   if (log_)
-    log_->wakeups.push_back({t.pid, static_cast<std::uint32_t>(t.cpu < 0 ? 0 : t.cpu), sim_.now().ns(), false,
-                             sync ? sync_cpu : t.cpu});
+    log_->wakeups.push_back({t.pid, static_cast<std::uint32_t>(t.cpu < 0 ? 0 : t.cpu), sim_.now().ns(), false, src});
   // a timer wakeup: its interrupt on a busy CPU comes timer_busy_ns late
-  // (the sample counts from the timer's expiry, as the player's does)
-  std::uint64_t delay = sync ? 0 : machine_.wakeup_overhead_ns;
-  if (!sync && machine_.timer_busy_ns > 0 && t.cpu >= 0 && cpus_[static_cast<std::size_t>(t.cpu)].curr != nullptr)
+  // (the sample counts from the timer's expiry, as the player's does); a
+  // waker's system call: task_wakeup_ns
+  std::uint64_t delay = sync ? 0 : by_task ? machine_.task_wakeup_ns : machine_.wakeup_overhead_ns;
+  if (!sync && !by_task && machine_.timer_busy_ns > 0 && t.cpu >= 0 &&
+      cpus_[static_cast<std::size_t>(t.cpu)].curr != nullptr)
     delay += machine_.timer_busy_ns;
   if (delay > 0) {
+    procs_[t.id].wake_src = by_task ? waker_cpu : -1;
     sim_.schedule_in(Time::from_ns(delay), this, kEnqueue, t.id);
   } else {
-    do_enqueue(t, sync ? sync_cpu : t.cpu);
+    do_enqueue(t, src);
   }
 }
 
@@ -824,13 +835,26 @@ void CpuModel::on_event(Simulator& sim, std::uint32_t kind, std::uint64_t arg) {
     case kCpuEvent:
       on_cpu_event(static_cast<int>(arg));
       break;
-    case kWake:
+    case kWake: {
+      Proc& p = procs_[arg];
+      if (p.waker_task >= 0) {
+        // the waker's system call: from its CPU (running, else its last)
+        const int w = tasks_[static_cast<std::size_t>(p.waker_task)].cpu;
+        p.waker_task = -1;
+        do_wake(tasks_[arg], kNoCpu, w >= 0 ? w : tasks_[arg].cpu);
+        break;
+      }
       wakeup_work(tasks_[arg]);
       do_wake(tasks_[arg]);
       break;
-    case kEnqueue:  // the timer or I/O interrupt on the sleeper's last CPU
-      do_enqueue(tasks_[arg], tasks_[arg].cpu);
+    }
+    case kEnqueue: {  // the timer or I/O interrupt on the sleeper's last CPU, or a waker's (wake_src)
+      Proc& p = procs_[arg];
+      const int src = p.wake_src >= 0 ? p.wake_src : tasks_[arg].cpu;
+      p.wake_src = -1;
+      do_enqueue(tasks_[arg], src);
       break;
+    }
     case kKick: {
       const int cpu = static_cast<int>(arg);
       Cpu& c = cpus_[arg];

@@ -16,7 +16,11 @@
 //    path from a timer or I/O interrupt); both count in the wakeup latency.
 //    A child's exit wakes its waiting parent synchronously: the exiting
 //    task runs the ttwu itself, so the parent is queued before that CPU
-//    picks its next task, without the interrupt path's delay.
+//    picks its next task, without the interrupt path's delay. A sleep with
+//    a `waker` (recorded captures: a pipe write, a futex wake) is woken
+//    from the waker's CPU (where it runs, else last ran)
+//    machine.task_wakeup_ns after the sleep's end, without the timer
+//    path's costs.
 //  - Slices end by an event at the slice's end (on the tick grid with
 //    machine.tick_ns); under machine.preempt lazy a fair-class wakeup
 //    preemption of a CPU other than the one the wakeup runs on waits for
@@ -211,6 +215,11 @@ class CpuModel final : public SchedContext, public EventHandler {
     // machine.sleep_cost_ns: it slept or waited for I/O, and the cost of
     // that cycle is still to run (when it next runs, before its next op)
     bool sleep_work = false;
+    // a recorded sleep's `waker` (machine.task_wakeup_ns): the task whose
+    // system call ends the current sleep, -1 = a timer or interrupt; and the
+    // CPU its delayed enqueue comes from (-1: the sleeper's own)
+    std::int64_t waker_task = -1;
+    int wake_src = -1;
     // the work it runs now is a system call's in the kernel (a fork's
     // copy_process, an exit's do_exit): under machine.preempt lazy not even
     // a wakeup on its own CPU preempts it before it returns to user space
@@ -287,8 +296,10 @@ class CpuModel final : public SchedContext, public EventHandler {
   Next advance(Task& t);
   void wakeup_work(const Task& t);
   // sync_cpu >= 0: woken by a task (a child's exit) that runs the ttwu
-  // itself on that CPU, queued now; else after wakeup_overhead_ns
-  void do_wake(Task& t, int sync_cpu = kNoCpu);
+  // itself on that CPU, queued now; waker_cpu >= 0: by a task's system call
+  // there (a recorded sleep's waker), queued task_wakeup_ns later; else by
+  // a timer on t's CPU, after wakeup_overhead_ns (+ timer_busy_ns)
+  void do_wake(Task& t, int sync_cpu = kNoCpu, int waker_cpu = kNoCpu);
   // src_cpu: the CPU the ttwu runs on (resched_curr_lazy)
   void do_enqueue(Task& t, int src_cpu);
   void dispatch(int cpu, Task* prev);

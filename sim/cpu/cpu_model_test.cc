@@ -10,6 +10,9 @@
 #include <optional>
 
 #include "sim/api.h"
+#include "sim/cpu/cfs.h"
+#include "sim/event_queue.h"
+#include "sim/schedule_log.h"
 #include "sim/trace/trace.h"
 #include "tests/support/trace_builder.h"
 
@@ -564,6 +567,61 @@ TEST(IpiIdle, OnlyAWakeupSentToAnotherIdleCpuPaysIt) {
   for (const char* policy : {"eevdf", "agentcg"}) {
     SCOPED_TRACE(policy);
     EXPECT_EQ(sleeper_p50_added(policy, m).idle, 0.0);
+  }
+}
+
+// A sleep with a `waker` (a recorded pipe write, machine.task_wakeup_ns):
+// the wakeup comes from the waker's CPU, not the sleeper's. A reader that
+// sleeps on its own CPU beside a writer hogging the other: woken by its
+// timer, it is woken on its own idle CPU (wakeup_overhead_ns, no IPI);
+// woken by the writer, the wakeup is sent from the writer's CPU to the
+// reader's idle one (task_wakeup_ns + ipi_idle_ns), and the replay counts
+// it as a remote wakeup (log src: the writer's CPU).
+trace::Trace reader_writer(bool woken_by_writer) {
+  Builder b(2, 1 * kSec);
+  b.cgroup("/a", 100);
+  b.process("/a", {run_op(1 * kSec)});  // pid 1: the writer
+  Op nap = trace::testing::sleep_op(2 * kMs);
+  if (woken_by_writer) nap.set_waker(1);
+  b.process("/a", {repeat_op(20, {run_op(100000), nap})});  // pid 2: the reader
+  return b.done();
+}
+
+TEST(TaskWakeup, AWakerWakesFromItsOwnCpu) {
+  config::MachineConfig m = per_cpu_machine();
+  m.wakeup_overhead_ns = 5000;
+  m.ipi_idle_ns = 30000;
+  m.task_wakeup_ns = 7000;
+  m.task_wakeup_ns_set = true;
+  const auto timer = run_machine(reader_writer(false), "eevdf", m);
+  const auto task = run_machine(reader_writer(true), "eevdf", m);
+  EXPECT_EQ(wakeup_p50(task), wakeup_p50(timer) - 5000 + 7000 + 30000);
+  EXPECT_EQ(task["config"]["machine"]["task_wakeup_ns"].get<std::uint64_t>(), 7000u);
+  // not set: a waker's wakeup costs what a timer's does (only the CPU moves)
+  config::MachineConfig unset = m;
+  unset.task_wakeup_ns = 0;
+  unset.task_wakeup_ns_set = false;
+  const auto task_unset = run_machine(reader_writer(true), "eevdf", unset);
+  EXPECT_EQ(wakeup_p50(task_unset), wakeup_p50(timer) + 30000);
+  EXPECT_FALSE(task_unset["config"]["machine"].contains("task_wakeup_ns"));
+  // the replay's log: each of the reader's wakeups comes from the other CPU
+  for (const bool by_writer : {false, true}) {
+    const trace::Trace t = reader_writer(by_writer);
+    config::Config cfg;
+    cfg.machine = m;
+    auto cls = make_eevdf_class(cfg.cfs);
+    Simulator simulator;
+    ScheduleLog log;
+    CpuModel cpu(simulator, t, *cls, m, 1, &log);
+    cpu.start();
+    while (!cpu.finished() && simulator.step()) {
+    }
+    cpu.finish();
+    int remote = 0, own = 0;
+    for (const WakeEvent& w : log.wakeups)
+      if (w.pid == 2 && !w.fork) ++(w.waker_cpu != static_cast<std::int32_t>(w.target_cpu) ? remote : own);
+    EXPECT_EQ(remote, by_writer ? 20 : 0) << by_writer;
+    EXPECT_EQ(own, by_writer ? 0 : 20) << by_writer;
   }
 }
 

@@ -392,6 +392,11 @@ class RecordImporter {
       std::erase_if(p.ops, [&](const trace::Op& op) {
         return op.kind == trace::OpKind::kFork && op.pid() != 0 && !info[op.pid()].keep;
       });
+      // a sleep woken by a dropped task (a kernel thread): as a timer's
+      for (trace::Op& op : p.ops)
+        if ((op.kind == trace::OpKind::kSleep || op.kind == trace::OpKind::kIo) && op.waker() != 0 &&
+            !info[op.waker()].keep)
+          op.set_waker(0);
       kept.push_back(std::move(p));
     }
     procs = std::move(kept);

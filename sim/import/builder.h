@@ -49,9 +49,10 @@ class ProcessBuilder {
     cursor_ns_ = t;
   }
   // Sleeps (or blocks) for a measured duration, wherever the cursor is.
-  void sleep_for(std::uint64_t ns, trace::OpKind kind = trace::OpKind::kSleep) {
+  // `waker`: the listed process that ended it (0: a timer or interrupt).
+  void sleep_for(std::uint64_t ns, trace::OpKind kind = trace::OpKind::kSleep, std::int64_t waker = 0) {
     if (ns == 0 || exited_) return;
-    add_timed(kind, ns);
+    add_timed(kind, ns, waker);
     cursor_ns_ += ns;
   }
   // The process was blocked by an op that takes no recorded time of its own
@@ -96,17 +97,21 @@ class ProcessBuilder {
   std::uint64_t run_total_ns() const { return run_total_ns_; }
 
  private:
-  void add_timed(trace::OpKind kind, std::uint64_t ns) {
+  // A sleep's `waker` (0: a timer's) is the one that ended it: merged into
+  // the sleep before it, the later end is the op's.
+  void add_timed(trace::OpKind kind, std::uint64_t ns, std::int64_t waker = 0) {
     if (!spec_->ops.empty()) {
       trace::Op& last = spec_->ops.back();
       if (last.kind == kind && !last.amount.is_random()) {
         last.amount.a += ns;
+        if (kind != trace::OpKind::kRun) last.set_waker(waker);
         return;
       }
     }
     trace::Op op;
     op.kind = kind;
     op.amount = trace::Value::fixed(ns);
+    if (kind != trace::OpKind::kRun) op.set_waker(waker);
     spec_->ops.push_back(std::move(op));
   }
 

@@ -181,6 +181,21 @@ std::optional<std::pair<std::string_view, std::int64_t>> header_task(std::string
   return std::make_pair(trim(head.substr(0, sep)), *pid);
 }
 
+// Whether the line's event ran in an interrupt (hardirq, softirq or NMI),
+// from the tracefs latency flags after "[CPU]" ("d.h2." vs "d..3.": the
+// third character); nullopt when the line has no such column (perf,
+// trace-cmd report without -l).
+std::optional<bool> prefix_irq(std::string_view prefix) {
+  const auto b = prefix.find(']');
+  if (b == std::string_view::npos) return std::nullopt;
+  std::string_view f = trim(prefix.substr(b + 1));
+  if (const auto sp = f.find(' '); sp != std::string_view::npos) f = f.substr(0, sp);
+  if (f.size() < 4 || f.size() > 6 || std::string_view("dDX.").find(f[0]) == std::string_view::npos ||
+      std::string_view("ZzHhs.").find(f[2]) == std::string_view::npos)
+    return std::nullopt;
+  return f[2] != '.';
+}
+
 std::optional<SwitchOut> parse_state(std::string_view s) {
   s = trim(s);
   if (s.empty()) return std::nullopt;
@@ -242,6 +257,7 @@ class FtraceImporter {
     std::size_t after = 0;
     cur_cpu_ = -1;
     header_.reset();
+    irq_.reset();
     for (std::size_t i = text.find(':'); i != std::string_view::npos; i = text.find(':', i + 1)) {
       if (i + 1 < text.size() && text[i + 1] != ' ') continue;
       std::size_t b = i;
@@ -250,6 +266,7 @@ class FtraceImporter {
       if (ts) {
         after = i + 1;
         header_ = header_task(text.substr(0, b));
+        irq_ = prefix_irq(text.substr(0, b));
         if (!prefix_cpu(text.substr(0, b))) {
           malformed(report_, opts_, source_, report_.lines,
                     "CPU number out of range; expected [0.." + std::to_string(kMaxCpus - 1) + "]");
@@ -405,7 +422,7 @@ class FtraceImporter {
           e.builder.blocked_until(t);
           ++report_.counters["waits"];
         } else {
-          e.builder.sleep_for(t - std::min(t, task.since_ns), task.sleep_kind);
+          e.builder.sleep_for(t - std::min(t, task.since_ns), task.sleep_kind, waker_of(pid));
         }
         task.state = TaskState::kRunnable;
         task.wakeup_ns = t;
@@ -426,6 +443,16 @@ class FtraceImporter {
       case TaskState::kDead:
         break;
     }
+  }
+
+  // The trace pid of the task that wakes `pid` on this line from its own
+  // system call (a pipe write, a futex wake, an exit): the line's task,
+  // outside an interrupt, listed; 0 when an interrupt (a timer, I/O
+  // completion) or the idle task woke it, or the line does not say.
+  std::int64_t waker_of(std::int64_t pid) {
+    if (!header_ || header_->second == 0 || header_->second == pid || irq_.value_or(true)) return 0;
+    const ProcessTable::Entry* w = table_.find(header_->second);
+    return w != nullptr ? w->spec->pid : 0;
   }
 
   // Whether the line's task, which wakes `pid`, is pid's exiting child and
@@ -735,6 +762,7 @@ class FtraceImporter {
   std::vector<bool> switched_;              // per CPU: a sched_switch was seen there (cur_task_ is known)
   std::vector<std::uint64_t> last_ts_cpu_;  // per CPU: the time of its last event
   std::optional<std::pair<std::string_view, std::int64_t>> header_;  // the line's task (header_task)
+  std::optional<bool> irq_;  // the line's event ran in an interrupt (prefix_irq); unknown: nullopt
 };
 
 }  // namespace

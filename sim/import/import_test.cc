@@ -367,6 +367,51 @@ TEST(FtraceImport, ASleepEndedByTheLastChildsExitIsAWait) {
   EXPECT_NO_THROW(trace::validate(r.trace));
 }
 
+// A sleep ended from another task's system call (the waking event outside
+// an interrupt, on that task's line) names it as the sleep's waker; one ended
+// by an interrupt ('h' or 's' in the flags), by the idle task, or on a line
+// without the flags column (perf) is a timer's (no waker).
+TEST(FtraceImport, ASleepEndedByAnotherTasksSystemCallNamesItsWaker) {
+  std::istringstream in(
+      "  r-5 [001] d..2. 1.000000: sched_switch: prev_comm=r prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=w next_pid=6 next_prio=120\n"
+      "  w-6 [001] d..3. 1.000100: sched_waking: comm=r pid=5 prio=120 target_cpu=000\n"
+      "  <idle>-0 [000] d..2. 1.000120: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=r next_pid=5 next_prio=120\n"
+      "  r-5 [000] d..2. 1.000200: sched_switch: prev_comm=r prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n"
+      "  w-6 [001] d.h2. 1.000300: sched_waking: comm=r pid=5 prio=120 target_cpu=000\n"
+      "  <idle>-0 [000] d..2. 1.000320: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=r next_pid=5 next_prio=120\n"
+      "  r-5 [000] d..2. 1.000400: sched_switch: prev_comm=r prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n"
+      "  <idle>-0 [000] d..3. 1.000500: sched_waking: comm=r pid=5 prio=120 target_cpu=000\n"
+      "  <idle>-0 [000] d..2. 1.000520: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=r next_pid=5 next_prio=120\n"
+      "  r-5 [000] d..2. 1.000600: sched_switch: prev_comm=r prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n"
+      "  w-6 [001] d.s3. 1.000700: sched_waking: comm=r pid=5 prio=120 target_cpu=000\n"
+      "  <idle>-0 [000] d..2. 1.000720: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=r next_pid=5 next_prio=120\n"
+      "  r-5 [000] d..2. 1.000800: sched_switch: prev_comm=r prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n"
+      "  w-6 [001] d..3. 1.000900: sched_waking: comm=r pid=5 prio=120 target_cpu=000\n"
+      "  <idle>-0 [000] d..2. 1.000920: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=r next_pid=5 next_prio=120\n");
+  const Result r = import_ftrace(in, "wakers.txt", Options{});
+  auto wakers = [](const trace::ProcessSpec& p) {
+    std::vector<std::int64_t> w;
+    for (const trace::Op& op : p.ops)
+      if (op.kind == trace::OpKind::kSleep) w.push_back(op.waker());
+    return w;
+  };
+  // w's system call, a hardirq on w's CPU, the idle task, a softirq, w again
+  EXPECT_EQ(wakers(proc(r.trace, 5)), (std::vector<std::int64_t>{6, 0, 0, 0, 6}));
+  EXPECT_NO_THROW(trace::validate(r.trace));
+  // the JSON text keeps it
+  const trace::Trace back = trace::parse_trace(trace::to_json_text(r.trace), "wakers.json");
+  EXPECT_EQ(trace::to_json_text(back), trace::to_json_text(r.trace));
+  EXPECT_EQ(wakers(proc(back, 5)), (std::vector<std::int64_t>{6, 0, 0, 0, 6}));
+  // perf's shape has no flags column: no waker is claimed
+  std::istringstream perf(
+      "  w  6 [001]  1.000000: sched:sched_switch: prev_comm=w prev_pid=6 prev_prio=120 prev_state=R ==> next_comm=r next_pid=5 next_prio=120\n"
+      "  r  5 [001]  1.000050: sched:sched_switch: prev_comm=r prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=w next_pid=6 next_prio=120\n"
+      "  w  6 [001]  1.000100: sched:sched_waking: comm=r pid=5 prio=120 target_cpu=000\n"
+      "  <idle>  0 [000]  1.000120: sched:sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=r next_pid=5 next_prio=120\n");
+  const Result q = import_ftrace(perf, "wakers.perf", Options{});
+  for (const trace::Op& op : proc(q.trace, 5).ops) EXPECT_EQ(op.waker(), 0) << static_cast<int>(op.kind);
+}
+
 TEST(FtraceImport, SameOpsFromAllThreeShapes) {
   auto a = import_ftrace_file(std::string(kData) + "ftrace_tracecmd.txt", Options{});
   auto b = import_ftrace_file(std::string(kData) + "perf_script.txt", Options{});

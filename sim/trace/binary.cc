@@ -132,10 +132,13 @@ class Writer {
       varint(op.loc.line);
       switch (op.kind) {
         case OpKind::kRun:
-        case OpKind::kSleep:
-        case OpKind::kIo:
         case OpKind::kMem:
           value(op.amount);
+          break;
+        case OpKind::kSleep:
+        case OpKind::kIo:
+          value(op.amount);
+          svarint(op.waker());
           break;
         case OpKind::kFork:
           if (op.child()) {
@@ -280,9 +283,11 @@ class Reader {
     const std::size_t at = pos();
     std::uint32_t v = 0;
     for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(byte()) << (8 * i);
-    if (v != kBinaryVersion)
-      fail(at, "binary format version " + std::to_string(v) + "; this build reads version " +
-                   std::to_string(kBinaryVersion) + " only (convert the JSON trace again with its trace convert)");
+    if (v < kBinaryVersionOldest || v > kBinaryVersion)
+      fail(at, "binary format version " + std::to_string(v) + "; this build reads versions " +
+                   std::to_string(kBinaryVersionOldest) + ".." + std::to_string(kBinaryVersion) +
+                   " only (convert the JSON trace again with its trace convert)");
+    file_version_ = v;
   }
 
   std::uint8_t u8(const char* what) {
@@ -506,10 +511,13 @@ class Reader {
     op.loc.line = static_cast<std::uint32_t>(bounded("a line number", std::numeric_limits<std::uint32_t>::max()));
     switch (op.kind) {
       case OpKind::kRun:
-      case OpKind::kSleep:
-      case OpKind::kIo:
       case OpKind::kMem:
         op.amount = value();
+        break;
+      case OpKind::kSleep:
+      case OpKind::kIo:
+        op.amount = value();
+        if (file_version_ >= 2) op.set_waker(svarint("a sleep's waker"));
         break;
       case OpKind::kFork: {
         const std::size_t t_at = pos();
@@ -584,6 +592,7 @@ class Reader {
   std::size_t size_;
   const std::string& source_;
   std::size_t budget_;        // bytes the remaining reserved elements may still claim
+  std::uint32_t file_version_ = kBinaryVersion;  // 1: sleep and io ops carry no waker
   std::size_t mark_ = 0;      // where the embedded JSON text being parsed starts
   std::vector<PathSegment> path_;
   std::FILE* file_ = nullptr;         // null: every byte is in memory

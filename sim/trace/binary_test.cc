@@ -75,6 +75,7 @@ void expect_same_ops(const std::vector<Op>& a, const std::vector<Op>& b, const s
     EXPECT_EQ(a[i].name(), b[i].name()) << w;
     EXPECT_EQ(a[i].step(), b[i].step()) << w;
     EXPECT_EQ(a[i].count(), b[i].count()) << w;
+    EXPECT_EQ(a[i].waker(), b[i].waker()) << w;
     ASSERT_EQ(a[i].child() != nullptr, b[i].child() != nullptr) << w;
     if (a[i].child()) expect_same_process(*a[i].child(), *b[i].child(), w + "/child");
     expect_same_ops(a[i].body(), b[i].body(), w + "/body");
@@ -235,8 +236,38 @@ std::string small_binary() {
      {"op": "fork", "child": {"comm": "c", "ops": [{"op": "run", "ns": {"dist": "exponential", "mean": 5, "max": 9}}]}},
      {"op": "repeat", "count": 1, "body": [{"op": "sleep", "ns": 10}, {"op": "fork", "pid": 2}]},
      {"op": "wait"}, {"op": "tool_end"}, {"op": "exec", "comm": "y"}]},
-  {"pid": 2, "parent": 1, "ops": [{"op": "io", "ns": 3}]}]})";
+  {"pid": 2, "parent": 1, "ops": [{"op": "io", "ns": 3, "waker": 1}, {"op": "sleep", "ns": 4}]}]})";
   return to_binary(parse_trace(text, "small.json"));
+}
+
+// Version 1 (before a sleep's waker) still loads: the same trace without
+// its waker byte. Where that byte is: the only one that differs between a
+// sleep woken by pid 1 and one by pid 2.
+TEST(Binary, VersionOneWithoutWakersLoads) {
+  auto text = [](int waker) {
+    return R"({"format": "agentcg-trace", "version": 1, "name": "w", "machine": {"cpus": 1},
+ "processes": [{"pid": 1, "start_ns": 0, "ops": [{"op": "run", "ns": 5}]},
+  {"pid": 2, "start_ns": 0, "ops": [{"op": "sleep", "ns": 10, "waker": )" + std::to_string(waker) +
+           R"(}, {"op": "run", "ns": 7}]}]})";
+  };
+  const std::string one = to_binary(parse_trace(text(1), "w.json"));
+  const std::string two = to_binary(parse_trace(text(2), "w.json"));
+  ASSERT_EQ(one.size(), two.size());
+  std::size_t at = 0, diffs = 0;
+  for (std::size_t i = 0; i < one.size(); ++i)
+    if (one[i] != two[i]) ++diffs, at = i;
+  ASSERT_EQ(diffs, 1u);
+  std::string v1 = one.substr(0, at) + one.substr(at + 1);
+  v1[8] = 1;
+  const Trace t = parse_binary_trace(v1.data(), v1.size(), "v1.agtb");
+  ASSERT_EQ(t.processes.size(), 2u);
+  ASSERT_EQ(t.processes[1].ops.size(), 2u);
+  EXPECT_EQ(t.processes[1].ops[0].kind, OpKind::kSleep);
+  EXPECT_EQ(t.processes[1].ops[0].amount.a, 10u);
+  EXPECT_EQ(t.processes[1].ops[0].waker(), 0);
+  EXPECT_EQ(t.processes[1].ops[1].amount.a, 7u);
+  // and version 2 keeps it
+  EXPECT_EQ(parse_binary_trace(one.data(), one.size(), "v2.agtb").processes[1].ops[0].waker(), 1);
 }
 
 TEST(Binary, SmallTraceParses) {
@@ -384,9 +415,12 @@ TEST(Binary, WrongMagicAndVersion) {
             "t.agtb: /: binary trace, byte 2: not an agentcg binary trace; expected the magic bytes 89 41 47 54 42 0d "
             "0a 1a (\\x89AGTB\\r\\n\\x1a) at the start, or JSON text");
   std::string v = bin;
-  v[8] = 2;
-  EXPECT_EQ(binary_error(v), "t.agtb: /: binary trace, byte 8: binary format version 2; this build reads version 1 "
-                             "only (convert the JSON trace again with its trace convert)");
+  v[8] = 3;
+  EXPECT_EQ(binary_error(v), "t.agtb: /: binary trace, byte 8: binary format version 3; this build reads versions "
+                             "1..2 only (convert the JSON trace again with its trace convert)");
+  v[8] = 0;
+  EXPECT_EQ(binary_error(v), "t.agtb: /: binary trace, byte 8: binary format version 0; this build reads versions "
+                             "1..2 only (convert the JSON trace again with its trace convert)");
   EXPECT_EQ(binary_error(std::string("\x89", 1)),
             "t.agtb: /: binary trace, byte 1: the file ends inside the magic bytes; expected more bytes (a "
             "truncated file?)");

@@ -788,10 +788,15 @@ class Parser {
     const json& kind = j["op"];
     if (!kind.is_string()) fail(ptr + "/op", std::string("expected an op name (") + kOps + "), got " + show(kind));
     const std::string k = kind.get<std::string>();
-    if (k == "run" || k == "sleep" || k == "io") {
+    if (k == "run") {
       check_keys(j, ptr, {"op", "ns"});
-      op.kind = k == "run" ? OpKind::kRun : k == "sleep" ? OpKind::kSleep : OpKind::kIo;
+      op.kind = OpKind::kRun;
       op.amount = parse_value(require(j, ptr, "ns"), ptr + "/ns", "ns");
+    } else if (k == "sleep" || k == "io") {
+      check_keys(j, ptr, {"op", "ns", "waker"});
+      op.kind = k == "sleep" ? OpKind::kSleep : OpKind::kIo;
+      op.amount = parse_value(require(j, ptr, "ns"), ptr + "/ns", "ns");
+      if (j.contains("waker")) op.set_waker(get_pid(j["waker"], ptr + "/waker"));
     } else if (k == "fork") {
       check_keys(j, ptr, {"op", "pid", "child"});
       op.kind = OpKind::kFork;

@@ -134,11 +134,16 @@ struct Op {
   // step: the agent step number.
   std::uint64_t step() const { return number_; }
   void set_step(std::uint64_t step) { number_ = step; }
+  // sleep, io: the listed process whose action ended it (a pipe write, a
+  // futex wake, a child's exit: recorded captures, from the waking event's
+  // task), 0 = none (a timer or an interrupt: the default).
+  std::int64_t waker() const { return static_cast<std::int64_t>(number_); }
+  void set_waker(std::int64_t pid) { number_ = static_cast<std::uint64_t>(pid); }
 
  private:
   // name (string), body (vector) or child (shared_ptr); monostate: none.
   std::variant<std::monostate, std::string, std::vector<Op>, std::shared_ptr<const ProcessSpec>> payload_;
-  std::uint64_t number_ = 0;  // pid (fork), count (repeat) or step (step)
+  std::uint64_t number_ = 0;  // pid (fork), count (repeat), step (step) or waker (sleep, io)
 };
 // Every byte of an op counts 500,000 times in a large trace (issue 21).
 static_assert(sizeof(Op) <= 96, "Op grew: see the comment above it");
@@ -303,7 +308,10 @@ void write_trace_file(const Trace& trace, const std::string& path);
 // templates nest at most kMaxBinaryNesting deep. What it holds is then
 // checked by validate(), as a parsed JSON trace is.
 inline constexpr char kBinaryMagic[8] = {'\x89', 'A', 'G', 'T', 'B', '\r', '\n', '\x1a'};
-inline constexpr std::uint32_t kBinaryVersion = 1;
+// Version 2 (2026-11-30) adds a sleep's and an io op's waker (a signed
+// number after its ns); version 1 files still load (no waker).
+inline constexpr std::uint32_t kBinaryVersion = 2;
+inline constexpr std::uint32_t kBinaryVersionOldest = 1;
 inline constexpr const char* kBinaryExtension = ".agtb";
 // Repeat bodies plus fork templates, nested: the JSON parser's depth cap
 // allows at most (128 - 5) / 2 = 61 of them (2 JSON levels per repeat, 3 per

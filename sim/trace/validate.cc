@@ -302,6 +302,11 @@ class Validator {
         case OpKind::kSleep:
         case OpKind::kIo:
           check_value(op.amount, sub(loc, "/ns"), "ns");
+          if (op.kind != OpKind::kRun && op.waker() != 0) {
+            check_pid(op.waker(), sub(loc, "/waker"));
+            if (pids_.count(op.waker()) == 0)
+              fail(sub(loc, "/waker"), "unknown waker pid " + std::to_string(op.waker()) + "; expected a listed pid");
+          }
           if (!op.amount.is_random()) total = sat_add(total, op.amount.a);
           if (op.kind == OpKind::kRun && !op.amount.is_random())
             run_ns_ = sat_add(run_ns_, sat_mul(op.amount.a, multiplicity));

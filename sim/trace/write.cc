@@ -55,8 +55,11 @@ json ops_json(const std::vector<Op>& ops) {
     json j;
     switch (op.kind) {
       case OpKind::kRun: j = {{"op", "run"}, {"ns", value_json(op.amount)}}; break;
-      case OpKind::kSleep: j = {{"op", "sleep"}, {"ns", value_json(op.amount)}}; break;
-      case OpKind::kIo: j = {{"op", "io"}, {"ns", value_json(op.amount)}}; break;
+      case OpKind::kSleep:
+      case OpKind::kIo:
+        j = {{"op", op.kind == OpKind::kSleep ? "sleep" : "io"}, {"ns", value_json(op.amount)}};
+        if (op.waker() != 0) j["waker"] = op.waker();
+        break;
       case OpKind::kFork:
         if (op.child()) j = {{"op", "fork"}, {"child", process_json(*op.child(), true)}};
         else j = {{"op", "fork"}, {"pid", op.pid()}};

@@ -133,7 +133,7 @@ def test_config_dict_overrides_and_errors(small_trace: agentcg.Trace, tmp_path) 
     merged = agentcg.load_config(str(f), overrides={"machine.speed_pct": 50})
     assert merged["machine"] == {"context_switch_ns": 5000, "wakeup_overhead_ns": 1000, "speed_pct": 50,
                                  "cpus": 0, "runqueues": "global", "idle_exit_ns": 0, "idle_exit_after_ns": 0,
-                                 "ipi_idle_ns": 0, "kick_busy_ns": 0, "timer_busy_ns": 0, "ext_timer_busy_ns": 0,
+                                 "ipi_idle_ns": 0, "task_wakeup_ns": 0, "kick_busy_ns": 0, "timer_busy_ns": 0, "ext_timer_busy_ns": 0,
                                  "migration_cost_ns": 0, "background_cpu_pct": 0, "fork_cost_ns": 0, "exit_cost_ns": 0, "fork_after_ns": 0,
                                  "fork_child_ns": 0,
                                  "ext_busy_pct": 0, "ext_wakeup_ns": 0, "ext_fork_ns": 0, "wakeup_work_ns": 0,

@@ -799,6 +799,12 @@ def test_a_capture_fit_recovers_a_known_wakeup_cost(tmp_path: Path) -> None:
     assert fit is not None and fit["fitted"] == ["kn.txt"] and fit["held_out"] == []
     m = fit["machine"]
     assert abs(m["wakeup_overhead_ns"] + m["context_switch_ns"] - 11000) <= 2000, m
+    # the capture has timer wakeups only: it says nothing of a waker's cost,
+    # and the fit says so; the wakeup cost it does pin down
+    assert fit["as_good"]["task_wakeup_ns"] == list(fidelity.CAPTURE_FIT_GRID["task_wakeup_ns"])
+    assert len(fit["as_good"]["wakeup_overhead_ns"]) < len(fidelity.CAPTURE_FIT_GRID["wakeup_overhead_ns"])
+    assert m["wakeup_overhead_ns"] in fit["as_good"]["wakeup_overhead_ns"]
+    assert "task_wakeup_ns any (the fitted captures say nothing of it)" in fidelity.format_captures(caps, fit)
     assert m["runqueues"] == "per_cpu" and m["cpus"] == 2  # the base machine's keys are kept
     assert fit["sq_log_error_after"] < fit["sq_log_error_before"]
     before, after = caps  # the base machine's row, then the fitted one's
