@@ -494,7 +494,7 @@ def cmd_fidelity(a: argparse.Namespace) -> int:
         seeds=a.seeds, update_readme=a.update_readme, ablate=not a.no_ablation,
         model=_key_values(a.model, "--model"), captures=a.capture, capture_from=a.capture_from,
         capture_machine=a.capture_machine, measured_wakeup=a.measured_wakeup,
-        capture_fit=_split(a.capture_fit) if a.capture_fit is not None else None))
+        capture_fit=_split(a.capture_fit) if a.capture_fit is not None else None, capture_cv=a.capture_cv))
 
 
 def cmd_policies(a: argparse.Namespace) -> int:
@@ -786,6 +786,9 @@ def _parser_fidelity(sub: Any) -> None:
                          "(wakeup_overhead_ns, context_switch_ns, ipi_idle_ns, task_wakeup_ns, fork_placement) on these --capture files (paths or file names, comma-separated) over "
                          "--capture-machine; the other captures are held out; the fit is saved as "
                          "DIR/capture-machine.yaml")
+    fi.add_argument("--capture-cv", action="store_true",
+                    help="leave-one-out: hold out each --capture in turn, fit the capture machine (as --capture-fit "
+                         "does) on all the others, and report every capture's held-out errors (profiles in DIR/cv-N/)")
     fi.add_argument("--repeat", type=int, default=3,
                     help="live runs per scheduler, interleaved (default 3); errors against their median")
     fi.add_argument("--timeout", type=int, default=None,

@@ -1380,7 +1380,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
              ablate: bool = True, model: Optional[Mapping[str, Any]] = None,
              captures: Sequence[str] = (), capture_from: str = "ftrace",
              capture_machine: Optional[str] = None, measured_wakeup: bool = False,
-             capture_fit: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+             capture_fit: Optional[Sequence[str]] = None, capture_cv: bool = False) -> Dict[str, Any]:
     """The live side runs every scheduler `repeat` times in one boot
     (interleaved, as live compare); errors are against the median of the
     repetitions. The machine profile is fitted on the FIT scenarios only
@@ -1396,7 +1396,9 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
     measured figures put beside the simulated ones (capture_check); with
     CAPTURE_FIT (some of CAPTURES) CAPTURE_MACHINE's wakeup and switch costs
     are fitted on those first and the others are held out
-    (capture_section). Without TRACES only the captures are done (no VM).
+    (capture_section); with CAPTURE_CV each capture is held out in turn,
+    the machine fitted on all the others (capture_cross_validation).
+    Without TRACES only the captures are done (no VM).
     MEASURED_WAKEUP: the wakeup costs from live compare's player_sleeper
     passes (wakeup_costs_from_player), held fixed, instead of the fitted
     wakeup_overhead_ns and cyclictest's kick_busy_ns (0 then)."""
@@ -1427,7 +1429,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
         if not captures:
             raise AgentcgError("fidelity: give TRACE... (scenarios replayed live) or --capture CAPTURE (or both)")
         dest.mkdir(parents=True, exist_ok=True)
-        return captures_only(captures, capture_from, capture_machine, capture_fit, dest, quiet)
+        return captures_only(captures, capture_from, capture_machine, capture_fit, dest, quiet, capture_cv)
     dest.mkdir(parents=True, exist_ok=True)
     dur = parse_duration(duration)
     names: List[str] = []
@@ -1648,6 +1650,8 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
     caps, capfit = capture_section(captures, capture_from, capture_machine, capture_fit, dest)
     report["captures"] = caps
     report["capture_fit"] = capfit
+    if capture_cv:
+        report["capture_cv"] = capture_cross_validation(captures, capture_from, capture_machine, dest)
     nrep = max(len(d) for v in live_reps.values() for d in v.values())
     head = (f"Machine profile {'(given) ' + machine if machine else prof}: "
             + ", ".join(f"{k} {v}" for k, v in m.items()) + f". Fitted on: {', '.join(fitted) or '-'}; "
@@ -1684,6 +1688,8 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                        + _fmt_ablation_agreement(abl))
     if caps:
         summary_md += "\n" + format_captures(caps, capfit)
+    if report.get("capture_cv"):
+        summary_md += format_cross_validation(report["capture_cv"])
     text = summary_md + "\nEvery metric (live / simulated with the defaults / simulated with the profile):\n\n" + \
         format_table(before, after)
     if nrep > 1:
@@ -1983,14 +1989,72 @@ def capture_section(captures: Sequence[str], fmt: str, machine: Optional[str], f
                                "sq_log_error_before": before, "sq_log_error_after": after, "as_good": as_good}
 
 
+def capture_cross_validation(captures: Sequence[str], fmt: str, machine: Optional[str], dest: Path
+                             ) -> List[Dict[str, Any]]:
+    """Leave-one-out: each of CAPTURES held out in turn, MACHINE fitted on
+    all the others (fit_capture_machine; profiles in DEST/cv-N/), and the
+    held-out capture replayed with that fit (capture_check). The held-out
+    errors of every capture, each against a fit that never saw it."""
+    from . import machine as mprof
+
+    if len(captures) < 2:
+        raise AgentcgError("--capture-cv: give at least two --capture files (each is held out in turn, the machine "
+                           "fitted on the others)")
+    base = Path(machine) if machine else None
+    rows = []
+    for i, c in enumerate(captures):
+        others = [x for j, x in enumerate(captures) if j != i]
+        work = dest / f"cv-{i + 1}"
+        work.mkdir(parents=True, exist_ok=True)
+        m, before, after, as_good = fit_capture_machine([Path(x) for x in others], fmt, base, work)
+        prof = work / "capture-machine.yaml"
+        mprof.write_profile(prof, m, {"tool": "agentcg fidelity --capture-cv", "fitted": [Path(x).name for x in others],
+                                      "held_out": [Path(c).name], "sq_log_error_before": before,
+                                      "sq_log_error_after": after},
+                            comment=["A leave-one-out fit of agentcg fidelity --capture-cv."])
+        rows.append(dict(capture_check(Path(c), fmt, prof), role="held out",
+                         fit={k: m[k] for k in CAPTURE_FIT_KEYS}, as_good=as_good))
+    return rows
+
+
+def format_cross_validation(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The leave-one-out table (capture_cross_validation) and the median
+    absolute held-out error of each figure."""
+    def err(r: Mapping[str, Any]) -> str:
+        e = r["err_pct"]
+        return "-" if e is None else f"{e:+.0f} %"
+
+    lines = ["", "Leave-one-out (--capture-cv): each capture held out, the machine fitted on all the others; "
+             "held-out errors:", "",
+             "| held out | fitted on the others (" + ", ".join(CAPTURE_FIT_KEYS) + ") | p50 | p90 | p99 | "
+             "task switches |", "|---|---|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {Path(r['capture']).name} | " + " / ".join(str(r["fit"][k]) for k in CAPTURE_FIT_KEYS)
+                     + f" | {err(r['p50'])} | {err(r['p90'])} | {err(r['p99'])} | {err(r['switches'])} |")
+    med = []
+    for q in ("p50", "p90", "p99", "switches"):
+        es = sorted(abs(r[q]["err_pct"]) for r in rows if r[q]["err_pct"] is not None)
+        if es:
+            mid = len(es) // 2
+            m = es[mid] if len(es) % 2 else (es[mid - 1] + es[mid]) / 2
+            within = sum(1 for e in es if e <= CAPTURE_GOALS[q])
+            med.append(f"{q} {m:.0f} % ({within} of {len(es)} within {CAPTURE_GOALS[q]:g} %)")
+    lines += ["", "Median absolute held-out error: " + "; ".join(med) + "."]
+    return "\n".join(lines) + "\n"
+
+
 def captures_only(captures: Sequence[str], fmt: str, machine: Optional[str], fit: Optional[Sequence[str]],
-                  dest: Path, quiet: bool) -> Dict[str, Any]:
+                  dest: Path, quiet: bool, cv: bool = False) -> Dict[str, Any]:
     """`agentcg fidelity --capture ...` without traces: the captures'
-    section alone (capture_section), written to DEST/fidelity.md and
+    section alone (capture_section; with CV the leave-one-out fits too,
+    capture_cross_validation), written to DEST/fidelity.md and
     fidelity.json; no VM."""
     caps, capfit = capture_section(captures, fmt, machine, fit, dest)
-    report = {"captures": caps, "capture_fit": capfit}
+    report: Dict[str, Any] = {"captures": caps, "capture_fit": capfit}
     text = format_captures(caps, capfit)
+    if cv:
+        report["capture_cv"] = capture_cross_validation(captures, fmt, machine, dest)
+        text += format_cross_validation(report["capture_cv"])
     _save(dest / "fidelity.json", report)
     (dest / "fidelity.md").write_text(text, encoding="utf-8")
     if not quiet:

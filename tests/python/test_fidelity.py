@@ -842,6 +842,36 @@ def test_capture_fit_holds_out_the_captures_it_does_not_name(tmp_path: Path) -> 
     assert "reuse with --machine" in res.stdout
 
 
+def test_capture_cv_holds_out_each_capture_against_a_fit_on_the_others(tmp_path: Path) -> None:
+    """`--capture-cv`: every capture is replayed with a machine fitted on
+    all the other captures and never on itself (each fold's profile names
+    what it was fitted on), and the table gives each held-out row; one
+    capture alone cannot be cross-validated."""
+    names = ("idle_sleep", "sleep_hogs", "pipe")
+    out = tmp_path / "cv"
+    args = ["fidelity", "--out", str(out), "--capture-machine", str(KVM_CAPTURES / "machine.yaml"), "--capture-cv"]
+    for n in names:
+        args += ["--capture", str(KVM_CAPTURES / f"{n}.txt")]
+    res = run_cli(args)
+    assert res.returncode == 0, res.stderr
+    rep = json.loads((out / "fidelity.json").read_text())
+    rows = rep["capture_cv"]
+    assert [Path(r["capture"]).name for r in rows] == [f"{n}.txt" for n in names]
+    for i, r in enumerate(rows):
+        prof = machine.load_profile(str(out / f"cv-{i + 1}" / "capture-machine.yaml"))
+        assert sorted(prof["fit"]["fitted"]) == sorted(f"{n}.txt" for j, n in enumerate(names) if j != i)
+        assert list(prof["fit"]["held_out"]) == [f"{names[i]}.txt"]
+        assert r["role"] == "held out" and r["machine"].endswith(f"cv-{i + 1}/capture-machine.yaml")
+        assert {k: prof["machine"][k] for k in fidelity.CAPTURE_FIT_KEYS} == r["fit"]
+    md = (out / "fidelity.md").read_text()
+    assert "Leave-one-out (--capture-cv)" in md and "Median absolute held-out error: p50 " in md
+    for n in names:
+        assert f"| {n}.txt | " in md.split("Leave-one-out")[1]
+    with pytest.raises(AgentcgError, match="--capture-cv: give at least two"):
+        fidelity.fidelity([], str(tmp_path / "one"), captures=[str(KVM_CAPTURES / "pipe.txt")], capture_cv=True,
+                          quiet=True)
+
+
 def test_capture_fit_errors(tmp_path: Path) -> None:
     """A fit names captures that are given; fidelity needs traces or
     captures; a fit needs something measured on the captures it names."""
