@@ -1424,6 +1424,9 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
     for c in captures:
         if not Path(c).is_file():
             raise AgentcgError(f"--capture {c}: no such file")
+    if capture_cv and len(captures) < 2:  # before a VM boots for nothing
+        raise AgentcgError("--capture-cv: give at least two --capture files (each is held out in turn, the machine "
+                           "fitted on the others)")
     dest = Path(out)
     if not traces:
         if not captures:

@@ -870,6 +870,9 @@ def test_capture_cv_holds_out_each_capture_against_a_fit_on_the_others(tmp_path:
     with pytest.raises(AgentcgError, match="--capture-cv: give at least two"):
         fidelity.fidelity([], str(tmp_path / "one"), captures=[str(KVM_CAPTURES / "pipe.txt")], capture_cv=True,
                           quiet=True)
+    # with traces too, before anything boots (no build is named: a VM run would fail otherwise)
+    with pytest.raises(AgentcgError, match="--capture-cv: give at least two"):
+        fidelity.fidelity([str(Path(REPO) / "traces" / "io.json")], str(tmp_path / "two"), capture_cv=True, quiet=True)
 
 
 def test_capture_fit_errors(tmp_path: Path) -> None:
