@@ -1424,9 +1424,8 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
     for c in captures:
         if not Path(c).is_file():
             raise AgentcgError(f"--capture {c}: no such file")
-    if capture_cv and len(captures) < 2:  # before a VM boots for nothing
-        raise AgentcgError("--capture-cv: give at least two --capture files (each is held out in turn, the machine "
-                           "fitted on the others)")
+    if capture_cv:  # before a VM boots for nothing
+        _check_cv_captures(captures)
     dest = Path(out)
     if not traces:
         if not captures:
@@ -1992,6 +1991,13 @@ def capture_section(captures: Sequence[str], fmt: str, machine: Optional[str], f
                                "sq_log_error_before": before, "sq_log_error_after": after, "as_good": as_good}
 
 
+def _check_cv_captures(captures: Sequence[str]) -> None:
+    """Leave-one-out needs a capture to hold out and one to fit on."""
+    if len(captures) < 2:
+        raise AgentcgError("--capture-cv: give at least two --capture files (each is held out in turn, the machine "
+                           "fitted on the others)")
+
+
 def capture_cross_validation(captures: Sequence[str], fmt: str, machine: Optional[str], dest: Path
                              ) -> List[Dict[str, Any]]:
     """Leave-one-out: each of CAPTURES held out in turn, MACHINE fitted on
@@ -2000,9 +2006,7 @@ def capture_cross_validation(captures: Sequence[str], fmt: str, machine: Optiona
     errors of every capture, each against a fit that never saw it."""
     from . import machine as mprof
 
-    if len(captures) < 2:
-        raise AgentcgError("--capture-cv: give at least two --capture files (each is held out in turn, the machine "
-                           "fitted on the others)")
+    _check_cv_captures(captures)
     base = Path(machine) if machine else None
     rows = []
     for i, c in enumerate(captures):
