@@ -1845,11 +1845,12 @@ def fit_capture_machine(captures: Sequence[Path], fmt: str, machine: Optional[Pa
     CAPTURE_FIT_STARTS best of them and from MACHINE's own values (each key
     swept with the others held, until a sweep changes nothing; ties go to
     the value first in the grid: the smaller cost, fork balancing), the
-    best end kept. Returns (the machine: MACHINE's keys with the fitted
-    ones, the objective with MACHINE as given, the objective fitted, and
-    per fitted key the grid values that fit within 1 % as well: the whole
-    grid when the captures say nothing of it). WORK holds the trial
-    profiles."""
+    best end kept; a key the captures say nothing of (every grid value
+    fits within 1 % as well) keeps MACHINE's value. Returns (the machine:
+    MACHINE's keys with the fitted ones, the objective with MACHINE as
+    given, the objective fitted, and per fitted key the grid values that
+    fit within 1 % as well: the whole grid when the captures say nothing
+    of it). WORK holds the trial profiles."""
     import itertools
 
     from . import _core, machine as mprof
@@ -1859,18 +1860,19 @@ def fit_capture_machine(captures: Sequence[Path], fmt: str, machine: Optional[Pa
     cache: Dict[Tuple[Any, ...], float] = {}
 
     def key_of(vals: Mapping[str, Any]) -> Tuple[Any, ...]:
-        return tuple(vals[k] for k in CAPTURE_FIT_KEYS)
+        return tuple(vals.get(k) for k in CAPTURE_FIT_KEYS)  # None: left to MACHINE
 
     def cost(vals: Mapping[str, Any]) -> float:
         key = key_of(vals)
         if key not in cache:
-            mprof.write_profile(trial, {**base, **vals})
+            mprof.write_profile(trial, {**{k: v for k, v in base.items() if k not in CAPTURE_FIT_KEYS}, **vals})
             cache[key] = capture_sq_log_error([capture_check(c, fmt, trial) for c in captures])
         return cache[key]
 
     def rank(vals: Mapping[str, Any]) -> Tuple[Any, ...]:
         # the objective, then the grid order (smaller costs first)
-        return (cost(vals),) + tuple(CAPTURE_FIT_GRID[k].index(vals[k]) for k in CAPTURE_FIT_KEYS)
+        return (cost(vals),) + tuple(CAPTURE_FIT_GRID[k].index(vals[k]) if vals[k] in CAPTURE_FIT_GRID[k]
+                                     else len(CAPTURE_FIT_GRID[k]) for k in CAPTURE_FIT_KEYS)
 
     def descend(cur: Dict[str, Any]) -> Dict[str, Any]:
         for _ in range(8):
@@ -1887,7 +1889,7 @@ def fit_capture_machine(captures: Sequence[Path], fmt: str, machine: Optional[Pa
 
     defaults = _core.default_config()["machine"]
     given = {k: base.get(k, defaults[k]) for k in CAPTURE_FIT_KEYS}
-    before = cost(given)
+    before = cost({k: base[k] for k in CAPTURE_FIT_KEYS if k in base})
     axes = [CAPTURE_FIT_COARSE if all(isinstance(v, int) for v in CAPTURE_FIT_GRID[k]) else CAPTURE_FIT_GRID[k]
             for k in CAPTURE_FIT_KEYS]
     coarse = sorted((dict(zip(CAPTURE_FIT_KEYS, combo)) for combo in itertools.product(*axes)), key=rank)
@@ -1900,8 +1902,16 @@ def fit_capture_machine(captures: Sequence[Path], fmt: str, machine: Optional[Pa
     best = cost(cur)
     as_good = {k: [v for v in CAPTURE_FIT_GRID[k] if cost({**cur, k: v}) <= best * 1.01 + 1e-12]
                for k in CAPTURE_FIT_KEYS}
+    # a key they say nothing of is left as MACHINE has it, unset there (the
+    # search would leave it wherever its start was: 50 us of task_wakeup_ns
+    # from two timer sleepers; unset, it is the timer's cost)
+    fitted = {k: v for k, v in cur.items() if len(as_good[k]) < len(CAPTURE_FIT_GRID[k]) or k in base}
+    for k in CAPTURE_FIT_KEYS:
+        if len(as_good[k]) == len(CAPTURE_FIT_GRID[k]) and k in base:
+            fitted[k] = base[k]
+    best = cost(fitted)
     trial.unlink(missing_ok=True)
-    return {**base, **cur}, before, best, as_good
+    return {**base, **fitted}, before, best, as_good
 
 
 def _is_machine_profile(path: Path) -> bool:
@@ -1947,7 +1957,7 @@ def format_captures(caps: Sequence[Mapping[str, Any]], fit: Optional[Mapping[str
     lines = []
     if fit:
         lines += ["Capture machine fitted on " + ", ".join(fit["fitted"]) + " (held out: "
-                  + (", ".join(fit["held_out"]) or "none") + "): " + ", ".join(f"{k} {fit['machine'][k]}"
+                  + (", ".join(fit["held_out"]) or "none") + "): " + ", ".join(f"{k} {fit['machine'].get(k, 'unset')}"
                                                                       for k in CAPTURE_FIT_KEYS)
                   + f" over {fit['base'] or 'the defaults'}; mean squared log error of "
                   + "/".join(CAPTURE_FIT_METRICS) + " and each kind's p50 on the fitted captures "
@@ -2050,7 +2060,7 @@ def capture_cross_validation(captures: Sequence[str], fmt: str, machine: Optiona
                                       "sq_log_error_after": after},
                             comment=["A leave-one-out fit of agentcg fidelity --capture-cv."])
         rows.append(dict(capture_check(Path(c), fmt, prof), role="held out",
-                         fit={k: m[k] for k in CAPTURE_FIT_KEYS}, as_good=as_good))
+                         fit={k: m.get(k, "unset") for k in CAPTURE_FIT_KEYS}, as_good=as_good))
     return rows
 
 

@@ -657,11 +657,13 @@ class CfsClass final : public SchedClass {
 
   // --- per-CPU load balancing ------------------------------------------
   // The queue with the most queued tasks other than `q` (lowest index on a
-  // tie); nq_ when no other queue has any.
+  // tie) among those with more than one task (sched_balance_rq() detaches
+  // only from a busiest rq with nr_running > 1: the one task queued on an
+  // idle CPU, kicked to run it, stays there); nq_ when none has.
   std::uint32_t busiest(std::uint32_t q) const {
     std::uint32_t best = nq_, most = 0;
     for (std::uint32_t c = 0; c < nq_; ++c)
-      if (c != q && nr_queued_[c] > most) {
+      if (c != q && nr_queued_[c] > most && nr_running(c) > 1) {
         most = nr_queued_[c];
         best = c;
       }

@@ -59,7 +59,9 @@
 //    load there) / (its load on all CPUs), at least 2 (calc_group_shares()
 //    on runnable weights instead of PELT averages);
 //  - a CPU about to go idle pulls the next task of the CPU with the most
-//    queued tasks (newidle balance); every cfs.balance_interval_ns (4 ms)
+//    queued tasks among those running or queuing two or more (newidle
+//    balance: the one task queued on an idle CPU, kicked for it, stays);
+//    every cfs.balance_interval_ns (4 ms)
 //    while tasks are queued, tasks move from the CPU with the most tasks to
 //    the one with the fewest until they differ by less than two (one flat
 //    domain; a moved task may preempt); cfs moves vruntime relative to the

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "sim/api.h"
 #include "sim/cpu/cfs.h"
@@ -649,6 +650,42 @@ TEST(ForkPlacement, LocalKeepsTheChildBesideItsForker) {
   EXPECT_FALSE(idlest["config"]["machine"].contains("fork_placement"));
   EXPECT_EQ(run_machine(b.t, "agentcg", m)["wakeup_latency_ns"],
             run_machine(b.t, "agentcg", per_cpu_machine())["wakeup_latency_ns"]);
+}
+
+// The fork loop of tests/data/recordings/kvm2cpu/forks.txt (a shell forks
+// a 300 us child and waits for it) on two idle CPUs, eevdf, per-CPU queues,
+// children placed on the idlest CPU: the exiting child wakes the shell on
+// the shell's own idle CPU, an IPI away (ipi_idle_ns). The child's CPU,
+// going idle meanwhile, does not take the shell from there: newidle
+// balancing pulls only from a CPU with more than one task (in the kernel
+// the woken task is on the target's wake list until the IPI lands). It
+// did, and the shell moved to its child's CPU after every child: in the
+// capture it stays on its CPU while the children run on the other.
+TEST(PerCpuQueues, AnIdleCpuDoesNotTakeTheTaskWokenOntoAnotherIdleCpu) {
+  Builder b(2, 1 * kSec);
+  b.cgroup("/a", 100);
+  b.process("/a", {repeat_op(20, {fork_of_child(300000), run_op(50000), wait_op()})});
+  config::MachineConfig m = per_cpu_machine();
+  m.ipi_idle_ns = 16000;
+  config::Config cfg;
+  cfg.machine = m;
+  auto cls = make_eevdf_class(cfg.cfs);
+  Simulator simulator;
+  ScheduleLog log;
+  CpuModel cpu(simulator, b.t, *cls, m, 1, &log);
+  cpu.start();
+  while (!cpu.finished() && simulator.step()) {
+  }
+  cpu.finish();
+  std::set<std::uint32_t> shell_cpus, child_cpus;
+  for (const ScheduleSlice& s : log.slices) (s.pid == 1 ? shell_cpus : child_cpus).insert(s.cpu);
+  EXPECT_EQ(shell_cpus.size(), 1u);
+  EXPECT_EQ(child_cpus.size(), 1u);
+  EXPECT_NE(*shell_cpus.begin(), *child_cpus.begin());
+  int remote = 0;
+  for (const WakeEvent& w : log.wakeups)
+    if (w.pid == 1 && !w.fork && w.waker_cpu != static_cast<std::int32_t>(w.target_cpu)) ++remote;
+  EXPECT_EQ(remote, 20);
 }
 
 // eevdf, per-CPU queues: a shell that forks right after a short run (100 us

@@ -804,6 +804,7 @@ def test_a_capture_fit_recovers_a_known_wakeup_cost(tmp_path: Path) -> None:
     # the capture has timer wakeups only: it says nothing of a waker's cost,
     # and the fit says so; the wakeup cost it does pin down
     assert fit["as_good"]["task_wakeup_ns"] == list(fidelity.CAPTURE_FIT_GRID["task_wakeup_ns"])
+    assert "task_wakeup_ns" not in m  # left unset: the timer's cost, not a grid value picked at random
     assert len(fit["as_good"]["wakeup_overhead_ns"]) < len(fidelity.CAPTURE_FIT_GRID["wakeup_overhead_ns"])
     assert m["wakeup_overhead_ns"] in fit["as_good"]["wakeup_overhead_ns"]
     assert "task_wakeup_ns any (the fitted captures say nothing of it)" in fidelity.format_captures(caps, fit)
@@ -864,7 +865,7 @@ def test_capture_cv_holds_out_each_capture_against_a_fit_on_the_others(tmp_path:
         assert sorted(prof["fit"]["fitted"]) == sorted(f"{n}.txt" for j, n in enumerate(names) if j != i)
         assert list(prof["fit"]["held_out"]) == [f"{names[i]}.txt"]
         assert r["role"] == "held out" and r["machine"].endswith(f"cv-{i + 1}/capture-machine.yaml")
-        assert {k: prof["machine"][k] for k in fidelity.CAPTURE_FIT_KEYS} == r["fit"]
+        assert {k: prof["machine"].get(k, "unset") for k in fidelity.CAPTURE_FIT_KEYS} == r["fit"]
     md = (out / "fidelity.md").read_text()
     assert "Leave-one-out (--capture-cv)" in md and "Median absolute held-out error: p50 " in md
     for n in names:
