@@ -80,7 +80,13 @@
  * decayed usage (1 s half-life, 200 ms quantum) p50 0.84-0.93 and p99
  * 1.05, and the storm victim's tool-call p99 0.99. No bounded setting met
  * p99 <= 0.9 without a worse p50; LAS per step stays: it is what the
- * heavy-tailed demand of short calls calls for.
+ * heavy-tailed demand of short calls calls for. Nor does the other half of
+ * a Gittins index, most-attained-first once a step is past its quantum
+ * (a deadline credit of the service attained beyond it, capped at 200 ms
+ * or 1 s of real service at the group's share; 2026-11-30, builds seeds
+ * 1-3 and crowded seeds 1-2, x eevdf): builds p99 1.03-1.06 (200 ms) and
+ * 0.92-1.05 (1 s), against 0.99-1.06 without; crowded p50 1.89-1.97 and
+ * 2.71-3.03, longest runnable wait 1.7-2.1 s and 10-12 s.
  *
  * NEW-STEP DETECTOR (kernel signals only): an agent step is "the agent
  * woke up after thinking and starts a tool": a FORK in a cgroup within
