@@ -1837,7 +1837,8 @@ CAPTURE_FIT_COARSE = (0, 2000, 6000, 16000)
 CAPTURE_FIT_STARTS = 3
 
 
-def fit_capture_machine(captures: Sequence[Path], fmt: str, machine: Optional[Path], work: Path
+def fit_capture_machine(captures: Sequence[Path], fmt: str, machine: Optional[Path], work: Path,
+                        replays: Optional[Dict[Tuple[Any, ...], Dict[str, Any]]] = None
                         ) -> Tuple[Dict[str, Any], float, float, Dict[str, List[Any]]]:
     """Fits CAPTURE_FIT_KEYS on CAPTURES (their replays under eevdf) over
     MACHINE's other keys: every combination of CAPTURE_FIT_COARSE (the
@@ -1850,7 +1851,9 @@ def fit_capture_machine(captures: Sequence[Path], fmt: str, machine: Optional[Pa
     MACHINE's keys with the fitted ones, the objective with MACHINE as
     given, the objective fitted, and per fitted key the grid values that
     fit within 1 % as well: the whole grid when the captures say nothing
-    of it). WORK holds the trial profiles."""
+    of it). WORK holds the trial profiles; REPLAYS, when given, keeps each
+    capture's replay by machine across calls with the same MACHINE (the
+    folds of capture_cross_validation share them)."""
     import itertools
 
     from . import _core, machine as mprof
@@ -1858,15 +1861,22 @@ def fit_capture_machine(captures: Sequence[Path], fmt: str, machine: Optional[Pa
     base = _base_machine(machine)
     trial = work / "capture-trial.yaml"
     cache: Dict[Tuple[Any, ...], float] = {}
+    runs = replays if replays is not None else {}
 
     def key_of(vals: Mapping[str, Any]) -> Tuple[Any, ...]:
         return tuple(vals.get(k) for k in CAPTURE_FIT_KEYS)  # None: left to MACHINE
 
+    def replay(c: Path, vals: Mapping[str, Any]) -> Dict[str, Any]:
+        rk = (str(c), fmt) + key_of(vals)
+        if rk not in runs:
+            mprof.write_profile(trial, {**{k: v for k, v in base.items() if k not in CAPTURE_FIT_KEYS}, **vals})
+            runs[rk] = capture_check(c, fmt, trial)
+        return runs[rk]
+
     def cost(vals: Mapping[str, Any]) -> float:
         key = key_of(vals)
         if key not in cache:
-            mprof.write_profile(trial, {**{k: v for k, v in base.items() if k not in CAPTURE_FIT_KEYS}, **vals})
-            cache[key] = capture_sq_log_error([capture_check(c, fmt, trial) for c in captures])
+            cache[key] = capture_sq_log_error([replay(c, vals) for c in captures])
         return cache[key]
 
     def rank(vals: Mapping[str, Any]) -> Tuple[Any, ...]:
@@ -2049,11 +2059,12 @@ def capture_cross_validation(captures: Sequence[str], fmt: str, machine: Optiona
     _check_cv_captures(captures)
     base = Path(machine) if machine else None
     rows = []
+    replays: Dict[Tuple[Any, ...], Dict[str, Any]] = {}  # each capture replayed once per machine, for every fold
     for i, c in enumerate(captures):
         others = [x for j, x in enumerate(captures) if j != i]
         work = dest / f"cv-{i + 1}"
         work.mkdir(parents=True, exist_ok=True)
-        m, before, after, as_good = fit_capture_machine([Path(x) for x in others], fmt, base, work)
+        m, before, after, as_good = fit_capture_machine([Path(x) for x in others], fmt, base, work, replays)
         prof = work / "capture-machine.yaml"
         mprof.write_profile(prof, m, {"tool": "agentcg fidelity --capture-cv", "fitted": [Path(x).name for x in others],
                                       "held_out": [Path(c).name], "sq_log_error_before": before,
