@@ -63,6 +63,7 @@ struct Task {
   std::optional<std::uint64_t> wakeup_ns;  // pending wakeup for the latency figure
   std::int32_t wake_cpu = -1;              // the CPU of that wakeup's event
   bool wake_new = false;                   // that wakeup was sched_wakeup_new
+  bool wake_start = false;                 // that wakeup was the task's first sight (a start, not a sleep's end)
   std::int32_t cpu = -1;                   // running: the CPU it was switched in on
   std::optional<std::int32_t> nice;        // first nice seen in a sched_switch prio
   // Past sched_process_exit: the task still runs its teardown (exit_mm,
@@ -428,12 +429,14 @@ class FtraceImporter {
         task.wakeup_ns = t;
         task.wake_cpu = cur_cpu_;
         task.wake_new = is_new;
+        task.wake_start = false;
         break;
       case TaskState::kNew:
         task.state = TaskState::kRunnable;
         task.wakeup_ns = t;
         task.wake_cpu = cur_cpu_;
         task.wake_new = is_new;
+        task.wake_start = true;
         break;
       case TaskState::kRunnable:
         // sched_waking then sched_wakeup: keep the first; a preempted task
@@ -588,7 +591,8 @@ class FtraceImporter {
   // `pid` starts running on cur_cpu_ at t (a sched_switch's next task, or
   // one inferred by infer_switch_in): the switch count, the end of its
   // runnable wait (a latency sample when a wakeup was pending).
-  void switch_in(std::int64_t pid, std::string_view comm, std::string_view prio, std::uint64_t t) {
+  void switch_in(std::int64_t pid, std::string_view comm, std::string_view prio, std::uint64_t t,
+                 bool inferred = false) {
     if (cur_cpu_ >= 0) {
       // a switch to a different task than the CPU last ran (idle in
       // between does not count), as the simulator counts context_switches
@@ -613,6 +617,8 @@ class FtraceImporter {
           detail_->wakeup_kinds.push_back(task.wake_new                 ? WakeupKind::kNew
                                           : task.wake_cpu == cur_cpu_ ? WakeupKind::kLocal
                                                                       : WakeupKind::kRemote);
+          detail_->wakeup_inferred.push_back(inferred);
+          detail_->wakeup_start.push_back(task.wake_start);
         }
       }
       task.wakeup_ns.reset();
@@ -651,7 +657,7 @@ class FtraceImporter {
       }
     }
     cur_task_[c] = pid;
-    switch_in(pid, header_->first, "", at);
+    switch_in(pid, header_->first, "", at, true);
     report_.note_unrepresented("switch-ins not recorded (inferred at the CPU's previous event)");
   }
   bool cpu_seen_switch(std::size_t c) const { return c < switched_.size() && switched_[c]; }

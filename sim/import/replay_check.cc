@@ -8,8 +8,10 @@
 #include <iomanip>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include "sim/cpu/cfs.h"
 #include "sim/cpu/cpu_model.h"
@@ -31,20 +33,42 @@ std::unique_ptr<sim::SchedClass> make_class(const std::string& policy, const con
 
 double err_pct(double sim, double measured) { return measured > 0 ? (sim - measured) / measured * 100.0 : 0.0; }
 
-// ReplayCheck::by_kind: the capture's latencies by the kinds the importer
-// gave them; the model's from its schedule log, each wakeup to the task's
-// next slice (its switch-in), local when that slice is on the CPU the
-// wakeup ran on.
-void by_kind(const Result& imported, const FtraceDetail& detail, const sim::ScheduleLog& log, ReplayCheck& c) {
-  std::map<WakeupKind, std::vector<std::uint64_t>> meas, sim;
+// One wakeup of either side: its task, which of the task's wakeups it is
+// (its start, or the n-th end of a sleep), its kind and its latency.
+struct Sample {
+  std::int64_t pid;
+  bool start;
+  std::size_t nth;  // among the task's sleep ends (0 for a start)
+  WakeupKind kind;
+  std::uint64_t ns;
+};
+
+// The capture's samples (the importer's FtraceDetail, in input order).
+std::vector<Sample> measured_samples(const Result& imported, const FtraceDetail& detail) {
+  std::vector<Sample> out;
+  std::map<std::int64_t, std::size_t> ends;
   const auto& lat = imported.report.wakeup_latency_ns;
-  for (std::size_t i = 0; i < detail.wakeup_kinds.size() && i < lat.size(); ++i)
-    meas[detail.wakeup_kinds[i]].push_back(lat[i]);
+  for (std::size_t i = 0; i < detail.wakeups.size() && i < lat.size(); ++i) {
+    const std::int64_t pid = detail.wakeups[i].first;
+    const bool start = i < detail.wakeup_start.size() && detail.wakeup_start[i];
+    out.push_back({pid, start, start ? 0 : ends[pid]++, i < detail.wakeup_kinds.size() ? detail.wakeup_kinds[i] : WakeupKind::kLocal, lat[i]});
+  }
+  return out;
+}
+
+// The model's samples from its schedule log: each wakeup to the task's
+// next slice (its switch-in), local when that slice is on the CPU the
+// wakeup ran on; a task the capture found running (no start measured) has
+// none for its start.
+std::vector<Sample> simulated_samples(const sim::ScheduleLog& log) {
   std::map<std::int64_t, std::vector<std::pair<std::uint64_t, std::uint32_t>>> starts;  // pid -> (start, cpu)
   for (const sim::ScheduleSlice& s : log.slices) starts[s.pid].emplace_back(s.start_ns, s.cpu);
   for (auto& [pid, v] : starts) std::sort(v.begin(), v.end());
+  std::vector<Sample> out;
+  std::map<std::int64_t, std::size_t> ends;
   for (const sim::WakeEvent& w : log.wakeups) {
-    if (w.fork && w.waker_cpu < 0) continue;  // a task the capture found running: no start measured
+    const std::size_t nth = w.fork ? 0 : ends[w.pid]++;
+    if (w.fork && w.waker_cpu < 0) continue;
     const auto it = starts.find(w.pid);
     if (it == starts.end()) continue;
     const auto& v = it->second;
@@ -53,12 +77,42 @@ void by_kind(const Result& imported, const FtraceDetail& detail, const sim::Sche
     const WakeupKind k = w.fork                                                    ? WakeupKind::kNew
                          : w.waker_cpu == static_cast<std::int32_t>(s->second) ? WakeupKind::kLocal
                                                                                 : WakeupKind::kRemote;
-    sim[k].push_back(s->first - w.ts_ns);
+    out.push_back({w.pid, w.fork, nth, k, s->first - w.ts_ns});
   }
-  for (WakeupKind k : {WakeupKind::kLocal, WakeupKind::kRemote, WakeupKind::kNew}) {
-    if (meas[k].empty() && sim[k].empty()) continue;
-    c.by_kind[k] = {Percentiles::of(std::move(meas[k])), Percentiles::of(std::move(sim[k]))};
-  }
+  return out;
+}
+
+// Leaves out of both sides every wakeup whose switch-in the capture did not
+// record (FtraceDetail::wakeup_inferred: its latency is a lower bound, not
+// a measurement), paired by task and ordinal: a task's start with its
+// start, its n-th sleep end with its n-th. Then fills the overall
+// percentiles and ReplayCheck::by_kind.
+void compare(const Result& imported, const FtraceDetail& detail, const sim::ScheduleLog& log, ReplayCheck& c) {
+  std::vector<Sample> meas = measured_samples(imported, detail);
+  std::vector<Sample> sim = simulated_samples(log);
+  std::set<std::tuple<std::int64_t, bool, std::size_t>> left_out;
+  for (std::size_t i = 0; i < meas.size(); ++i)
+    if (i < detail.wakeup_inferred.size() && detail.wakeup_inferred[i]) left_out.insert({meas[i].pid, meas[i].start, meas[i].nth});
+  c.inferred_left_out = left_out.size();
+  std::vector<std::uint64_t> all_m, all_s;
+  std::map<WakeupKind, std::pair<std::vector<std::uint64_t>, std::vector<std::uint64_t>>> kinds;
+  for (const Sample& m : meas)
+    if (!left_out.count({m.pid, m.start, m.nth})) {
+      all_m.push_back(m.ns);
+      kinds[m.kind].first.push_back(m.ns);
+    }
+  for (const Sample& s : sim)
+    if (!left_out.count({s.pid, s.start, s.nth})) {
+      all_s.push_back(s.ns);
+      kinds[s.kind].second.push_back(s.ns);
+    } else {
+      ++c.simulated_left_out;
+    }
+  c.measured = Percentiles::of(std::move(all_m));
+  c.simulated = Percentiles::of(std::move(all_s));
+  for (auto& [k, ms] : kinds)
+    if (!ms.first.empty() || !ms.second.empty())
+      c.by_kind[k] = {Percentiles::of(std::move(ms.first)), Percentiles::of(std::move(ms.second))};
 }
 
 }  // namespace
@@ -70,7 +124,6 @@ ReplayCheck replay_check(const Result& imported, const FtraceDetail& detail, con
                                 "sched_waking/sched_wakeup events): nothing to compare with");
   ReplayCheck c;
   c.policy = options.policy;
-  c.measured = Percentiles::of(imported.report.wakeup_latency_ns);
   const auto sw = imported.report.counters.find("context_switches");
   c.switches_measured = sw != imported.report.counters.end() ? sw->second : 0;
 
@@ -84,18 +137,15 @@ ReplayCheck replay_check(const Result& imported, const FtraceDetail& detail, con
   cpu.finish();
   const nlohmann::json r = cpu.results();
   c.cpus = r["cpus"].get<std::uint32_t>();
-  const auto& w = r["wakeup_latency_ns"];
-  c.simulated.count = w.value("count", std::uint64_t{0});
-  c.simulated.p50 = w.value("p50", std::uint64_t{0});
-  c.simulated.p90 = w.value("p90", std::uint64_t{0});
-  c.simulated.p99 = w.value("p99", std::uint64_t{0});
-  c.simulated.p999 = w.value("p999", std::uint64_t{0});
-  c.simulated.max = w.value("max", std::uint64_t{0});
   c.switches_simulated = r["context_switches"].get<std::uint64_t>();
 
   std::map<std::int64_t, std::uint64_t> sim_cpu;
   for (const sim::ScheduleSlice& s : log.slices) sim_cpu[s.pid] += s.end_ns - s.start_ns;
-  by_kind(imported, detail, log, c);
+  compare(imported, detail, log, c);
+  if (c.measured.count == 0)
+    throw std::invalid_argument(imported.report.input +
+                                ": no wakeup's switch-in was recorded (each one's latency inferred, a lower "
+                                "bound): nothing measured to compare with");
   std::uint64_t abs_diff = 0;
   for (const auto& [pid, ns] : detail.cpu_ns) {
     const std::uint64_t s = sim_cpu.count(pid) ? sim_cpu[pid] : 0;
@@ -128,6 +178,7 @@ nlohmann::json ReplayCheck::to_json() const {
           {"cpus", cpus},
           {"wakeup_latency_ns", {{"measured", pj(measured)}, {"simulated", pj(simulated)}}},
           {"wakeup_latency_by_kind_ns", kinds},
+          {"inferred_switch_ins_left_out", {{"measured", inferred_left_out}, {"simulated", simulated_left_out}}},
           {"context_switches", {{"measured", switches_measured}, {"simulated", switches_simulated}}},
           {"cpu_time_ns", {{"measured", cpu_ns_measured}, {"simulated", cpu_ns_simulated}}},
           {"task_cpu_time_error", std::round(task_cpu_error * 1e6) / 1e6},
@@ -146,6 +197,9 @@ std::string ReplayCheck::to_text() const {
   o << "  wakeup latency p99  " << us(measured.p99) << " / " << us(simulated.p99) << " us  "
     << err_pct(us(simulated.p99), us(measured.p99)) << " %\n";
   o << "  wakeups             " << measured.count << " / " << simulated.count << "\n";
+  if (inferred_left_out > 0)
+    o << "  left out            " << inferred_left_out << " / " << simulated_left_out
+      << " (switch-ins the capture did not record: their latency unknown)\n";
   for (const auto& [k, ms] : by_kind) {
     const std::string name = std::string("  ") + wakeup_kind_name(k) + " wakeups";
     o << name << std::string(name.size() < 20 ? 20 - name.size() : 1, ' ') << ms.first.count << " / "

@@ -28,6 +28,11 @@ struct ReplayCheck {
   std::string policy;
   std::uint32_t cpus = 0;
   Percentiles measured, simulated;          // wakeup latency, ns
+  // wakeups whose switch-in the capture did not record (its latency a
+  // lower bound, FtraceDetail::wakeup_inferred), left out of both sides,
+  // paired by task and ordinal: how many of the capture's, and how many
+  // of the model's samples that paired with them
+  std::uint64_t inferred_left_out = 0, simulated_left_out = 0;
   // The same by kind (WakeupKind: on the CPU the task then ran on, on
   // another, a new task's start): the measured side by the capture's wake
   // event and switch-in CPUs, the simulated side by the CPU the model's
