@@ -51,7 +51,8 @@ std::vector<Sample> measured_samples(const Result& imported, const FtraceDetail&
   for (std::size_t i = 0; i < detail.wakeups.size() && i < lat.size(); ++i) {
     const std::int64_t pid = detail.wakeups[i].first;
     const bool start = i < detail.wakeup_start.size() && detail.wakeup_start[i];
-    out.push_back({pid, start, start ? 0 : ends[pid]++, i < detail.wakeup_kinds.size() ? detail.wakeup_kinds[i] : WakeupKind::kLocal, lat[i]});
+    const WakeupKind kind = i < detail.wakeup_kinds.size() ? detail.wakeup_kinds[i] : WakeupKind::kLocal;
+    out.push_back({pid, start, start ? 0 : ends[pid]++, kind, lat[i]});
   }
   return out;
 }
@@ -85,14 +86,17 @@ std::vector<Sample> simulated_samples(const sim::ScheduleLog& log) {
 // Leaves out of both sides every wakeup whose switch-in the capture did not
 // record (FtraceDetail::wakeup_inferred: its latency is a lower bound, not
 // a measurement), paired by task and ordinal: a task's start with its
-// start, its n-th sleep end with its n-th. Then fills the overall
+// start, its n-th sleep end with its n-th (a sleep end whose wakeup event
+// the capture lost has no sample there, and shifts that task's later
+// pairs by one: counted in the import's report). Then fills the overall
 // percentiles and ReplayCheck::by_kind.
 void compare(const Result& imported, const FtraceDetail& detail, const sim::ScheduleLog& log, ReplayCheck& c) {
   std::vector<Sample> meas = measured_samples(imported, detail);
   std::vector<Sample> sim = simulated_samples(log);
   std::set<std::tuple<std::int64_t, bool, std::size_t>> left_out;
   for (std::size_t i = 0; i < meas.size(); ++i)
-    if (i < detail.wakeup_inferred.size() && detail.wakeup_inferred[i]) left_out.insert({meas[i].pid, meas[i].start, meas[i].nth});
+    if (i < detail.wakeup_inferred.size() && detail.wakeup_inferred[i])
+      left_out.insert({meas[i].pid, meas[i].start, meas[i].nth});
   c.inferred_left_out = left_out.size();
   std::vector<std::uint64_t> all_m, all_s;
   std::map<WakeupKind, std::pair<std::vector<std::uint64_t>, std::vector<std::uint64_t>>> kinds;
