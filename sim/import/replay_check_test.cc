@@ -78,15 +78,17 @@ TEST(ReplayCheck, LostSwitchOutEndsTheRunAtTheCpusNextSwitch) {
 // switch-in (none here): a 10 us remote wakeup, its run from there to its
 // switch-out, and the report says so. Without the inference a had no
 // latency sample and no CPU time.
+const char* const kSwitchInFromIdleNotRecorded =
+    "# tracer: nop\n"
+    "  a-10 [001] d..2. 1.000000: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n"
+    "  b-11 [000] d..2. 1.000500: sched_switch: prev_comm=b prev_pid=11 prev_prio=120 prev_state=R ==> next_comm=b next_pid=11 next_prio=120\n"
+    "  b-11 [000] d..4. 1.001000: sched_waking: comm=a pid=10 prio=120 target_cpu=001\n"
+    "  <idle>-0 [001] dNh2. 1.001010: sched_wakeup: comm=a pid=10 prio=120 target_cpu=001\n"
+    "  a-10 [001] ..... 1.001050: sched_process_fork: comm=a pid=10 child_comm=a child_pid=12\n"
+    "  a-10 [001] d..2. 1.005000: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n";
+
 TEST(ReplayCheck, LostSwitchInFromIdleIsInferredAtTheCpusPreviousEvent) {
-  std::istringstream in(
-      "# tracer: nop\n"
-      "  a-10 [001] d..2. 1.000000: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n"
-      "  b-11 [000] d..2. 1.000500: sched_switch: prev_comm=b prev_pid=11 prev_prio=120 prev_state=R ==> next_comm=b next_pid=11 next_prio=120\n"
-      "  b-11 [000] d..4. 1.001000: sched_waking: comm=a pid=10 prio=120 target_cpu=001\n"
-      "  <idle>-0 [001] dNh2. 1.001010: sched_wakeup: comm=a pid=10 prio=120 target_cpu=001\n"
-      "  a-10 [001] ..... 1.001050: sched_process_fork: comm=a pid=10 child_comm=a child_pid=12\n"
-      "  a-10 [001] d..2. 1.005000: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n");
+  std::istringstream in(kSwitchInFromIdleNotRecorded);
   FtraceDetail d;
   const Result r = import_ftrace(in, "lost-in", Options{}, &d);
   ASSERT_EQ(r.report.wakeup_latency_ns.size(), 1u);
@@ -154,16 +156,10 @@ TEST(ReplayCheck, InferredSwitchInsAreLeftOutOfBothSides) {
   EXPECT_EQ(c.to_json()["inferred_switch_ins_left_out"]["measured"].get<std::uint64_t>(), inferred);
 }
 
-// A capture whose every wakeup has an inferred switch-in has nothing
-// measured left: an error naming it, not percentiles of nothing.
+// A capture whose every wakeup has an inferred switch-in (the one above)
+// has nothing measured left: an error naming it, not percentiles of nothing.
 TEST(ReplayCheck, CaptureWhoseEverySwitchInIsInferredIsAnError) {
-  std::istringstream in(
-      "# tracer: nop\n"
-      "  a-10 [001] d..2. 1.000000: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n"
-      "  b-11 [000] d..2. 1.000500: sched_switch: prev_comm=b prev_pid=11 prev_prio=120 prev_state=R ==> next_comm=b next_pid=11 next_prio=120\n"
-      "  b-11 [000] d..4. 1.001000: sched_waking: comm=a pid=10 prio=120 target_cpu=001\n"
-      "  a-10 [001] ..... 1.001050: sched_process_fork: comm=a pid=10 child_comm=a child_pid=12\n"
-      "  a-10 [001] d..2. 1.005000: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n");
+  std::istringstream in(kSwitchInFromIdleNotRecorded);
   FtraceDetail d;
   const Result r = import_ftrace(in, "all-inferred", Options{}, &d);
   ASSERT_EQ(r.report.wakeup_latency_ns.size(), 1u);
