@@ -408,7 +408,9 @@ overhead_run() { # mode (fifo is a --mode override only: the config accepts agen
 	}' $DLOG
 	rmcg o
 }
-# OVERHEAD_REPS (1; live compare sets its --repeat through compare.env):
+# OVERHEAD_REPS (3; live compare sets its --repeat through compare.env;
+# one run per mode read 0.80x-2.85x over all callbacks in three boots of
+# one program, the FIFO mode's own figures moving up to 6x):
 # that many runs of each mode, interleaved fifo agentcg, agentcg fifo, ...
 # so that drift cancels; each line of /out/overhead/progstats.txt carries
 # its repetition (AGENTCG-PROGSTAT mode prog cnt ns rep), the idle phase's
@@ -419,7 +421,7 @@ overhead_run() { # mode (fifo is a --mode override only: the config accepts agen
 s_overhead() {
 	[ "$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null)" = 1 ] || { result overhead FAIL "kernel.bpf_stats_enabled unavailable"; return; }
 	[ -f /etc/agentcg/compare.env ] && . /etc/agentcg/compare.env
-	n=${OVERHEAD_REPS:-1} r=1
+	n=${OVERHEAD_REPS:-3} r=1
 	ps=/out/overhead/progstats.txt
 	mkdir -p /out/overhead && : > $ps
 	while [ $r -le $n ]; do
