@@ -1915,10 +1915,8 @@ def fit_capture_machine(captures: Sequence[Path], fmt: str, machine: Optional[Pa
     # a key they say nothing of is left as MACHINE has it, unset there (the
     # search would leave it wherever its start was: 50 us of task_wakeup_ns
     # from two timer sleepers; unset, it is the timer's cost)
-    fitted = {k: v for k, v in cur.items() if len(as_good[k]) < len(CAPTURE_FIT_GRID[k]) or k in base}
-    for k in CAPTURE_FIT_KEYS:
-        if len(as_good[k]) == len(CAPTURE_FIT_GRID[k]) and k in base:
-            fitted[k] = base[k]
+    pinned = {k for k in CAPTURE_FIT_KEYS if len(as_good[k]) < len(CAPTURE_FIT_GRID[k])}
+    fitted = {k: cur[k] if k in pinned else base[k] for k in CAPTURE_FIT_KEYS if k in pinned or k in base}
     best = cost(fitted)
     trial.unlink(missing_ok=True)
     return {**base, **fitted}, before, best, as_good

@@ -571,6 +571,21 @@ TEST(IpiIdle, OnlyAWakeupSentToAnotherIdleCpuPaysIt) {
   }
 }
 
+// The schedule log of T run under eevdf on machine M.
+ScheduleLog eevdf_log(const trace::Trace& t, const config::MachineConfig& m) {
+  config::Config cfg;
+  cfg.machine = m;
+  auto cls = make_eevdf_class(cfg.cfs);
+  Simulator simulator;
+  ScheduleLog log;
+  CpuModel cpu(simulator, t, *cls, m, 1, &log);
+  cpu.start();
+  while (!cpu.finished() && simulator.step()) {
+  }
+  cpu.finish();
+  return log;
+}
+
 // A sleep with a `waker` (a recorded pipe write, machine.task_wakeup_ns):
 // the wakeup comes from the waker's CPU, not the sleeper's. A reader that
 // sleeps on its own CPU beside a writer hogging the other: woken by its
@@ -607,17 +622,7 @@ TEST(TaskWakeup, AWakerWakesFromItsOwnCpu) {
   EXPECT_FALSE(task_unset["config"]["machine"].contains("task_wakeup_ns"));
   // the replay's log: each of the reader's wakeups comes from the other CPU
   for (const bool by_writer : {false, true}) {
-    const trace::Trace t = reader_writer(by_writer);
-    config::Config cfg;
-    cfg.machine = m;
-    auto cls = make_eevdf_class(cfg.cfs);
-    Simulator simulator;
-    ScheduleLog log;
-    CpuModel cpu(simulator, t, *cls, m, 1, &log);
-    cpu.start();
-    while (!cpu.finished() && simulator.step()) {
-    }
-    cpu.finish();
+    const ScheduleLog log = eevdf_log(reader_writer(by_writer), m);
     int remote = 0, own = 0;
     for (const WakeEvent& w : log.wakeups)
       if (w.pid == 2 && !w.fork) ++(w.waker_cpu != static_cast<std::int32_t>(w.target_cpu) ? remote : own);
@@ -667,16 +672,7 @@ TEST(PerCpuQueues, AnIdleCpuDoesNotTakeTheTaskWokenOntoAnotherIdleCpu) {
   b.process("/a", {repeat_op(20, {fork_of_child(300000), run_op(50000), wait_op()})});
   config::MachineConfig m = per_cpu_machine();
   m.ipi_idle_ns = 16000;
-  config::Config cfg;
-  cfg.machine = m;
-  auto cls = make_eevdf_class(cfg.cfs);
-  Simulator simulator;
-  ScheduleLog log;
-  CpuModel cpu(simulator, b.t, *cls, m, 1, &log);
-  cpu.start();
-  while (!cpu.finished() && simulator.step()) {
-  }
-  cpu.finish();
+  const ScheduleLog log = eevdf_log(b.t, m);
   std::set<std::uint32_t> shell_cpus, child_cpus;
   for (const ScheduleSlice& s : log.slices) (s.pid == 1 ? shell_cpus : child_cpus).insert(s.cpu);
   EXPECT_EQ(shell_cpus.size(), 1u);

@@ -403,8 +403,8 @@ class RecordImporter {
     report_.counters["processes"] = procs.size();
     // Wakeup latencies of the kept processes only.
     report_.wakeup_latency_ns.clear();
-    for (const auto& [pid, lat] : detail.wakeups)
-      if (info[pid].keep) report_.wakeup_latency_ns.push_back(lat);
+    for (const FtraceDetail::Wakeup& w : detail.wakeups)
+      if (info[w.pid].keep) report_.wakeup_latency_ns.push_back(w.ns);
     report_.counters["wakeup_latency_samples"] = report_.wakeup_latency_ns.size();
     // The cgroup tree.
     t.cgroups.clear();

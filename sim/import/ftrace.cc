@@ -613,12 +613,11 @@ class FtraceImporter {
       if (task.wakeup_ns) {
         report_.wakeup_latency_ns.push_back(t - std::min(t, *task.wakeup_ns));
         if (detail_ != nullptr) {
-          detail_->wakeups.emplace_back(e.spec->pid, report_.wakeup_latency_ns.back());
-          detail_->wakeup_kinds.push_back(task.wake_new                 ? WakeupKind::kNew
-                                          : task.wake_cpu == cur_cpu_ ? WakeupKind::kLocal
-                                                                      : WakeupKind::kRemote);
-          detail_->wakeup_inferred.push_back(inferred);
-          detail_->wakeup_start.push_back(task.wake_start);
+          const WakeupKind kind = task.wake_new                 ? WakeupKind::kNew
+                                  : task.wake_cpu == cur_cpu_ ? WakeupKind::kLocal
+                                                              : WakeupKind::kRemote;
+          detail_->wakeups.push_back(
+              {e.spec->pid, report_.wakeup_latency_ns.back(), kind, inferred, task.wake_start});
         }
       }
       task.wakeup_ns.reset();

@@ -108,15 +108,20 @@ inline const char* wakeup_kind_name(WakeupKind k) {
 struct FtraceDetail {
   std::optional<std::uint64_t> t0_ns;                 // recording timestamp of trace time 0
   std::map<std::int64_t, std::int64_t> recorded_tid;  // trace pid -> recorded tid
-  std::vector<std::pair<std::int64_t, std::uint64_t>> wakeups;  // (trace pid, latency ns), input order
-  std::vector<WakeupKind> wakeup_kinds;  // of each of `wakeups`
-  // of each of `wakeups`: its switch-in was not recorded and was inferred
-  // at the CPU's previous event (a lower bound, often the wakeup itself:
-  // not a measurement; replay_check leaves it out on both sides)
-  std::vector<bool> wakeup_inferred;
-  // of each of `wakeups`: the task's start (sched_wakeup_new, or a task
-  // first seen at a wakeup) rather than the end of a sleep
-  std::vector<bool> wakeup_start;
+  // One measured wakeup latency (report.wakeup_latency_ns, the same order).
+  struct Wakeup {
+    std::int64_t pid;    // trace pid
+    std::uint64_t ns;    // latency
+    WakeupKind kind;
+    // its switch-in was not recorded and was inferred at the CPU's previous
+    // event (a lower bound, often the wakeup itself: not a measurement;
+    // replay_check leaves it out on both sides)
+    bool inferred;
+    // the task's start (sched_wakeup_new, or a task first seen at a
+    // wakeup) rather than the end of a sleep
+    bool start;
+  };
+  std::vector<Wakeup> wakeups;  // input order
   // trace pid -> (first event, exit or the recording's last event), trace
   // time: the recorded lifetime, which the ops (no runnable waits) may not span.
   std::map<std::int64_t, std::pair<std::uint64_t, std::uint64_t>> lifetime;

@@ -44,16 +44,11 @@ struct Sample {
 };
 
 // The capture's samples (the importer's FtraceDetail, in input order).
-std::vector<Sample> measured_samples(const Result& imported, const FtraceDetail& detail) {
+std::vector<Sample> measured_samples(const FtraceDetail& detail) {
   std::vector<Sample> out;
   std::map<std::int64_t, std::size_t> ends;
-  const auto& lat = imported.report.wakeup_latency_ns;
-  for (std::size_t i = 0; i < detail.wakeups.size() && i < lat.size(); ++i) {
-    const std::int64_t pid = detail.wakeups[i].first;
-    const bool start = i < detail.wakeup_start.size() && detail.wakeup_start[i];
-    const WakeupKind kind = i < detail.wakeup_kinds.size() ? detail.wakeup_kinds[i] : WakeupKind::kLocal;
-    out.push_back({pid, start, start ? 0 : ends[pid]++, kind, lat[i]});
-  }
+  for (const FtraceDetail::Wakeup& w : detail.wakeups)
+    out.push_back({w.pid, w.start, w.start ? 0 : ends[w.pid]++, w.kind, w.ns});
   return out;
 }
 
@@ -84,19 +79,18 @@ std::vector<Sample> simulated_samples(const sim::ScheduleLog& log) {
 }
 
 // Leaves out of both sides every wakeup whose switch-in the capture did not
-// record (FtraceDetail::wakeup_inferred: its latency is a lower bound, not
+// record (FtraceDetail::Wakeup::inferred: its latency is a lower bound, not
 // a measurement), paired by task and ordinal: a task's start with its
 // start, its n-th sleep end with its n-th (a sleep end whose wakeup event
 // the capture lost has no sample there, and shifts that task's later
 // pairs by one: counted in the import's report). Then fills the overall
 // percentiles and ReplayCheck::by_kind.
-void compare(const Result& imported, const FtraceDetail& detail, const sim::ScheduleLog& log, ReplayCheck& c) {
-  std::vector<Sample> meas = measured_samples(imported, detail);
+void compare(const FtraceDetail& detail, const sim::ScheduleLog& log, ReplayCheck& c) {
+  std::vector<Sample> meas = measured_samples(detail);
   std::vector<Sample> sim = simulated_samples(log);
   std::set<std::tuple<std::int64_t, bool, std::size_t>> left_out;
   for (std::size_t i = 0; i < meas.size(); ++i)
-    if (i < detail.wakeup_inferred.size() && detail.wakeup_inferred[i])
-      left_out.insert({meas[i].pid, meas[i].start, meas[i].nth});
+    if (detail.wakeups[i].inferred) left_out.insert({meas[i].pid, meas[i].start, meas[i].nth});
   c.inferred_left_out = left_out.size();
   std::vector<std::uint64_t> all_m, all_s;
   std::map<WakeupKind, std::pair<std::vector<std::uint64_t>, std::vector<std::uint64_t>>> kinds;
@@ -126,6 +120,11 @@ ReplayCheck replay_check(const Result& imported, const FtraceDetail& detail, con
     throw std::invalid_argument(imported.report.input +
                                 ": no wakeup latencies in the capture (expected sched_switch and "
                                 "sched_waking/sched_wakeup events): nothing to compare with");
+  const auto inferred = [](const FtraceDetail::Wakeup& w) { return w.inferred; };
+  if (std::all_of(detail.wakeups.begin(), detail.wakeups.end(), inferred))
+    throw std::invalid_argument(imported.report.input +
+                                ": no wakeup's switch-in was recorded (each one's latency inferred, a lower "
+                                "bound): nothing measured to compare with");
   ReplayCheck c;
   c.policy = options.policy;
   const auto sw = imported.report.counters.find("context_switches");
@@ -145,11 +144,7 @@ ReplayCheck replay_check(const Result& imported, const FtraceDetail& detail, con
 
   std::map<std::int64_t, std::uint64_t> sim_cpu;
   for (const sim::ScheduleSlice& s : log.slices) sim_cpu[s.pid] += s.end_ns - s.start_ns;
-  compare(imported, detail, log, c);
-  if (c.measured.count == 0)
-    throw std::invalid_argument(imported.report.input +
-                                ": no wakeup's switch-in was recorded (each one's latency inferred, a lower "
-                                "bound): nothing measured to compare with");
+  compare(detail, log, c);
   std::uint64_t abs_diff = 0;
   for (const auto& [pid, ns] : detail.cpu_ns) {
     const std::uint64_t s = sim_cpu.count(pid) ? sim_cpu[pid] : 0;

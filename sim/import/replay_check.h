@@ -29,7 +29,7 @@ struct ReplayCheck {
   std::uint32_t cpus = 0;
   Percentiles measured, simulated;          // wakeup latency, ns
   // wakeups whose switch-in the capture did not record (its latency a
-  // lower bound, FtraceDetail::wakeup_inferred), left out of both sides,
+  // lower bound, FtraceDetail::Wakeup::inferred), left out of both sides,
   // paired by task and ordinal: how many of the capture's, and how many
   // of the model's samples that paired with them
   std::uint64_t inferred_left_out = 0, simulated_left_out = 0;

@@ -93,8 +93,8 @@ TEST(ReplayCheck, LostSwitchInFromIdleIsInferredAtTheCpusPreviousEvent) {
   const Result r = import_ftrace(in, "lost-in", Options{}, &d);
   ASSERT_EQ(r.report.wakeup_latency_ns.size(), 1u);
   EXPECT_EQ(r.report.wakeup_latency_ns[0], 10000u);
-  ASSERT_EQ(d.wakeup_kinds.size(), 1u);
-  EXPECT_EQ(d.wakeup_kinds[0], WakeupKind::kRemote);
+  ASSERT_EQ(d.wakeups.size(), 1u);
+  EXPECT_EQ(d.wakeups[0].kind, WakeupKind::kRemote);
   std::uint64_t a_ns = 0;
   for (const auto& [pid, ns] : d.cpu_ns)
     if (d.recorded_tid.at(pid) == 10) a_ns = ns;
@@ -135,9 +135,9 @@ TEST(ReplayCheck, InferredSwitchInsAreLeftOutOfBothSides) {
   const ReplayCheck c = replay_check(r, d, eevdf(config::MachineConfig::Runqueues::kPerCpu));
   std::vector<std::uint64_t> kept;
   std::uint64_t inferred = 0;
-  ASSERT_EQ(d.wakeup_inferred.size(), r.report.wakeup_latency_ns.size());
-  for (std::size_t i = 0; i < d.wakeup_inferred.size(); ++i) {
-    if (d.wakeup_inferred[i]) ++inferred;
+  ASSERT_EQ(d.wakeups.size(), r.report.wakeup_latency_ns.size());
+  for (std::size_t i = 0; i < d.wakeups.size(); ++i) {
+    if (d.wakeups[i].inferred) ++inferred;
     else kept.push_back(r.report.wakeup_latency_ns[i]);
   }
   EXPECT_EQ(inferred, r.report.unrepresented.at("switch-ins not recorded (inferred at the CPU's previous event)"));
