@@ -218,7 +218,8 @@ void parse_machine_section(const YAML::Node& n, const Reader& r, MachineConfig& 
               "context_switch_ns,wakeup_overhead_ns,speed_pct,cpus,runqueues,idle_exit_ns,idle_exit_after_ns,ipi_idle_ns,task_wakeup_ns,kick_busy_ns,"
               "timer_busy_ns,ext_timer_busy_ns,"
               "migration_cost_ns,background_cpu_pct,fork_cost_ns,exit_cost_ns,fork_after_ns,fork_child_ns,ext_busy_pct,"
-              "ext_wakeup_ns,ext_fork_ns,wakeup_work_ns,sleep_cost_ns,tick_ns,preempt,fork_placement");
+              "ext_wakeup_ns,ext_fork_ns,wakeup_work_ns,sleep_cost_ns,tick_ns,preempt,fork_placement,wake_placement,"
+              "cpu_capacity");
   if (n["context_switch_ns"]) {
     m.context_switch_ns = r.u64(n, "machine", "context_switch_ns", 0, 1000000);
     m.context_switch_ns_set = true;
@@ -263,6 +264,30 @@ void parse_machine_section(const YAML::Node& n, const Reader& r, MachineConfig& 
     if (v == "local") m.fork_placement = MachineConfig::ForkPlacement::kLocal;
     else if (v == "idlest") m.fork_placement = MachineConfig::ForkPlacement::kIdlest;
     else r.fail(n["fork_placement"], "machine.fork_placement", "expected idlest or local, got '" + v + "'");
+  }
+  if (n["wake_placement"]) {
+    const std::string v = r.str(n, "machine", "wake_placement");
+    if (v == "energy_aware") m.wake_placement = MachineConfig::WakePlacement::kEnergyAware;
+    else if (v == "spread") m.wake_placement = MachineConfig::WakePlacement::kSpread;
+    else r.fail(n["wake_placement"], "machine.wake_placement", "expected spread or energy_aware, got '" + v + "'");
+  }
+  if (n["cpu_capacity"]) {
+    const YAML::Node& l = n["cpu_capacity"];
+    if (!l.IsSequence() || l.size() == 0 || l.size() > 4096)
+      r.fail(l, "machine.cpu_capacity", "expected a list of 1 to 4096 capacities (1..1024), one per CPU");
+    m.cpu_capacity.clear();
+    for (std::size_t i = 0; i < l.size(); ++i) {
+      const std::string text = l[i].IsScalar() ? l[i].Scalar() : "";
+      const std::string what = "machine.cpu_capacity[" + std::to_string(i) + "]";
+      if (text.empty() || text.size() > 4 || text.find_first_not_of("0123456789") != std::string::npos)
+        r.fail(l[i], what, "expected an integer capacity in [1, 1024], got '" + text + "'");
+      const auto v = static_cast<std::uint32_t>(std::stoul(text));
+      if (v < 1 || v > 1024) r.fail(l[i], what, "capacity " + text + " out of range [1, 1024]");
+      m.cpu_capacity.push_back(v);
+    }
+    if (m.cpus != 0 && m.cpu_capacity.size() != m.cpus)
+      r.fail(l, "machine.cpu_capacity", "expected " + std::to_string(m.cpus) + " capacities (machine.cpus), got " +
+                                            std::to_string(m.cpu_capacity.size()));
   }
   if (n["preempt"]) {
     const std::string v = r.str(n, "machine", "preempt");

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "agentcg/tunables.h"      // struct agentcg_tunables (core, C99)
 #include "agentcg/gpu/gpu_config.h"  // struct GpuConfig (core GPU policies)
@@ -125,6 +126,28 @@ struct MachineConfig {
   // the other one idle, and waited for the forker's wait() (p50 35 us).
   enum class ForkPlacement { kIdlest, kLocal };
   ForkPlacement fork_placement = ForkPlacement::kIdlest;
+  // Where the fair class's per-CPU placement puts a woken task
+  // (select_task_rq_fair with WF_TTWU). kSpread: an idle CPU, else its
+  // previous one (select_idle_sibling; every x86 machine). kEnergyAware:
+  // the kernel's energy-aware scheduling (EAS: arm64 with an energy model,
+  // big.LITTLE phones and boards) while no CPU is overutilized: the task
+  // stays on a busy CPU rather than waking an idle one. Simplified from
+  // find_energy_efficient_cpu() and Android's sync hint: a wakeup by a
+  // task goes to the waker's CPU when the waker is alone there; else to
+  // the task's previous CPU; each only where the task fits (CPU
+  // utilization with the task's below 80 % of the CPU's capacity, PELT
+  // averages with a 32 ms half-life); else the fitting CPU of the smallest
+  // capacity with the most room; else kSpread's choice, which is also
+  // taken while any CPU is over 80 % of its capacity (overutilized).
+  // Recorded on an Arm Juno board (tests/data/recordings/public/): 643 of
+  // 1,066 wakeups went to the waker's busy CPU with CPUs idle.
+  enum class WakePlacement { kSpread, kEnergyAware };
+  WakePlacement wake_placement = WakePlacement::kSpread;
+  // Each CPU's capacity (1024 = the fastest; a Juno's Cortex-A53 446):
+  // what kEnergyAware's fits and utilization compare against. Empty: 1024
+  // each. Run times are not scaled by it (a recorded run replays its
+  // recorded length wherever it runs).
+  std::vector<std::uint32_t> cpu_capacity;
   // A preempting kick of a CPU that runs a task (a wakeup that preempts it,
   // sched_ext's SCX_KICK_PREEMPT, eevdf's wakeup preemption) takes effect
   // kick_busy_ns later: under single-threaded TCG a busy vCPU notices an

@@ -493,6 +493,7 @@ def cmd_fidelity(a: argparse.Namespace) -> int:
         holdout=_split(a.holdout) if a.holdout is not None else None, machine=a.machine,
         seeds=a.seeds, update_readme=a.update_readme, ablate=not a.no_ablation,
         model=_key_values(a.model, "--model"), captures=a.capture, capture_from=a.capture_from,
+        capture_policy=a.capture_policy, capture_unflagged_wakeups=a.capture_unflagged_wakeups,
         capture_machine=a.capture_machine, measured_wakeup=a.measured_wakeup,
         capture_fit=_split(a.capture_fit) if a.capture_fit is not None else None, capture_cv=a.capture_cv))
 
@@ -774,10 +775,16 @@ def _parser_fidelity(sub: Any) -> None:
                     help="reuse the live results of an earlier run (its DIR) instead of booting the VM")
     fi.add_argument("--capture", metavar="CAPTURE", action="append", default=[],
                     help="a scheduler capture of a real machine (ftrace or perf sched text) as a measured side: "
-                         "replayed under eevdf and its wakeup p50/p90/p99, task switches and CPU time put beside "
+                         "replayed under --capture-policy and its wakeup p50/p90/p99, task switches and CPU time put beside "
                          "the simulated ones (repeatable)")
     fi.add_argument("--capture-from", default="ftrace", metavar="FORMAT",
                     help="the captures' format: ftrace or perf (default ftrace)")
+    fi.add_argument("--capture-policy", default="eevdf", metavar="POLICY",
+                    help="the scheduler the captures' kernel ran: eevdf (Linux 6.6 and later, the default) or cfs "
+                         "(before 6.6); the replays run under it")
+    fi.add_argument("--capture-unflagged-wakeups", default="interrupt", metavar="WHOSE",
+                    help="a wakeup printed on a capture line without latency flags (perf script, trace-cmd report "
+                         "without -l) is an interrupt's (the default: no waker named) or the line's task's (task)")
     fi.add_argument("--capture-machine", default=None, metavar="PROFILE",
                     help="machine profile or config of the captures' machine (default: the simulator's machine "
                          "with the capture's CPUs; not the VM's fitted profile)")

@@ -68,7 +68,7 @@ import math
 import re
 import shutil
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ._errors import AgentcgError
 from . import live, units
@@ -1378,7 +1378,8 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
              repeat: int = 3, fit: Optional[Sequence[str]] = None, holdout: Optional[Sequence[str]] = None,
              machine: Optional[str] = None, seeds: Any = "1-5", update_readme: Optional[str] = None,
              ablate: bool = True, model: Optional[Mapping[str, Any]] = None,
-             captures: Sequence[str] = (), capture_from: str = "ftrace",
+             captures: Sequence[str] = (), capture_from: str = "ftrace", capture_policy: str = "eevdf",
+             capture_unflagged_wakeups: str = "interrupt",
              capture_machine: Optional[str] = None, measured_wakeup: bool = False,
              capture_fit: Optional[Sequence[str]] = None, capture_cv: bool = False) -> Dict[str, Any]:
     """The live side runs every scheduler `repeat` times in one boot
@@ -1421,6 +1422,11 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
     given = mprof.load_profile(machine) if machine else None  # a bad profile fails before the VM boots
     if capture_from not in CAPTURE_FORMATS:
         raise AgentcgError(f"--capture-from {capture_from}: expected one of {', '.join(CAPTURE_FORMATS)}")
+    if capture_policy not in CAPTURE_POLICIES:
+        raise AgentcgError(f"--capture-policy {capture_policy}: expected one of {', '.join(CAPTURE_POLICIES)}")
+    if capture_unflagged_wakeups not in ("interrupt", "task"):
+        raise AgentcgError(f"--capture-unflagged-wakeups {capture_unflagged_wakeups}: expected interrupt or task")
+    side = CaptureSide(capture_from, capture_policy, capture_unflagged_wakeups)
     for c in captures:
         if not Path(c).is_file():
             raise AgentcgError(f"--capture {c}: no such file")
@@ -1431,7 +1437,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
         if not captures:
             raise AgentcgError("fidelity: give TRACE... (scenarios replayed live) or --capture CAPTURE (or both)")
         dest.mkdir(parents=True, exist_ok=True)
-        return captures_only(captures, capture_from, capture_machine, capture_fit, dest, quiet, capture_cv)
+        return captures_only(captures, side, capture_machine, capture_fit, dest, quiet, capture_cv)
     dest.mkdir(parents=True, exist_ok=True)
     dur = parse_duration(duration)
     names: List[str] = []
@@ -1649,11 +1655,11 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
               "recorded_benches": {sc: {"trace": str(t), "cgroup": cg,
                                         "live": live_by_sc[sc], "sim": sim_reps[sc]}
                                    for sc, (t, cg, _) in benches.items()}}
-    caps, capfit = capture_section(captures, capture_from, capture_machine, capture_fit, dest)
+    caps, capfit = capture_section(captures, side, capture_machine, capture_fit, dest)
     report["captures"] = caps
     report["capture_fit"] = capfit
     if capture_cv:
-        report["capture_cv"] = capture_cross_validation(captures, capture_from, capture_machine, dest)
+        report["capture_cv"] = capture_cross_validation(captures, side, capture_machine, dest)
     nrep = max(len(d) for v in live_reps.values() for d in v.values())
     head = (f"Machine profile {'(given) ' + machine if machine else prof}: "
             + ", ".join(f"{k} {v}" for k, v in m.items()) + f". Fitted on: {', '.join(fitted) or '-'}; "
@@ -1728,21 +1734,45 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
 # --- recorded captures as the measured side ---------------------------------------
 
 CAPTURE_FORMATS = ("ftrace", "perf")  # `trace stats --from` formats that carry a scheduler capture
+CAPTURE_POLICIES = ("eevdf", "cfs")  # the kernel schedulers a capture can have been recorded under
+
+
+class CaptureSide(NamedTuple):
+    """How the captures are read and replayed: their text format, the
+    scheduler their kernel ran (eevdf since Linux 6.6, cfs before: a 4.x
+    board's capture replays under cfs), and whose a wakeup printed on a line
+    without latency flags is ("interrupt": nobody's, the default; "task":
+    the line's task, `trace import --unflagged-wakeups task`)."""
+    fmt: str = "ftrace"
+    policy: str = "eevdf"
+    unflagged_wakeups: str = "interrupt"
+
+
+def _side(fmt: Any) -> CaptureSide:
+    """A CaptureSide from a format name (the defaults) or a CaptureSide."""
+    return fmt if isinstance(fmt, CaptureSide) else CaptureSide(fmt)
+
+
 CAPTURE_GOALS = {"p50": 15.0, "p90": 15.0, "p99": 25.0, "switches": 15.0}  # issue 16's, in %
 
 
-def capture_check(capture: Path, fmt: str, machine: Optional[Path], policy: str = "eevdf") -> Dict[str, Any]:
+def capture_check(capture: Path, fmt: Any, machine: Optional[Path], policy: Optional[str] = None) -> Dict[str, Any]:
     """A scheduler capture of a real machine (CAPTURE, ftrace or perf sched
     text) as the measured side: its task behaviour (run and sleep phases,
     forks, exits, nice) replayed in the simulator under POLICY (the kernel's
-    default scheduler, which recorded it) with MACHINE (a machine profile
+    default scheduler, which recorded it; FMT a format name or a
+    CaptureSide, whose policy is the default) with MACHINE (a machine profile
     written by fidelity, or a config with a `machine:` section; None: the
     simulator's defaults with the capture's CPU count), and the capture's
     own wakeup latency p50/p90/p99, task switches and CPU time beside the
     simulated ones, errors in % (the same replay as `trace stats CAPTURE
     --from FMT --replay --json`, whose errors, a capture without a measured
     wakeup among them, come back as AgentcgError naming the capture)."""
-    args = [str(capture), "--from", fmt, "--replay", "--policy", policy, "--json"]
+    side = _side(fmt)
+    policy = policy or side.policy
+    args = [str(capture), "--from", side.fmt, "--replay", "--policy", policy, "--json"]
+    if side.unflagged_wakeups != "interrupt":
+        args += ["--unflagged-wakeups", side.unflagged_wakeups]
     if machine is not None:  # a fitted profile goes with --machine, a config with --config
         args += ["--machine" if _is_machine_profile(machine) else "--config", str(machine)]
     doc = json.loads(_trace_command("stats", args, f"--capture {capture}"))
@@ -1837,10 +1867,10 @@ CAPTURE_FIT_COARSE = (0, 2000, 6000, 16000)
 CAPTURE_FIT_STARTS = 3
 
 
-def fit_capture_machine(captures: Sequence[Path], fmt: str, machine: Optional[Path], work: Path,
+def fit_capture_machine(captures: Sequence[Path], fmt: Any, machine: Optional[Path], work: Path,
                         replays: Optional[Dict[Tuple[Any, ...], Dict[str, Any]]] = None
                         ) -> Tuple[Dict[str, Any], float, float, Dict[str, List[Any]]]:
-    """Fits CAPTURE_FIT_KEYS on CAPTURES (their replays under eevdf) over
+    """Fits CAPTURE_FIT_KEYS on CAPTURES (their replays under FMT's policy) over
     MACHINE's other keys: every combination of CAPTURE_FIT_COARSE (the
     placements too), then coordinate descent on CAPTURE_FIT_GRID from the
     CAPTURE_FIT_STARTS best of them and from MACHINE's own values (each key
@@ -1999,7 +2029,7 @@ def format_captures(caps: Sequence[Mapping[str, Any]], fit: Optional[Mapping[str
     return "\n".join(lines) + "\n"
 
 
-def capture_section(captures: Sequence[str], fmt: str, machine: Optional[str], fit: Optional[Sequence[str]],
+def capture_section(captures: Sequence[str], fmt: Any, machine: Optional[str], fit: Optional[Sequence[str]],
                     dest: Path) -> Tuple[List[Dict[str, Any]], Optional[Dict[str, Any]]]:
     """The captures' rows (capture_check with MACHINE) and, with FIT (some
     of CAPTURES, by path or file name), the capture machine fitted on those
@@ -2046,7 +2076,7 @@ def _check_cv_captures(captures: Sequence[str]) -> None:
                            "fitted on the others)")
 
 
-def capture_cross_validation(captures: Sequence[str], fmt: str, machine: Optional[str], dest: Path
+def capture_cross_validation(captures: Sequence[str], fmt: Any, machine: Optional[str], dest: Path
                              ) -> List[Dict[str, Any]]:
     """Leave-one-out: each of CAPTURES held out in turn, MACHINE fitted on
     all the others (fit_capture_machine; profiles in DEST/cv-N/), and the
@@ -2099,7 +2129,7 @@ def format_cross_validation(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def captures_only(captures: Sequence[str], fmt: str, machine: Optional[str], fit: Optional[Sequence[str]],
+def captures_only(captures: Sequence[str], fmt: Any, machine: Optional[str], fit: Optional[Sequence[str]],
                   dest: Path, quiet: bool, cv: bool = False) -> Dict[str, Any]:
     """`agentcg fidelity --capture ...` without traces: the captures'
     section alone (capture_section; with CV the leave-one-out fits too,

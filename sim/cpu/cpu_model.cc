@@ -2,8 +2,8 @@
 #include "sim/cpu/cpu_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
-
 
 namespace agentcg::sim {
 
@@ -58,6 +58,85 @@ CpuModel::CpuModel(Simulator& sim, const trace::Trace& trace, SchedClass& cls,
   idle_.assign((cpus_.size() + 63) / 64, 0);
   idle_unkicked_.assign(idle_.size(), 0);
   for (std::size_t i = 0; i < cpus_.size(); ++i) sync_idle(i);
+  if (!machine_.cpu_capacity.empty() && machine_.cpu_capacity.size() != cpus_.size())
+    throw std::invalid_argument("machine.cpu_capacity: " + std::to_string(machine_.cpu_capacity.size()) +
+                                " capacities for " + std::to_string(cpus_.size()) + " CPUs (expected one per CPU)");
+  energy_aware_ = machine_.wake_placement == config::MachineConfig::WakePlacement::kEnergyAware &&
+                  machine_.runqueues == config::MachineConfig::Runqueues::kPerCpu;
+}
+
+// PELT's geometric average (kernel/sched/pelt.c): a contribution halves
+// every 32 ms. Exact per nanosecond instead of the kernel's 1 ms steps.
+double CpuModel::pelt_decay(Time dt) {
+  return std::exp2(-static_cast<double>(dt.ns()) / 32e6);
+}
+
+double CpuModel::capacity(int cpu) const {
+  return machine_.cpu_capacity.empty() ? 1024.0 : machine_.cpu_capacity[static_cast<std::size_t>(cpu)];
+}
+
+// Brings a CPU's utilization (and, when it ran one, its task's) up to now:
+// `running` says whether it ran curr since the last update. A running task
+// adds at the CPU's capacity (the kernel's invariant utilization).
+void CpuModel::update_util(int cpu, bool running) {
+  if (!energy_aware_) return;
+  Cpu& c = cpus_[static_cast<std::size_t>(cpu)];
+  const Time now = sim_.now();
+  const double d = pelt_decay(now - c.util_at);
+  c.util = c.util * d + (running ? capacity(cpu) * (1.0 - d) : 0.0);
+  c.util_at = now;
+  if (running && c.curr != nullptr) {
+    Proc& p = procs_[c.curr->id];
+    const double pd = pelt_decay(now - p.util_at);
+    p.util = p.util * pd + capacity(cpu) * (1.0 - pd);
+    p.util_at = now;
+  }
+}
+
+double CpuModel::cpu_util_now(int cpu) const {
+  const Cpu& c = cpus_[static_cast<std::size_t>(cpu)];
+  const double d = pelt_decay(sim_.now() - c.util_at);
+  return c.util * d + (c.curr != nullptr ? capacity(cpu) * (1.0 - d) : 0.0);
+}
+
+double CpuModel::task_util_now(const Task& t) const {
+  const Proc& p = procs_[t.id];
+  return p.util * pelt_decay(sim_.now() - p.util_at);
+}
+
+// find_energy_efficient_cpu(), simplified (MachineConfig::WakePlacement):
+// -1 when the kernel would not place energy-aware (a CPU overutilized).
+int CpuModel::select_cpu_energy(const Task& p, int prev_cpu) const {
+  const int n = nr_cpus();
+  std::vector<double> util(static_cast<std::size_t>(n));
+  for (int c = 0; c < n; ++c) {
+    util[static_cast<std::size_t>(c)] = cpu_util_now(c);
+    if (util[static_cast<std::size_t>(c)] * 1280.0 > capacity(c) * 1024.0) return -1;  // overutilized
+  }
+  const double tu = task_util_now(p);
+  const int last = procs_[p.id].last_cpu;
+  // util_fits_cpu(): the CPU's utilization without the task, plus the task's
+  auto fits = [&](int c) {
+    const double without = std::max(0.0, util[static_cast<std::size_t>(c)] - (c == last ? tu : 0.0));
+    return (without + tu) * 1280.0 < capacity(c) * 1024.0;
+  };
+  // the sync hint: the waker alone on its CPU takes the task it wakes
+  const int w = waker_cpu_hint_;
+  if (w >= 0 && w < n && cpus_[static_cast<std::size_t>(w)].curr != nullptr && cls_.nr_queued(w) == 0 && fits(w))
+    return w;
+  if (fits(prev_cpu)) return prev_cpu;
+  int best = -1;
+  double best_cap = 0, best_room = 0;
+  for (int c = 0; c < n; ++c) {
+    if (!fits(c)) continue;
+    const double room = capacity(c) - util[static_cast<std::size_t>(c)];
+    if (best < 0 || capacity(c) < best_cap || (capacity(c) == best_cap && room > best_room)) {
+      best = c;
+      best_cap = capacity(c);
+      best_room = room;
+    }
+  }
+  return best;
 }
 
 void CpuModel::sync_idle(std::size_t cpu) {
@@ -440,14 +519,16 @@ void CpuModel::do_wake(Task& t, int sync_cpu, int waker_cpu) {
     procs_[t.id].wake_src = by_task ? waker_cpu : -1;
     sim_.schedule_in(Time::from_ns(delay), this, kEnqueue, t.id);
   } else {
-    do_enqueue(t, src);
+    do_enqueue(t, src, sync || by_task);
   }
 }
 
-void CpuModel::do_enqueue(Task& t, int src_cpu) {
+void CpuModel::do_enqueue(Task& t, int src_cpu, bool by_task) {
   t.state = TaskState::kRunnable;
   runnable_changed(t, +1);
+  waker_cpu_hint_ = by_task ? src_cpu : kNoCpu;
   const int cpu = cls_.select_cpu(t, t.cpu < 0 ? 0 : t.cpu, kWakeTtwu);
+  waker_cpu_hint_ = kNoCpu;
   t.cpu = cpu;
   wake_src_cpu_ = src_cpu;
   cls_.enqueue(t, kEnqWakeup);
@@ -469,9 +550,12 @@ int CpuModel::pick_idle_cpu(int prefer) const {
 }
 
 int CpuModel::select_cpu_fair(const Task& p, int prev_cpu, std::uint64_t wake_flags) const {
-  (void)p;
   const int n = nr_cpus();
   if (prev_cpu < 0 || prev_cpu >= n) prev_cpu = 0;
+  if (energy_aware_ && (wake_flags & kWakeTtwu) != 0) {
+    const int cpu = select_cpu_energy(p, prev_cpu);
+    if (cpu >= 0) return cpu;
+  }
   // a kernel without fork balancing keeps a child on its forker's CPU
   if ((wake_flags & kWakeFork) != 0 && machine_.fork_placement == config::MachineConfig::ForkPlacement::kLocal)
     return prev_cpu;
@@ -657,6 +741,7 @@ void CpuModel::stop_curr(int cpu, bool runnable) {
   Cpu& c = cpus_[static_cast<std::size_t>(cpu)];
   Task& t = *c.curr;
   charge(c, cpu);
+  update_util(cpu, true);
   sim_.cancel(c.ev);
   c.curr = nullptr;
   c.lazy_resched = false;  // __schedule() clears the need-resched flags
@@ -744,6 +829,11 @@ void CpuModel::dispatch(int cpu, Task* prev) {
   t.state = TaskState::kRunning;
   t.cpu = cpu;
   t.started_at = start;
+  if (energy_aware_) {
+    update_util(cpu, false);  // idle until now
+    p.util *= pelt_decay(now - p.util_at);  // and the task asleep or waiting
+    p.util_at = now;
+  }
   c.curr = &t;
   sync_idle(static_cast<std::size_t>(cpu));
   c.last_task = t.id;
@@ -851,8 +941,9 @@ void CpuModel::on_event(Simulator& sim, std::uint32_t kind, std::uint64_t arg) {
     case kEnqueue: {  // the timer or I/O interrupt on the sleeper's last CPU, or a waker's (wake_src)
       Proc& p = procs_[arg];
       const int src = p.wake_src >= 0 ? p.wake_src : tasks_[arg].cpu;
+      const bool by_task = p.wake_src >= 0;
       p.wake_src = -1;
-      do_enqueue(tasks_[arg], src);
+      do_enqueue(tasks_[arg], src, by_task);
       break;
     }
     case kKick: {

@@ -203,6 +203,8 @@ class CpuModel final : public SchedContext, public EventHandler {
     std::string comm;
     bool background = false;        // machine.background_cpu_pct's task: no latency samples
     int last_cpu = -1;              // CPU it last ran on (migration cost)
+    double util = 0;                // PELT utilization (machine.wake_placement energy_aware)
+    Time util_at;
     std::uint64_t migr_debt_ns = 0;  // migration cost not yet added to a run op
     // machine.fork_cost_ns: the fork op at the top of the stack has had its
     // cost run since fork_began (it is interpreted again, then forks)
@@ -237,6 +239,8 @@ class CpuModel final : public SchedContext, public EventHandler {
     Time slice_end;
     std::uint32_t last_task = UINT32_MAX;
     Time idle_since;  // when it last went idle (idle-exit cost)
+    double util = 0;  // PELT utilization at util_at (machine.wake_placement energy_aware)
+    Time util_at;
     bool kick_pending = false;
     bool kick_preempt = false;
     // machine.preempt lazy: curr is flagged to yield (TIF_NEED_RESCHED_LAZY;
@@ -300,8 +304,16 @@ class CpuModel final : public SchedContext, public EventHandler {
   // there (a recorded sleep's waker), queued task_wakeup_ns later; else by
   // a timer on t's CPU, after wakeup_overhead_ns (+ timer_busy_ns)
   void do_wake(Task& t, int sync_cpu = kNoCpu, int waker_cpu = kNoCpu);
-  // src_cpu: the CPU the ttwu runs on (resched_curr_lazy)
-  void do_enqueue(Task& t, int src_cpu);
+  // src_cpu: the CPU the ttwu runs on (resched_curr_lazy); by_task: a
+  // task's (the waker's CPU, machine.wake_placement's sync hint)
+  void do_enqueue(Task& t, int src_cpu, bool by_task = false);
+  // machine.wake_placement energy_aware: PELT utilization of CPUs and tasks
+  static double pelt_decay(Time dt);
+  double capacity(int cpu) const;
+  void update_util(int cpu, bool running);
+  double cpu_util_now(int cpu) const;
+  double task_util_now(const Task& t) const;
+  int select_cpu_energy(const Task& p, int prev_cpu) const;
   void dispatch(int cpu, Task* prev);
   void charge(Cpu& c, int cpu);
   // The work done in `wall_ns` of a busy CPU, and the wall time that does
@@ -339,6 +351,9 @@ class CpuModel final : public SchedContext, public EventHandler {
   // IPI: ttwu enqueues there directly and resched_curr_lazy sends none).
   static constexpr int kNoCpu = -1, kAnyCpu = -2;
   int wake_src_cpu_ = kNoCpu;
+  // the waker's CPU while a wakeup by a task is placed (kNoCpu otherwise)
+  int waker_cpu_hint_ = kNoCpu;
+  bool energy_aware_ = false;  // machine.wake_placement energy_aware on per-CPU queues
   config::MachineConfig machine_;
   std::uint64_t seed_;
   ScheduleLog* log_;

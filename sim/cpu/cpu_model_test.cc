@@ -4,6 +4,7 @@
 // determinism. Traces are built in code so each test states its workload.
 #include "sim/cpu/cpu_model.h"
 
+#include <map>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -629,6 +630,83 @@ TEST(TaskWakeup, AWakerWakesFromItsOwnCpu) {
     EXPECT_EQ(remote, by_writer ? 20 : 0) << by_writer;
     EXPECT_EQ(own, by_writer ? 0 : 20) << by_writer;
   }
+}
+
+// machine.wake_placement energy_aware: a reader woken by a writer's system
+// call on four CPUs, the writer busy half the time (2 ms on, 2 ms off: no
+// CPU past 80 % of its capacity). EAS's sync hint puts the reader on the
+// writer's CPU when the writer is alone there, and then keeps it there
+// (its previous CPU, where it fits) instead of waking one of the idle
+// CPUs; spread (select_idle_sibling) sends it to an idle CPU every time.
+// The writer a CPU hog instead (over 80 % once its CPU's PELT average has
+// climbed there, 74 ms from 0), energy-aware placement gives way to
+// spread's.
+namespace {
+trace::Trace writer_reader(bool hog) {
+  Builder b(4, 1 * kSec);
+  b.cgroup("/a", 100);
+  if (hog) b.process("/a", {run_op(1 * kSec)});  // pid 1: the writer
+  else b.process("/a", {repeat_op(200, {run_op(2 * kMs), trace::testing::sleep_op(2 * kMs)})});
+  Op nap = trace::testing::sleep_op(1 * kMs);
+  nap.set_waker(1);
+  b.process("/a", {repeat_op(100, {run_op(50000), nap})});  // pid 2: the reader
+  return b.done();
+}
+
+// The share of the reader's slices (those from `from_ns` on) that ran on
+// the CPU the writer ran on most.
+double reader_beside_writer(const ScheduleLog& log, std::uint64_t from_ns = 0) {
+  std::map<std::uint32_t, std::uint64_t> writer_on;
+  for (const ScheduleSlice& s : log.slices)
+    if (s.pid == 1) writer_on[s.cpu] += s.end_ns - s.start_ns;
+  std::uint32_t wcpu = 0;
+  for (const auto& [cpu, ns] : writer_on)
+    if (ns > writer_on[wcpu]) wcpu = cpu;
+  int beside = 0, all = 0;
+  for (const ScheduleSlice& s : log.slices)
+    if (s.pid == 2 && s.start_ns >= from_ns) {
+      ++all;
+      beside += s.cpu == wcpu;
+    }
+  return all ? static_cast<double>(beside) / all : 0.0;
+}
+}  // namespace
+
+TEST(WakePlacement, EnergyAwareKeepsTheWokenTaskOnItsWakersCpu) {
+  config::MachineConfig spread = per_cpu_machine();
+  config::MachineConfig energy = spread;
+  energy.wake_placement = config::MachineConfig::WakePlacement::kEnergyAware;
+  EXPECT_GT(reader_beside_writer(eevdf_log(writer_reader(false), energy)), 0.9);
+  EXPECT_LT(reader_beside_writer(eevdf_log(writer_reader(false), spread)), 0.1);
+  // more switches: the two share a CPU
+  const auto e = run_machine(writer_reader(false), "cfs", energy);
+  const auto s = run_machine(writer_reader(false), "cfs", spread);
+  EXPECT_GT(e["context_switches"].get<std::uint64_t>(), s["context_switches"].get<std::uint64_t>() + 50);
+  EXPECT_EQ(e["config"]["machine"]["wake_placement"].get<std::string>(), "energy_aware");
+  EXPECT_FALSE(s["config"]["machine"].contains("wake_placement"));
+  // overutilized (the writer a hog): spread's placement once the average
+  // has climbed (before it, the hint put the reader beside the hog)
+  const ScheduleLog hog = eevdf_log(writer_reader(true), energy);
+  EXPECT_GT(reader_beside_writer(hog), 0.5);
+  EXPECT_LT(reader_beside_writer(hog, 100 * kMs), 0.1);
+}
+
+// Utilization is capacity-invariant (a task running all the time on a CPU
+// of capacity 446 has 446 of it, as the kernel counts it), so a machine of
+// equal small CPUs places as one of equal big ones; a list of capacities
+// must name every CPU.
+TEST(WakePlacement, CapacityInvariantUtilization) {
+  config::MachineConfig energy = per_cpu_machine();
+  energy.wake_placement = config::MachineConfig::WakePlacement::kEnergyAware;
+  energy.cpu_capacity = {446, 446, 446, 446};
+  const auto small = run_machine(writer_reader(false), "eevdf", energy);
+  energy.cpu_capacity = {1024, 1024, 1024, 1024};
+  const auto big = run_machine(writer_reader(false), "eevdf", energy);
+  EXPECT_EQ(small["wakeup_latency_ns"], big["wakeup_latency_ns"]);
+  EXPECT_EQ(small["context_switches"], big["context_switches"]);
+  EXPECT_EQ(small["config"]["machine"]["cpu_capacity"], nlohmann::json::array({446, 446, 446, 446}));
+  energy.cpu_capacity = {1024, 1024};  // not one per CPU
+  EXPECT_THROW(run_machine(writer_reader(false), "eevdf", energy), std::invalid_argument);
 }
 
 // machine.fork_placement local: a shell-like forker (it wakes, forks a

@@ -30,16 +30,18 @@ using cli::UsageError;
 
 constexpr const char* kImportUsage =
     "usage: trace import --from FORMAT INPUT -o OUT [--strict] [--name NAME] [--cgroup PATH]\n"
-    "                    [--cpus N] [--unsampled-as-run] [--only-cgroup PATH]\n"
+    "                    [--cpus N] [--unsampled-as-run] [--only-cgroup PATH] [--unflagged-wakeups task]\n"
     "                    [--gpus N] [--gpu-mem-gb GIB]   (gpu-csv: the machine, default 1 x 16 GiB)\n"
     "  FORMAT: agentcgroup-ebpf (ebpf_trace.jsonl), agentcgroup-task (folder with resources.json\n"
     "          and tool_calls.json), ftrace (trace-cmd report / tracefs text), perf (perf script),\n"
     "          agentcg-record (folder written by agentcg-record), gpu-csv (GPU job CSV).\n"
-    "          OUT '-' writes to stdout. --only-cgroup (agentcg-record): keep one cgroup subtree.\n";
+    "          OUT '-' writes to stdout. --only-cgroup (agentcg-record): keep one cgroup subtree.\n"
+    "  --unflagged-wakeups task (ftrace, perf): a wakeup on a line without latency flags is the\n"
+    "          line's task's (default interrupt: nobody named as its waker).\n";
 constexpr const char* kStatsUsage =
     "usage: trace stats FILE [--from FORMAT] [--json] [--strict]\n"
     "       trace stats CAPTURE --from ftrace|perf --replay [--policy eevdf] [--config FILE] [--machine PROFILE]\n"
-    "                   [--seed N] [--json]\n"
+    "                   [--seed N] [--json] [--unflagged-wakeups task]\n"
     "  FILE is an agentcg trace, or a recording when --from FORMAT is given. --replay replays a\n"
     "  scheduler capture in the simulator (the machine from --config's machine keys and a fitted\n"
     "  --machine profile, which wins; its CPU count unless machine.cpus is set) and prints the\n"
@@ -67,6 +69,11 @@ Options import_options(const Args& a) {
   if (cpus > 4096) throw UsageError("option --cpus: expected 1..4096");
   o.cpus = static_cast<std::uint32_t>(cpus);
   o.unsampled_as_run = a.flag("unsampled-as-run");
+  if (auto w = a.get("unflagged-wakeups")) {
+    if (*w != "task" && *w != "interrupt")
+      throw UsageError("option --unflagged-wakeups: expected task or interrupt, got '" + *w + "'");
+    o.unflagged_wakeups_by_task = *w == "task";
+  }
   if (auto c = a.get("only-cgroup")) {
     if (c->empty() || (*c)[0] != '/' || (c->size() > 1 && c->back() == '/'))
       throw UsageError("option --only-cgroup: expected an absolute path such as /agents, got '" + *c + "'");
@@ -191,7 +198,7 @@ void check_not_empty(const std::string& format, const std::string& input, const 
 
 int import_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   return guarded(kImportUsage, err, [&]() {
-    Args a(args, {"from", "out", "name", "cgroup", "cpus", "only-cgroup", "gpus", "gpu-mem-gb"},
+    Args a(args, {"from", "out", "name", "cgroup", "cpus", "only-cgroup", "gpus", "gpu-mem-gb", "unflagged-wakeups"},
            {"strict", "unsampled-as-run"});
     if (a.positional().size() != 1)
       throw UsageError("expected exactly one INPUT, got " + std::to_string(a.positional().size()));
@@ -218,7 +225,8 @@ int import_command(const std::vector<std::string>& args, std::ostream& out, std:
 
 int stats_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   return guarded(kStatsUsage, err, [&]() {
-    Args a(args, {"from", "cpus", "name", "cgroup", "only-cgroup", "policy", "config", "machine", "seed"},
+    Args a(args, {"from", "cpus", "name", "cgroup", "only-cgroup", "policy", "config", "machine", "seed",
+                  "unflagged-wakeups"},
            {"json", "strict", "unsampled-as-run", "replay"});
     if (a.positional().size() != 1)
       throw UsageError("expected exactly one FILE, got " + std::to_string(a.positional().size()));
@@ -232,7 +240,7 @@ int stats_command(const std::vector<std::string>& args, std::ostream& out, std::
       // a fitted profile (agentcg fidelity, calibrate) wins over --config's machine keys, as for `run`
       if (auto m = a.get("machine")) calibrate::apply_profile(calibrate::load_profile(*m), o.config.machine);
       o.seed = a.get_u64("seed", 1);
-      const ReplayCheck c = replay_check(file, *format, o);
+      const ReplayCheck c = replay_check(file, *format, o, import_options(a));
       if (a.flag("json")) out << c.to_json().dump(2) << "\n";
       else out << c.to_text();
       return 0;

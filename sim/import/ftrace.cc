@@ -453,7 +453,8 @@ class FtraceImporter {
   // outside an interrupt, listed; 0 when an interrupt (a timer, I/O
   // completion) or the idle task woke it, or the line does not say.
   std::int64_t waker_of(std::int64_t pid) {
-    if (!header_ || header_->second == 0 || header_->second == pid || irq_.value_or(true)) return 0;
+    if (!header_ || header_->second == 0 || header_->second == pid || irq_.value_or(!opts_.unflagged_wakeups_by_task))
+      return 0;
     const ProcessTable::Entry* w = table_.find(header_->second);
     return w != nullptr ? w->spec->pid : 0;
   }

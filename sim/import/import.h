@@ -52,6 +52,15 @@ struct Options {
   // agentcg-record: keep only processes in this cgroup or below it; empty =
   // every process except kernel threads.
   std::string only_cgroup;
+  // ftrace/perf: who woke a task when the line has no latency-flags column
+  // (perf script, `trace-cmd report` without -l), so interrupt context
+  // cannot be told from a system call. false: nobody named (a timer or
+  // interrupt; nothing claimed that the capture does not say); true: the
+  // line's task, when it is not the idle task (a capture taken where
+  // wakeups mostly come from tasks, e.g. the Juno board's pipes and ttys of
+  // tests/data/recordings/public/; an interrupt that hit a running task is
+  // then taken as that task's wakeup).
+  bool unflagged_wakeups_by_task = false;
 };
 
 // What happened during an import, for the stderr summary and provenance.

@@ -410,6 +410,18 @@ TEST(FtraceImport, ASleepEndedByAnotherTasksSystemCallNamesItsWaker) {
       "  <idle>  0 [000]  1.000120: sched:sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=r next_pid=5 next_prio=120\n");
   const Result q = import_ftrace(perf, "wakers.perf", Options{});
   for (const trace::Op& op : proc(q.trace, 5).ops) EXPECT_EQ(op.waker(), 0) << static_cast<int>(op.kind);
+  // unless asked to take the line's task (--unflagged-wakeups task); the
+  // idle task never is one
+  Options by_task;
+  by_task.unflagged_wakeups_by_task = true;
+  perf.clear();
+  perf.seekg(0);
+  EXPECT_EQ(wakers(proc(import_ftrace(perf, "wakers.perf", by_task).trace, 5)), (std::vector<std::int64_t>{6}));
+  std::istringstream idle(
+      "  r  5 [001]  1.000050: sched:sched_switch: prev_comm=r prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n"
+      "  <idle>  0 [000]  1.000100: sched:sched_waking: comm=r pid=5 prio=120 target_cpu=000\n"
+      "  <idle>  0 [000]  1.000120: sched:sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=r next_pid=5 next_prio=120\n");
+  EXPECT_EQ(wakers(proc(import_ftrace(idle, "idle.perf", by_task).trace, 5)), (std::vector<std::int64_t>{0}));
 }
 
 TEST(FtraceImport, SameOpsFromAllThreeShapes) {

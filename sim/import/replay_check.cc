@@ -157,14 +157,14 @@ ReplayCheck replay_check(const Result& imported, const FtraceDetail& detail, con
   return c;
 }
 
-ReplayCheck replay_check(const std::string& path, const std::string& format, const sim::RunOptions& options) {
+ReplayCheck replay_check(const std::string& path, const std::string& format, const sim::RunOptions& options,
+                         const Options& import_opts) {
   if (format != "ftrace" && format != "perf")
     throw std::invalid_argument("replay check: format '" + format + "'; expected ftrace or perf (scheduler text)");
   std::ifstream in(path);
   if (!in) throw ImportError(path, 0, "cannot open file (expected trace-cmd report / perf script text)");
-  Options o;
   FtraceDetail detail;
-  Result imported = import_ftrace(in, path, o, &detail);
+  Result imported = import_ftrace(in, path, import_opts, &detail);
   if (options.config.machine.cpus != 0) imported.trace.machine.cpus = options.config.machine.cpus;
   return replay_check(imported, detail, options);
 }

@@ -52,7 +52,9 @@ struct ReplayCheck {
 // count is the capture's unless options.config.machine.cpus is set.
 // Throws ImportError for an unreadable capture, std::invalid_argument when
 // the capture has no scheduler events to compare with.
-ReplayCheck replay_check(const std::string& path, const std::string& format, const sim::RunOptions& options);
+// `import_opts` as `trace import` takes them (unflagged_wakeups_by_task).
+ReplayCheck replay_check(const std::string& path, const std::string& format, const sim::RunOptions& options,
+                         const Options& import_opts = Options{});
 
 // The same on an already imported capture.
 ReplayCheck replay_check(const Result& imported, const FtraceDetail& detail, const sim::RunOptions& options);

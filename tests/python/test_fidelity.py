@@ -924,3 +924,37 @@ def test_capture_fit_errors(tmp_path: Path) -> None:
     with pytest.raises(AgentcgError, match="nothing measured to fit on"):
         fidelity.capture_sq_log_error([{q: {"measured_ns": 0, "simulated_ns": 5} for q in ("p50", "p90", "p99")}
                                        | {"switches": {"measured": 0, "simulated": 3}}])
+
+
+PUBLIC_CAPTURES = Path(REPO) / "tests" / "data" / "recordings" / "public"
+
+
+def test_a_physical_boards_capture_replays_under_its_kernels_scheduler_and_placement() -> None:
+    """The Juno board's capture (a 4.x kernel, CFS, energy-aware placement,
+    no latency flags): CaptureSide replays it under cfs and names the
+    waking line's task as the waker when asked; with the board's machine
+    file (wake_placement energy_aware) a woken task stays beside its
+    waker as on the board, whose CPUs switched between tasks 334 times in
+    this part, where spreading wakees over the idle CPUs switches far
+    less."""
+    cap = PUBLIC_CAPTURES / "juno_b.txt"
+    board = PUBLIC_CAPTURES / "juno.machine.yaml"
+    side = fidelity.CaptureSide("ftrace", "cfs", "task")
+    eas = fidelity.capture_check(cap, side, board)
+    assert eas["policy"] == "cfs" and eas["cpus"] == 6
+    assert eas["switches"]["measured"] == 334
+    # the same wakeups measured whoever is named as their waker
+    plain = fidelity.capture_check(cap, fidelity.CaptureSide("ftrace", "cfs"), board)
+    assert plain["p50"]["measured_ns"] == eas["p50"]["measured_ns"]
+    assert plain["switches"]["simulated"] != eas["switches"]["simulated"]
+    # as the CLI does it
+    res = run_cli(["trace", "stats", str(cap), "--from", "ftrace", "--replay", "--json", "--policy", "cfs",
+                   "--config", str(board), "--unflagged-wakeups", "task"])
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["context_switches"]["simulated"] == eas["switches"]["simulated"]
+    # the simulator's default machine (one queue, no placement): fewer switches
+    spread = fidelity.capture_check(cap, side, None)
+    assert spread["switches"]["simulated"] < eas["switches"]["simulated"]
+    assert abs(eas["switches"]["err_pct"]) < abs(spread["switches"]["err_pct"])
+    with pytest.raises(AgentcgError, match="--capture-policy"):
+        fidelity.fidelity([], Path("/nonexistent-out"), captures=[str(cap)], capture_policy="bfs")
