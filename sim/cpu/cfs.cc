@@ -79,10 +79,22 @@ class CfsClass final : public SchedClass {
     // A task still on a run queue (preempted, its slice ended) stays on it
     // and keeps its vruntime; one that was off it (new, woken) joins the
     // queue of the CPU select_cpu chose and is placed.
-    if (!e.on_rq) e.q = queue_of(p.cpu);
+    const bool is_new = (flags & kEnqNew) != 0;
+    if (!e.on_rq) {
+      const std::uint32_t from = e.q;
+      e.q = queue_of(p.cpu);
+      // cfs: a task woken onto another CPU's queue takes its vruntime
+      // relative to the queue it left (migrate_task_rq_fair() subtracts
+      // that queue's min_vruntime, enqueue_entity() adds the new one's);
+      // without it a task from a queue whose tasks had run longer came
+      // in far to the right and never preempted. eevdf: its lag moves.
+      if (!eevdf_ && !is_new && from != e.q) {
+        const std::uint32_t gf = rq_of(from, p.cgroup), gt = rq_of(e.q, p.cgroup);
+        e.vruntime = e.vruntime - std::min(e.vruntime, rqs_[gf].min_vruntime) + rqs_[gt].min_vruntime;
+      }
+    }
     const std::uint32_t gi = rq_of(e.q, p.cgroup);
     if (!e.on_rq) {
-      const bool is_new = (flags & kEnqNew) != 0;
       if (eevdf_) place_eevdf(e, gi, is_new);
       else if (is_new) e.vruntime = rqs_[gi].min_vruntime + vslice(e.weight, e.q);
       else place_wakeup(e, rqs_[gi]);

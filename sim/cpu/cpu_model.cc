@@ -121,6 +121,9 @@ int CpuModel::select_cpu_energy(const Task& p, int prev_cpu) const {
     return (without + tu) * 1280.0 < capacity(c) * 1024.0;
   };
   // the sync hint: the waker alone on its CPU takes the task it wakes
+  // (the replayed waker may not be running there then: the replay wakes a
+  // recorded sleep at its recorded end, not at the waker's system call;
+  // whatever runs there alone is taken as the waker)
   const int w = waker_cpu_hint_;
   if (w >= 0 && w < n && cpus_[static_cast<std::size_t>(w)].curr != nullptr && cls_.nr_queued(w) == 0 && fits(w))
     return w;

@@ -709,6 +709,30 @@ TEST(WakePlacement, CapacityInvariantUtilization) {
   EXPECT_THROW(run_machine(writer_reader(false), "eevdf", energy), std::invalid_argument);
 }
 
+// cfs with per-CPU queues: a task woken onto another CPU's queue takes its
+// vruntime relative to the queue it left (migrate_task_rq_fair()). S
+// alternates between the queue of A, a nice-19 task whose vruntime runs
+// 68x faster than the clock, and that of W, at nice 0, each waking it
+// beside itself (energy-aware placement's sync hint): carried over
+// unchanged, A's vruntime put S so far right on W's queue that it never
+// preempted W and waited out W's 3 ms runs; placed relative to W's queue
+// it preempts at once, as a sleeper does.
+TEST(PerCpuQueues, AWakeupOntoAnotherQueueKeepsItsRelativeVruntime) {
+  Builder b(2, 2 * kSec);
+  b.cgroup("/a", 100);
+  b.process("/a", {repeat_op(300, {run_op(3 * kMs), trace::testing::sleep_op(3 * kMs)})});  // pid 1: A
+  b.t.processes.back().nice = 19;
+  b.process("/a", {repeat_op(300, {run_op(3 * kMs), trace::testing::sleep_op(3 * kMs)})});  // pid 2: W
+  Op by_a = trace::testing::sleep_op(1 * kMs), by_w = by_a;
+  by_a.set_waker(1);
+  by_w.set_waker(2);
+  b.process("/a", {repeat_op(300, {run_op(50000), by_a, run_op(50000), by_w})}, 1 * kMs);  // pid 3: S
+  config::MachineConfig m = per_cpu_machine();
+  m.wake_placement = config::MachineConfig::WakePlacement::kEnergyAware;
+  const auto r = run_machine(b.done(), "cfs", m);
+  EXPECT_LT(r["wakeup_latency_ns"]["p90"].get<std::uint64_t>(), 100000u) << r["wakeup_latency_ns"].dump();
+}
+
 // machine.fork_placement local: a shell-like forker (it wakes, forks a
 // 100 us child, runs 200 us more and waits for it) on two CPUs: the child
 // starts on the forker's CPU and waits there for the forker's wait (under
