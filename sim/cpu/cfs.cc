@@ -89,8 +89,12 @@ class CfsClass final : public SchedClass {
       // without it a task from a queue whose tasks had run longer came
       // in far to the right and never preempted. eevdf: its lag moves.
       if (!eevdf_ && !is_new && from != e.q) {
+        // signed: a sleeper's vruntime is usually behind its old queue's
+        // minimum, and place_wakeup()'s sleeper credit needs that lead kept
         const std::uint32_t gf = rq_of(from, p.cgroup), gt = rq_of(e.q, p.cgroup);
-        e.vruntime = e.vruntime - std::min(e.vruntime, rqs_[gf].min_vruntime) + rqs_[gt].min_vruntime;
+        const auto rel = static_cast<std::int64_t>(e.vruntime - rqs_[gf].min_vruntime);
+        const std::uint64_t to = rqs_[gt].min_vruntime;
+        e.vruntime = rel < 0 && static_cast<std::uint64_t>(-rel) > to ? 0 : to + static_cast<std::uint64_t>(rel);
       }
     }
     const std::uint32_t gi = rq_of(e.q, p.cgroup);

@@ -715,8 +715,10 @@ TEST(WakePlacement, CapacityInvariantUtilization) {
 // 68x faster than the clock, and that of W, at nice 0, each waking it
 // beside itself (energy-aware placement's sync hint): carried over
 // unchanged, A's vruntime put S so far right on W's queue that it never
-// preempted W and waited out W's 3 ms runs; placed relative to W's queue
-// it preempts at once, as a sleeper does.
+// preempted W and waited out W's 3 ms runs (p90 2.85 ms); placed relative
+// to W's queue but no further left than its minimum, it lost a sleeper's
+// credit and still waited at times (p99 1.86 ms); with its lead kept it
+// preempts at once, as a sleeper does.
 TEST(PerCpuQueues, AWakeupOntoAnotherQueueKeepsItsRelativeVruntime) {
   Builder b(2, 2 * kSec);
   b.cgroup("/a", 100);
@@ -730,7 +732,7 @@ TEST(PerCpuQueues, AWakeupOntoAnotherQueueKeepsItsRelativeVruntime) {
   config::MachineConfig m = per_cpu_machine();
   m.wake_placement = config::MachineConfig::WakePlacement::kEnergyAware;
   const auto r = run_machine(b.done(), "cfs", m);
-  EXPECT_LT(r["wakeup_latency_ns"]["p90"].get<std::uint64_t>(), 100000u) << r["wakeup_latency_ns"].dump();
+  EXPECT_LT(r["wakeup_latency_ns"]["p99"].get<std::uint64_t>(), 100000u) << r["wakeup_latency_ns"].dump();
 }
 
 // machine.fork_placement local: a shell-like forker (it wakes, forks a
