@@ -68,7 +68,7 @@ import math
 import re
 import shutil
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ._errors import AgentcgError
 from . import live, units
@@ -1748,7 +1748,7 @@ class CaptureSide(NamedTuple):
     unflagged_wakeups: str = "interrupt"
 
 
-def _side(fmt: Any) -> CaptureSide:
+def _side(fmt: Union[str, CaptureSide]) -> CaptureSide:
     """A CaptureSide from a format name (the defaults) or a CaptureSide."""
     return fmt if isinstance(fmt, CaptureSide) else CaptureSide(fmt)
 
@@ -1756,7 +1756,8 @@ def _side(fmt: Any) -> CaptureSide:
 CAPTURE_GOALS = {"p50": 15.0, "p90": 15.0, "p99": 25.0, "switches": 15.0}  # issue 16's, in %
 
 
-def capture_check(capture: Path, fmt: Any, machine: Optional[Path], policy: Optional[str] = None) -> Dict[str, Any]:
+def capture_check(capture: Path, fmt: Union[str, CaptureSide], machine: Optional[Path],
+                  policy: Optional[str] = None) -> Dict[str, Any]:
     """A scheduler capture of a real machine (CAPTURE, ftrace or perf sched
     text) as the measured side: its task behaviour (run and sleep phases,
     forks, exits, nice) replayed in the simulator under POLICY (the kernel's
@@ -1867,7 +1868,7 @@ CAPTURE_FIT_COARSE = (0, 2000, 6000, 16000)
 CAPTURE_FIT_STARTS = 3
 
 
-def fit_capture_machine(captures: Sequence[Path], fmt: Any, machine: Optional[Path], work: Path,
+def fit_capture_machine(captures: Sequence[Path], fmt: Union[str, CaptureSide], machine: Optional[Path], work: Path,
                         replays: Optional[Dict[Tuple[Any, ...], Dict[str, Any]]] = None
                         ) -> Tuple[Dict[str, Any], float, float, Dict[str, List[Any]]]:
     """Fits CAPTURE_FIT_KEYS on CAPTURES (their replays under FMT's policy) over
@@ -2029,7 +2030,8 @@ def format_captures(caps: Sequence[Mapping[str, Any]], fit: Optional[Mapping[str
     return "\n".join(lines) + "\n"
 
 
-def capture_section(captures: Sequence[str], fmt: Any, machine: Optional[str], fit: Optional[Sequence[str]],
+def capture_section(captures: Sequence[str], fmt: Union[str, CaptureSide], machine: Optional[str],
+                    fit: Optional[Sequence[str]],
                     dest: Path) -> Tuple[List[Dict[str, Any]], Optional[Dict[str, Any]]]:
     """The captures' rows (capture_check with MACHINE) and, with FIT (some
     of CAPTURES, by path or file name), the capture machine fitted on those
@@ -2076,7 +2078,7 @@ def _check_cv_captures(captures: Sequence[str]) -> None:
                            "fitted on the others)")
 
 
-def capture_cross_validation(captures: Sequence[str], fmt: Any, machine: Optional[str], dest: Path
+def capture_cross_validation(captures: Sequence[str], fmt: Union[str, CaptureSide], machine: Optional[str], dest: Path
                              ) -> List[Dict[str, Any]]:
     """Leave-one-out: each of CAPTURES held out in turn, MACHINE fitted on
     all the others (fit_capture_machine; profiles in DEST/cv-N/), and the
@@ -2129,7 +2131,8 @@ def format_cross_validation(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def captures_only(captures: Sequence[str], fmt: Any, machine: Optional[str], fit: Optional[Sequence[str]],
+def captures_only(captures: Sequence[str], fmt: Union[str, CaptureSide], machine: Optional[str],
+                  fit: Optional[Sequence[str]],
                   dest: Path, quiet: bool, cv: bool = False) -> Dict[str, Any]:
     """`agentcg fidelity --capture ...` without traces: the captures'
     section alone (capture_section; with CV the leave-one-out fits too,
