@@ -70,8 +70,11 @@ void Reader::only_keys(const YAML::Node& section, const std::string& name,
 
 std::uint64_t Reader::u64(const YAML::Node& section, const std::string& name,
                           const std::string& key, std::uint64_t min, std::uint64_t max) const {
-  const YAML::Node n = section[key];
-  const std::string full = name + "." + key;
+  return u64_value(section[key], name + "." + key, min, max);
+}
+
+std::uint64_t Reader::u64_value(const YAML::Node& n, const std::string& full, std::uint64_t min,
+                                std::uint64_t max) const {
   std::string text;
   try {
     text = n.as<std::string>();
@@ -276,15 +279,9 @@ void parse_machine_section(const YAML::Node& n, const Reader& r, MachineConfig& 
     if (!l.IsSequence() || l.size() == 0 || l.size() > 4096)
       r.fail(l, "machine.cpu_capacity", "expected a list of 1 to 4096 capacities (1..1024), one per CPU");
     m.cpu_capacity.clear();
-    for (std::size_t i = 0; i < l.size(); ++i) {
-      const std::string text = l[i].IsScalar() ? l[i].Scalar() : "";
-      const std::string what = "machine.cpu_capacity[" + std::to_string(i) + "]";
-      if (text.empty() || text.size() > 4 || text.find_first_not_of("0123456789") != std::string::npos)
-        r.fail(l[i], what, "expected an integer capacity in [1, 1024], got '" + text + "'");
-      const auto v = static_cast<std::uint32_t>(std::stoul(text));
-      if (v < 1 || v > 1024) r.fail(l[i], what, "capacity " + text + " out of range [1, 1024]");
-      m.cpu_capacity.push_back(v);
-    }
+    for (std::size_t i = 0; i < l.size(); ++i)
+      m.cpu_capacity.push_back(
+          static_cast<std::uint32_t>(r.u64_value(l[i], "machine.cpu_capacity[" + std::to_string(i) + "]", 1, 1024)));
     if (m.cpus != 0 && m.cpu_capacity.size() != m.cpus)
       r.fail(l, "machine.cpu_capacity", "expected " + std::to_string(m.cpus) + " capacities (machine.cpus), got " +
                                             std::to_string(m.cpu_capacity.size()));

@@ -303,6 +303,9 @@ struct Reader {
   std::string source;
   std::uint64_t u64(const YAML::Node& section, const std::string& section_name,
                     const std::string& key, std::uint64_t min, std::uint64_t max) const;
+  // The same for a value already in hand (a list's element), named `full`.
+  std::uint64_t u64_value(const YAML::Node& value, const std::string& full, std::uint64_t min,
+                          std::uint64_t max) const;
   double f64(const YAML::Node& section, const std::string& section_name, const std::string& key,
              double min, double max) const;
   bool boolean(const YAML::Node& section, const std::string& section_name,

@@ -1756,13 +1756,12 @@ def _side(fmt: Union[str, CaptureSide]) -> CaptureSide:
 CAPTURE_GOALS = {"p50": 15.0, "p90": 15.0, "p99": 25.0, "switches": 15.0}  # issue 16's, in %
 
 
-def capture_check(capture: Path, fmt: Union[str, CaptureSide], machine: Optional[Path],
-                  policy: Optional[str] = None) -> Dict[str, Any]:
+def capture_check(capture: Path, fmt: Union[str, CaptureSide], machine: Optional[Path]) -> Dict[str, Any]:
     """A scheduler capture of a real machine (CAPTURE, ftrace or perf sched
     text) as the measured side: its task behaviour (run and sleep phases,
-    forks, exits, nice) replayed in the simulator under POLICY (the kernel's
-    default scheduler, which recorded it; FMT a format name or a
-    CaptureSide, whose policy is the default) with MACHINE (a machine profile
+    forks, exits, nice) replayed in the simulator under the scheduler its
+    kernel ran (FMT: a format name, replayed under eevdf, or a CaptureSide
+    naming the policy) with MACHINE (a machine profile
     written by fidelity, or a config with a `machine:` section; None: the
     simulator's defaults with the capture's CPU count), and the capture's
     own wakeup latency p50/p90/p99, task switches and CPU time beside the
@@ -1770,8 +1769,7 @@ def capture_check(capture: Path, fmt: Union[str, CaptureSide], machine: Optional
     --from FMT --replay --json`, whose errors, a capture without a measured
     wakeup among them, come back as AgentcgError naming the capture)."""
     side = _side(fmt)
-    policy = policy or side.policy
-    args = [str(capture), "--from", side.fmt, "--replay", "--policy", policy, "--json"]
+    args = [str(capture), "--from", side.fmt, "--replay", "--policy", side.policy, "--json"]
     if side.unflagged_wakeups != "interrupt":
         args += ["--unflagged-wakeups", side.unflagged_wakeups]
     if machine is not None:  # a fitted profile goes with --machine, a config with --config
@@ -1791,7 +1789,7 @@ def capture_check(capture: Path, fmt: Union[str, CaptureSide], machine: Optional
                      "err_pct": err_pct(v["measured"].get(q), v["simulated"].get(q))} for q in ("p50", "p90")}
              | {"count": {"measured": v["measured"]["count"], "simulated": v["simulated"]["count"]}}
              for k, v in doc.get("wakeup_latency_by_kind_ns", {}).items()}
-    return {"capture": str(capture), "from": fmt, "machine": str(machine) if machine else None, "policy": policy,
+    return {"capture": str(capture), "from": side.fmt, "machine": str(machine) if machine else None, "policy": side.policy,
             "cpus": doc["cpus"], "tasks": doc["tasks"], "wakeups": meas["count"],
             "task_cpu_time_err_pct": 100.0 * doc["task_cpu_time_error"], **rows, "kinds": kinds,
             "goals_met": all(rows[k]["err_pct"] is not None and abs(rows[k]["err_pct"]) <= g

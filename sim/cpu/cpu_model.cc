@@ -108,16 +108,13 @@ double CpuModel::task_util_now(const Task& t) const {
 // -1 when the kernel would not place energy-aware (a CPU overutilized).
 int CpuModel::select_cpu_energy(const Task& p, int prev_cpu) const {
   const int n = nr_cpus();
-  std::vector<double> util(static_cast<std::size_t>(n));
-  for (int c = 0; c < n; ++c) {
-    util[static_cast<std::size_t>(c)] = cpu_util_now(c);
-    if (util[static_cast<std::size_t>(c)] * 1280.0 > capacity(c) * 1024.0) return -1;  // overutilized
-  }
+  for (int c = 0; c < n; ++c)
+    if (cpu_util_now(c) * 1280.0 > capacity(c) * 1024.0) return -1;  // overutilized
   const double tu = task_util_now(p);
   const int last = procs_[p.id].last_cpu;
   // util_fits_cpu(): the CPU's utilization without the task, plus the task's
   auto fits = [&](int c) {
-    const double without = std::max(0.0, util[static_cast<std::size_t>(c)] - (c == last ? tu : 0.0));
+    const double without = std::max(0.0, cpu_util_now(c) - (c == last ? tu : 0.0));
     return (without + tu) * 1280.0 < capacity(c) * 1024.0;
   };
   // the sync hint: the waker alone on its CPU takes the task it wakes
@@ -132,7 +129,7 @@ int CpuModel::select_cpu_energy(const Task& p, int prev_cpu) const {
   double best_cap = 0, best_room = 0;
   for (int c = 0; c < n; ++c) {
     if (!fits(c)) continue;
-    const double room = capacity(c) - util[static_cast<std::size_t>(c)];
+    const double room = capacity(c) - cpu_util_now(c);
     if (best < 0 || capacity(c) < best_cap || (capacity(c) == best_cap && room > best_room)) {
       best = c;
       best_cap = capacity(c);

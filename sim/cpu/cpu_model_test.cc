@@ -660,8 +660,9 @@ double reader_beside_writer(const ScheduleLog& log, std::uint64_t from_ns = 0) {
   for (const ScheduleSlice& s : log.slices)
     if (s.pid == 1) writer_on[s.cpu] += s.end_ns - s.start_ns;
   std::uint32_t wcpu = 0;
+  std::uint64_t most = 0;
   for (const auto& [cpu, ns] : writer_on)
-    if (ns > writer_on[wcpu]) wcpu = cpu;
+    if (ns > most) wcpu = cpu, most = ns;
   int beside = 0, all = 0;
   for (const ScheduleSlice& s : log.slices)
     if (s.pid == 2 && s.start_ns >= from_ns) {
