@@ -36,6 +36,9 @@ struct WakeEvent {
   std::uint64_t ts_ns;
   bool fork;
   std::int32_t waker_cpu = -1;  // the CPU the wakeup ran on (a timer's: the sleeper's last; -1 unknown)
+  // a task woke it from its system call (a recorded sleep's waker, a child's
+  // exit), not a timer or interrupt; a fork's start: false
+  bool by_task = false;
 };
 
 // A GPU job's hold of its GPU's lock: kHold from the grant to the DROP (or

@@ -60,6 +60,17 @@ class CfsClass final : public SchedClass {
         Rq& r = rqs_[rq_of(q, cg)];
         r.cg = cg;
         r.parent = rq_of(q, ctx.cgroup(cg).parent);
+        // cfs: min_vruntime starts far from 0 (the kernel starts it at
+        // -1 ms in u64 and compares signed; the vruntimes here are compared
+        // unsigned), so that nothing is cut at 0: place_wakeup() gives a
+        // sleeper its whole credit (half the latency behind min_vruntime)
+        // on a queue whose min_vruntime has not passed that yet, and a
+        // vruntime moved to a queue keeps its distance behind its minimum
+        // (renorm()). A replay's tasks that were there before the capture
+        // start as sleepers (CpuModel::set_present) on queues that see no
+        // fork: there min_vruntime stayed near 0 for the whole capture.
+        // (eevdf places by lag around V: unchanged.)
+        if (!eevdf_) r.min_vruntime = kCfsVruntimeOrigin;
       }
     }
     bws_.resize(ncg_);
@@ -92,9 +103,7 @@ class CfsClass final : public SchedClass {
         // signed: a sleeper's vruntime is usually behind its old queue's
         // minimum, and place_wakeup()'s sleeper credit needs that lead kept
         const std::uint32_t gf = rq_of(from, p.cgroup), gt = rq_of(e.q, p.cgroup);
-        const auto rel = static_cast<std::int64_t>(e.vruntime - rqs_[gf].min_vruntime);
-        const std::uint64_t to = rqs_[gt].min_vruntime;
-        e.vruntime = rel < 0 && static_cast<std::uint64_t>(-rel) > to ? 0 : to + static_cast<std::uint64_t>(rel);
+        e.vruntime = renorm(e.vruntime, rqs_[gf].min_vruntime, rqs_[gt].min_vruntime);
       }
     }
     const std::uint32_t gi = rq_of(e.q, p.cgroup);
@@ -237,7 +246,7 @@ class CfsClass final : public SchedClass {
     const bool in_tree = e.in_tree, on_rq = e.on_rq;
     if (in_tree) tree_erase(gf, key);
     if (on_rq) account_dequeue(gf, key);
-    e.vruntime = e.vruntime - std::min(e.vruntime, rqs_[gf].min_vruntime) + rqs_[gt].min_vruntime;
+    e.vruntime = renorm(e.vruntime, rqs_[gf].min_vruntime, rqs_[gt].min_vruntime);
     p.cgroup = to;
     if (on_rq) account_enqueue(gt, key);
     if (in_tree) tree_insert(gt, key);
@@ -569,6 +578,15 @@ class CfsClass final : public SchedClass {
     const std::uint64_t period = nr > nr_latency ? nr * min_gran_ns_ : latency_ns_;
     return std::max(min_gran_ns_, period / nr);
   }
+  // A vruntime moved from a queue to another (migrate_task_rq_fair(), a
+  // cgroup move): the same distance from the new queue's min_vruntime,
+  // signed (a sleeper placed behind its old queue's minimum, or a queued
+  // task that has not caught up, keeps that lead; clamped at 0 only where
+  // it would underflow).
+  static std::uint64_t renorm(std::uint64_t v, std::uint64_t from_min, std::uint64_t to_min) {
+    const auto rel = static_cast<std::int64_t>(v - from_min);
+    return rel < 0 && static_cast<std::uint64_t>(-rel) > to_min ? 0 : to_min + static_cast<std::uint64_t>(rel);
+  }
   void place_wakeup(Entity& e, const Rq& g) {
     const std::uint64_t floor = g.min_vruntime > latency_ns_ / 2 ? g.min_vruntime - latency_ns_ / 2 : 0;
     e.vruntime = std::max(e.vruntime, floor);
@@ -707,11 +725,11 @@ class CfsClass final : public SchedClass {
     --nr_queued_[src];
     // cfs: vruntime relative to the queue's min_vruntime
     // (migrate_task_rq_fair()); eevdf: the lag goes with it.
-    const std::uint64_t rel = e.vruntime - std::min(e.vruntime, rqs_[gi].min_vruntime);
+    const std::uint64_t from_min = rqs_[gi].min_vruntime;
     leave_rq(gi, key);
     e.q = dst;
     if (eevdf_) place_eevdf(e, to, false);
-    else e.vruntime = rqs_[to].min_vruntime + rel;
+    else e.vruntime = renorm(e.vruntime, from_min, rqs_[to].min_vruntime);
     account_enqueue(to, key);
     tree_insert(to, key);
     ++nr_queued_[dst];
@@ -841,6 +859,7 @@ class CfsClass final : public SchedClass {
     if (vcurr > se.vruntime && vcurr - se.vruntime > gran) ctx_->resched_curr_lazy(cpu);
   }
 
+  static constexpr std::uint64_t kCfsVruntimeOrigin = std::uint64_t{1} << 40;  // ~18 minutes of virtual time
   config::CfsConfig cfg_;
   bool eevdf_ = false;
   SchedContext* ctx_ = nullptr;

@@ -117,13 +117,16 @@ int CpuModel::select_cpu_energy(const Task& p, int prev_cpu) const {
     const double without = std::max(0.0, cpu_util_now(c) - (c == last ? tu : 0.0));
     return (without + tu) * 1280.0 < capacity(c) * 1024.0;
   };
-  // the sync hint: the waker alone on its CPU takes the task it wakes
-  // (the replayed waker may not be running there then: the replay wakes a
-  // recorded sleep at its recorded end, not at the waker's system call;
-  // whatever runs there alone is taken as the waker)
+  // the sync hint: the waker alone on its CPU takes the task it wakes.
+  // The replayed waker may not be running there then (the replay wakes a
+  // recorded sleep at its recorded end, not at the waker's system call):
+  // whatever runs there alone is taken as the waker, and an idle CPU as
+  // one whose waker has gone to sleep since (in the capture it ran there
+  // at that moment). On the Juno board's capture every task wakeup ran on
+  // the waker's CPU; taking an idle one too, the replay of its first half
+  // keeps 559 of 597 there instead of 324 (README, Fidelity).
   const int w = waker_cpu_hint_;
-  if (w >= 0 && w < n && cpus_[static_cast<std::size_t>(w)].curr != nullptr && cls_.nr_queued(w) == 0 && fits(w))
-    return w;
+  if (w >= 0 && w < n && cls_.nr_queued(w) == 0 && fits(w)) return w;
   if (fits(prev_cpu)) return prev_cpu;
   int best = -1;
   double best_cap = 0, best_room = 0;
@@ -280,17 +283,23 @@ void CpuModel::start_task(std::uint32_t id, bool fork, int parent_cpu, std::opti
   // The task interprets its first ops once it first gets a CPU (run_left_ns
   // is 0), like a real child that must be scheduled before it does anything.
   Task& t = tasks_[id];
-  cls_.init_task(t, fork);
+  // a task a capture found on the machine (set_present): on its CPU, as a sleeper
+  int present = -1;
+  if (parent_cpu < 0 && !present_cpu_.empty()) {
+    const auto it = present_cpu_.find(t.pid);
+    if (it != present_cpu_.end() && it->second >= 0 && it->second < nr_cpus()) present = it->second;
+  }
+  cls_.init_task(t, fork && present < 0);
   t.state = TaskState::kRunnable;
   t.runnable_since = runnable_since.value_or(sim_.now());
   runnable_changed(t, +1);
   procs_[id].woken = true;
   procs_[id].woken_at = t.runnable_since;
   if (log_) log_->wakeups.push_back({t.pid, 0, sim_.now().ns(), true, parent_cpu});
-  const int cpu = cls_.select_cpu(t, parent_cpu < 0 ? 0 : parent_cpu, kWakeFork);
+  const int cpu = present >= 0 ? present : cls_.select_cpu(t, parent_cpu < 0 ? 0 : parent_cpu, kWakeFork);
   t.cpu = cpu;
-  wake_src_cpu_ = parent_cpu;  // wake_up_new_task in the forker's fork()
-  cls_.enqueue(t, kEnqNew);
+  wake_src_cpu_ = present >= 0 ? present : parent_cpu;  // wake_up_new_task in the forker's fork()
+  cls_.enqueue(t, present >= 0 ? kEnqWakeup : kEnqNew);
   if (cpu >= 0 && cpu_idle(cpu)) kick_cpu(cpu, false);
   wake_src_cpu_ = kNoCpu;
 }
@@ -507,7 +516,8 @@ void CpuModel::do_wake(Task& t, int sync_cpu, int waker_cpu) {
   procs_[t.id].woken = true;
   procs_[t.id].woken_at = sim_.now();
   if (log_)
-    log_->wakeups.push_back({t.pid, static_cast<std::uint32_t>(t.cpu < 0 ? 0 : t.cpu), sim_.now().ns(), false, src});
+    log_->wakeups.push_back(
+        {t.pid, static_cast<std::uint32_t>(t.cpu < 0 ? 0 : t.cpu), sim_.now().ns(), false, src, sync || by_task});
   // a timer wakeup: its interrupt on a busy CPU comes timer_busy_ns late
   // (the sample counts from the timer's expiry, as the player's does); a
   // waker's system call: task_wakeup_ns

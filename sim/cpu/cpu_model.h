@@ -111,6 +111,15 @@ class CpuModel final : public SchedContext, public EventHandler {
   // Creates the cgroups in the class and schedules the process starts and
   // the stop at trace.duration_ns.
   void start();
+  // Before start(): processes (trace pid -> CPU) that a recorded capture
+  // found already there, not forked inside it (import::FtraceDetail::
+  // present_cpu). Each starts on that CPU as a task that was already on the
+  // machine: placed as a waking sleeper (CFS: at most half the latency
+  // behind min_vruntime; EEVDF: at V), not as a fork (no START_DEBIT, which
+  // put 28 such tasks of the Juno capture a slice right of their queues
+  // and pushed min_vruntime ahead of every later sleeper's). A CPU the
+  // machine does not have is ignored (placed as usual).
+  void set_present(std::map<std::int64_t, std::int32_t> cpu_of_pid) { present_cpu_ = std::move(cpu_of_pid); }
   // True once every process has exited (or the stop time was reached).
   bool finished() const { return finished_; }
   // Accounts running tasks up to now; called once after the run.
@@ -353,6 +362,7 @@ class CpuModel final : public SchedContext, public EventHandler {
   int wake_src_cpu_ = kNoCpu;
   // the waker's CPU while a wakeup by a task is placed (kNoCpu otherwise)
   int waker_cpu_hint_ = kNoCpu;
+  std::map<std::int64_t, std::int32_t> present_cpu_;  // set_present()
   bool energy_aware_ = false;  // machine.wake_placement energy_aware on per-CPU queues
   config::MachineConfig machine_;
   std::uint64_t seed_;

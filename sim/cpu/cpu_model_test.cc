@@ -692,6 +692,42 @@ TEST(WakePlacement, EnergyAwareKeepsTheWokenTaskOnItsWakersCpu) {
   EXPECT_LT(reader_beside_writer(hog, 100 * kMs), 0.1);
 }
 
+// The sync hint when the replayed waker has gone to sleep since: a replay
+// wakes a recorded sleep at its recorded end, where the waker ran at that
+// moment in the capture; its CPU, idle now, takes the woken task (on the
+// Juno board every task wakeup ran on the waker's CPU), where the rule
+// before sent it to its previous CPU. The writer, found on CPU 2, runs
+// 100 us and sleeps 50 ms; the reader, found on CPU 0, is woken by it
+// while it sleeps.
+TEST(WakePlacement, EnergyAwareTakesTheWakersCpuWhenTheWakerHasSlept) {
+  Builder b(4, 40 * kMs);
+  b.cgroup("/a", 100);
+  b.process("/a", {repeat_op(4, {run_op(100000), trace::testing::sleep_op(50 * kMs)})});  // pid 1: the writer
+  Op nap = trace::testing::sleep_op(1 * kMs);
+  nap.set_waker(1);
+  b.process("/a", {repeat_op(5, {run_op(50000), nap})});  // pid 2: the reader
+  const trace::Trace& t = b.done();
+  config::MachineConfig m = per_cpu_machine();
+  m.wake_placement = config::MachineConfig::WakePlacement::kEnergyAware;
+  config::Config cfg;
+  cfg.machine = m;
+  auto cls = make_cfs_class(cfg.cfs);
+  Simulator simulator;
+  ScheduleLog log;
+  CpuModel cpu(simulator, t, *cls, m, 1, &log);
+  cpu.set_present({{1, 2}, {2, 0}});
+  cpu.start();
+  while (!cpu.finished() && simulator.step()) {
+  }
+  cpu.finish();
+  std::vector<std::uint32_t> reader_cpus;
+  for (const ScheduleSlice& s : log.slices)
+    if (s.pid == 2) reader_cpus.push_back(s.cpu);
+  ASSERT_GE(reader_cpus.size(), 3u);
+  EXPECT_EQ(reader_cpus[0], 0u);  // where the capture found it
+  for (std::size_t i = 1; i < reader_cpus.size(); ++i) EXPECT_EQ(reader_cpus[i], 2u) << i;
+}
+
 // Utilization is capacity-invariant (a task running all the time on a CPU
 // of capacity 446 has 446 of it, as the kernel counts it), so a machine of
 // equal small CPUs places as one of equal big ones; a list of capacities
@@ -734,6 +770,44 @@ TEST(PerCpuQueues, AWakeupOntoAnotherQueueKeepsItsRelativeVruntime) {
   m.wake_placement = config::MachineConfig::WakePlacement::kEnergyAware;
   const auto r = run_machine(b.done(), "cfs", m);
   EXPECT_LT(r["wakeup_latency_ns"]["p99"].get<std::uint64_t>(), 100000u) << r["wakeup_latency_ns"].dump();
+}
+
+// A task a recorded capture found on the machine (CpuModel::set_present)
+// starts on the CPU the capture first showed it on, placed as a task that
+// had slept there, not as a fork: beside a hog that has had CPU 1 for
+// 50 ms it preempts the hog at once (cfs: half the latency behind
+// min_vruntime, more than the wakeup granularity behind the hog). Started
+// as a fork it goes where fork balancing sends it (CPU 0, the parent-less
+// default) a slice right of min_vruntime and waits for that hog's slice.
+TEST(Present, StartsOnItsCpuAsASleeperNotAsAFork) {
+  Builder b(2, 200 * kMs);
+  b.cgroup("/a", 100);
+  b.process("/a", {run_op(200 * kMs)});               // pid 1: a hog on CPU 0
+  b.process("/a", {run_op(200 * kMs)});               // pid 2: a hog on CPU 1
+  b.process("/a", {run_op(1 * kMs)}, 50 * kMs);       // pid 3: found at 50 ms on CPU 1
+  const trace::Trace& t = b.done();
+  const auto first_slice = [&](bool present) {
+    config::Config cfg;
+    cfg.machine = per_cpu_machine();
+    auto cls = make_cfs_class(cfg.cfs);
+    Simulator simulator;
+    ScheduleLog log;
+    CpuModel cpu(simulator, t, *cls, cfg.machine, 1, &log);
+    if (present) cpu.set_present({{1, 0}, {2, 1}, {3, 1}});
+    cpu.start();
+    while (!cpu.finished() && simulator.step()) {
+    }
+    cpu.finish();
+    for (const ScheduleSlice& s : log.slices)
+      if (s.pid == 3) return std::make_pair(s.start_ns, s.cpu);
+    return std::make_pair(std::uint64_t{0}, std::uint32_t{99});
+  };
+  const auto [at, cpu] = first_slice(true);
+  EXPECT_EQ(cpu, 1u);
+  EXPECT_LT(at, 50 * kMs + 100000);
+  const auto [fork_at, fork_cpu] = first_slice(false);
+  EXPECT_EQ(fork_cpu, 0u);
+  EXPECT_GT(fork_at, 50 * kMs + 1 * kMs);
 }
 
 // machine.fork_placement local: a shell-like forker (it wakes, forks a

@@ -64,6 +64,7 @@ struct Task {
   std::int32_t wake_cpu = -1;              // the CPU of that wakeup's event
   bool wake_new = false;                   // that wakeup was sched_wakeup_new
   bool wake_start = false;                 // that wakeup was the task's first sight (a start, not a sleep's end)
+  bool wake_by_task = false;               // that wakeup ended a sleep and a task woke it (WakerKind)
   std::int32_t cpu = -1;                   // running: the CPU it was switched in on
   std::optional<std::int32_t> nice;        // first nice seen in a sched_switch prio
   // Past sched_process_exit: the task still runs its teardown (exit_mm,
@@ -392,10 +393,15 @@ class FtraceImporter {
 
   // The live entry for a tid, created at first sight (already running or
   // sleeping before the recording: it starts at `t` as a root process).
-  ProcessTable::Entry& task_entry(std::int64_t pid, std::string_view comm, std::uint64_t t) {
+  // A task at its first sight on this line: present before its first
+  // event, on `cpu` (the line's CPU unless a wakeup names its target).
+  ProcessTable::Entry& task_entry(std::int64_t pid, std::string_view comm, std::uint64_t t, std::int32_t cpu = -1) {
     if (ProcessTable::Entry* e = table_.find(pid)) return *e;
     ProcessTable::Entry& e = table_.create(pid, std::string(comm), opts_.cgroup, t);
-    if (detail_ != nullptr) detail_->lifetime[e.spec->pid] = {t, t};
+    if (detail_ != nullptr) {
+      detail_->lifetime[e.spec->pid] = {t, t};
+      if (const std::int32_t c = cpu >= 0 ? cpu : cur_cpu_; c >= 0) detail_->present_cpu[e.spec->pid] = c;
+    }
     e.spec->start_ns = t;
     tasks_[pid] = Task{};
     report_.note_unrepresented("tasks present before their first event (earlier CPU unknown)");
@@ -410,8 +416,8 @@ class FtraceImporter {
     task.since_ns = t;
   }
 
-  void wake(std::int64_t pid, std::string_view comm, std::uint64_t t, bool is_new) {
-    ProcessTable::Entry& e = task_entry(pid, comm, t);
+  void wake(std::int64_t pid, std::string_view comm, std::uint64_t t, bool is_new, std::int32_t target_cpu) {
+    ProcessTable::Entry& e = task_entry(pid, comm, t, target_cpu);
     Task& task = tasks_[pid];
     switch (task.state) {
       case TaskState::kSleeping:
@@ -422,8 +428,11 @@ class FtraceImporter {
           e.builder.simple(trace::OpKind::kWait);
           e.builder.blocked_until(t);
           ++report_.counters["waits"];
+          task.wake_by_task = true;
         } else {
-          e.builder.sleep_for(t - std::min(t, task.since_ns), task.sleep_kind, waker_of(pid));
+          const std::int64_t waker = waker_of(pid);
+          e.builder.sleep_for(t - std::min(t, task.since_ns), task.sleep_kind, waker);
+          task.wake_by_task = waker != 0;
         }
         task.state = TaskState::kRunnable;
         task.wakeup_ns = t;
@@ -437,6 +446,7 @@ class FtraceImporter {
         task.wake_cpu = cur_cpu_;
         task.wake_new = is_new;
         task.wake_start = true;
+        task.wake_by_task = false;
         break;
       case TaskState::kRunnable:
         // sched_waking then sched_wakeup: keep the first; a preempted task
@@ -484,7 +494,13 @@ class FtraceImporter {
           return (why = "expected pid=N or COMM:PID", false);
       }
       if (pid == 0) return true;
-      wake(pid, comm, t, event == "sched_wakeup_new");
+      std::int32_t target = -1;
+      if (const auto tc = get(kvs, "target_cpu")) {
+        int v = -1;
+        const auto r = std::from_chars(tc->data(), tc->data() + tc->size(), v);
+        if (r.ec == std::errc() && r.ptr == tc->data() + tc->size() && v >= 0 && v < 4096) target = v;
+      }
+      wake(pid, comm, t, event == "sched_wakeup_new", target);
       return true;
     }
     const auto kvs = parse_kv(payload);
@@ -618,7 +634,8 @@ class FtraceImporter {
                                   : task.wake_cpu == cur_cpu_ ? WakeupKind::kLocal
                                                               : WakeupKind::kRemote;
           detail_->wakeups.push_back(
-              {e.spec->pid, report_.wakeup_latency_ns.back(), kind, inferred, task.wake_start});
+              {e.spec->pid, report_.wakeup_latency_ns.back(), kind, inferred, task.wake_start,
+               task.wake_by_task ? WakerKind::kTask : WakerKind::kInterrupt});
         }
       }
       task.wakeup_ns.reset();

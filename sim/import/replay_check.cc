@@ -34,13 +34,15 @@ std::unique_ptr<sim::SchedClass> make_class(const std::string& policy, const con
 double err_pct(double sim, double measured) { return measured > 0 ? (sim - measured) / measured * 100.0 : 0.0; }
 
 // One wakeup of either side: its task, which of the task's wakeups it is
-// (its start, or the n-th end of a sleep), its kind and its latency.
+// (its start, or the n-th end of a sleep), its kind, its latency and, for a
+// sleep's end, what ended it.
 struct Sample {
   std::int64_t pid;
   bool start;
   std::size_t nth;  // among the task's sleep ends (0 for a start)
   WakeupKind kind;
   std::uint64_t ns;
+  WakerKind waker;
 };
 
 // The capture's samples (the importer's FtraceDetail, in input order).
@@ -48,7 +50,7 @@ std::vector<Sample> measured_samples(const FtraceDetail& detail) {
   std::vector<Sample> out;
   std::map<std::int64_t, std::size_t> ends;
   for (const FtraceDetail::Wakeup& w : detail.wakeups)
-    out.push_back({w.pid, w.start, w.start ? 0 : ends[w.pid]++, w.kind, w.ns});
+    out.push_back({w.pid, w.start, w.start ? 0 : ends[w.pid]++, w.kind, w.ns, w.waker});
   return out;
 }
 
@@ -73,7 +75,7 @@ std::vector<Sample> simulated_samples(const sim::ScheduleLog& log) {
     const WakeupKind k = w.fork                                                    ? WakeupKind::kNew
                          : w.waker_cpu == static_cast<std::int32_t>(s->second) ? WakeupKind::kLocal
                                                                                 : WakeupKind::kRemote;
-    out.push_back({w.pid, w.fork, nth, k, s->first - w.ts_ns});
+    out.push_back({w.pid, w.fork, nth, k, s->first - w.ts_ns, w.by_task ? WakerKind::kTask : WakerKind::kInterrupt});
   }
   return out;
 }
@@ -84,7 +86,7 @@ std::vector<Sample> simulated_samples(const sim::ScheduleLog& log) {
 // start, its n-th sleep end with its n-th (a sleep end whose wakeup event
 // the capture lost has no sample there, and shifts that task's later
 // pairs by one: counted in the import's report). Then fills the overall
-// percentiles and ReplayCheck::by_kind.
+// percentiles, ReplayCheck::by_kind and (sleep ends) ReplayCheck::by_waker.
 void compare(const FtraceDetail& detail, const sim::ScheduleLog& log, ReplayCheck& c) {
   std::vector<Sample> meas = measured_samples(detail);
   std::vector<Sample> sim = simulated_samples(log);
@@ -94,15 +96,18 @@ void compare(const FtraceDetail& detail, const sim::ScheduleLog& log, ReplayChec
   c.inferred_left_out = left_out.size();
   std::vector<std::uint64_t> all_m, all_s;
   std::map<WakeupKind, std::pair<std::vector<std::uint64_t>, std::vector<std::uint64_t>>> kinds;
+  std::map<WakerKind, std::pair<std::vector<std::uint64_t>, std::vector<std::uint64_t>>> wakers;
   for (const Sample& m : meas)
     if (!left_out.count({m.pid, m.start, m.nth})) {
       all_m.push_back(m.ns);
       kinds[m.kind].first.push_back(m.ns);
+      if (!m.start) wakers[m.waker].first.push_back(m.ns);
     }
   for (const Sample& s : sim)
     if (!left_out.count({s.pid, s.start, s.nth})) {
       all_s.push_back(s.ns);
       kinds[s.kind].second.push_back(s.ns);
+      if (!s.start) wakers[s.waker].second.push_back(s.ns);
     } else {
       ++c.simulated_left_out;
     }
@@ -111,6 +116,8 @@ void compare(const FtraceDetail& detail, const sim::ScheduleLog& log, ReplayChec
   for (auto& [k, ms] : kinds)
     if (!ms.first.empty() || !ms.second.empty())
       c.by_kind[k] = {Percentiles::of(std::move(ms.first)), Percentiles::of(std::move(ms.second))};
+  for (auto& [k, ms] : wakers)
+    c.by_waker[k] = {Percentiles::of(std::move(ms.first)), Percentiles::of(std::move(ms.second))};
 }
 
 }  // namespace
@@ -134,6 +141,7 @@ ReplayCheck replay_check(const Result& imported, const FtraceDetail& detail, con
   sim::Simulator simulator;
   sim::ScheduleLog log;
   sim::CpuModel cpu(simulator, imported.trace, *cls, options.config.machine, options.seed, &log);
+  cpu.set_present(detail.present_cpu);
   cpu.start();
   while (!cpu.finished() && simulator.step()) {
   }
@@ -173,10 +181,14 @@ nlohmann::json ReplayCheck::to_json() const {
   auto pj = [](const Percentiles& p) { return p.to_json(); };
   nlohmann::json kinds = nlohmann::json::object();
   for (const auto& [k, ms] : by_kind) kinds[wakeup_kind_name(k)] = {{"measured", pj(ms.first)}, {"simulated", pj(ms.second)}};
+  nlohmann::json wakers = nlohmann::json::object();
+  for (const auto& [k, ms] : by_waker)
+    wakers[waker_kind_name(k)] = {{"measured", pj(ms.first)}, {"simulated", pj(ms.second)}};
   return {{"policy", policy},
           {"cpus", cpus},
           {"wakeup_latency_ns", {{"measured", pj(measured)}, {"simulated", pj(simulated)}}},
           {"wakeup_latency_by_kind_ns", kinds},
+          {"wakeup_latency_by_waker_ns", wakers},
           {"inferred_switch_ins_left_out", {{"measured", inferred_left_out}, {"simulated", simulated_left_out}}},
           {"context_switches", {{"measured", switches_measured}, {"simulated", switches_simulated}}},
           {"cpu_time_ns", {{"measured", cpu_ns_measured}, {"simulated", cpu_ns_simulated}}},
@@ -199,12 +211,14 @@ std::string ReplayCheck::to_text() const {
   if (inferred_left_out > 0)
     o << "  left out            " << inferred_left_out << " / " << simulated_left_out
       << " (switch-ins the capture did not record: their latency unknown)\n";
-  for (const auto& [k, ms] : by_kind) {
-    const std::string name = std::string("  ") + wakeup_kind_name(k) + " wakeups";
+  const auto split = [&](const std::string& label, const std::pair<Percentiles, Percentiles>& ms) {
+    const std::string name = "  " + label;
     o << name << std::string(name.size() < 20 ? 20 - name.size() : 1, ' ') << ms.first.count << " / "
       << ms.second.count << ", p50 " << us(ms.first.p50) << " / " << us(ms.second.p50) << " us, p90 "
       << us(ms.first.p90) << " / " << us(ms.second.p90) << " us\n";
-  }
+  };
+  for (const auto& [k, ms] : by_kind) split(std::string(wakeup_kind_name(k)) + " wakeups", ms);
+  for (const auto& [k, ms] : by_waker) split(std::string("woken by ") + (k == WakerKind::kTask ? "a task" : "an interrupt"), ms);
   o << "  task switches       " << switches_measured << " / " << switches_simulated << "  "
     << err_pct(static_cast<double>(switches_simulated), static_cast<double>(switches_measured)) << " %\n";
   o << "  CPU time            " << static_cast<double>(cpu_ns_measured) / 1e6 << " / "

@@ -38,6 +38,10 @@ struct ReplayCheck {
   // event and switch-in CPUs, the simulated side by the CPU the model's
   // wakeup ran on and the one the task was next dispatched on.
   std::map<WakeupKind, std::pair<Percentiles, Percentiles>> by_kind;  // (measured, simulated)
+  // The ends of sleeps by what ended them (WakerKind: a task's system call,
+  // or an interrupt): the measured side by the importer's waker, the
+  // simulated side by the model's wakeup path (the replayed sleep's waker).
+  std::map<WakerKind, std::pair<Percentiles, Percentiles>> by_waker;  // (measured, simulated)
   std::uint64_t switches_measured = 0, switches_simulated = 0;
   std::uint64_t cpu_ns_measured = 0, cpu_ns_simulated = 0;  // all tasks
   // sum over tasks of |simulated - recorded CPU time| / recorded total

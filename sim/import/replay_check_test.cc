@@ -10,6 +10,7 @@
 #include "sim/import/replay_check.h"
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -119,6 +120,72 @@ TEST(ReplayCheck, WakeupsSplitByKind) {
   EXPECT_LT(p50(WakeupKind::kLocal), p50(WakeupKind::kRemote));
   EXPECT_LT(p50(WakeupKind::kRemote), p50(WakeupKind::kNew));
   EXPECT_TRUE(c.to_json()["wakeup_latency_by_kind_ns"].contains("remote"));
+}
+
+// The sleep ends split by what ended them: on the Juno board's capture
+// (trace-cmd text without latency flags, the waking line's task taken as
+// the waker) an interrupt on an idle CPU (the line's task is <idle>) and a
+// task's system call. The measured side as the importer names the waker;
+// the simulated side by the model's path, so a machine whose interrupt
+// wakeups cost 20 us and task wakeups nothing shows them apart, and the
+// opposite machine the other way round.
+TEST(ReplayCheck, SleepEndsSplitByWhatEndedThem) {
+  Options by_task;
+  by_task.unflagged_wakeups_by_task = true;
+  sim::RunOptions o;
+  o.policy = "cfs";
+  o.config.machine.runqueues = config::MachineConfig::Runqueues::kPerCpu;
+  o.config.machine.wakeup_overhead_ns = 20000;
+  o.config.machine.wakeup_overhead_ns_set = true;
+  o.config.machine.task_wakeup_ns = 0;
+  o.config.machine.task_wakeup_ns_set = true;
+  const std::string juno_b = "tests/data/recordings/public/juno_b.txt";
+  const ReplayCheck c = replay_check(juno_b, "ftrace", o, by_task);
+  ASSERT_EQ(c.by_waker.size(), 2u);
+  const auto& irq = c.by_waker.at(WakerKind::kInterrupt);
+  const auto& task = c.by_waker.at(WakerKind::kTask);
+  // every measured sleep end is in one of the two (the rest are starts)
+  std::uint64_t starts = 0;
+  {
+    std::ifstream f(juno_b);
+    FtraceDetail d;
+    import_ftrace(f, juno_b, by_task, &d);
+    for (const auto& w : d.wakeups) starts += w.start && !w.inferred;
+  }
+  EXPECT_EQ(irq.first.count + task.first.count + starts, c.measured.count);
+  EXPECT_GT(task.first.count, 100u);
+  EXPECT_GT(irq.first.count, 100u);
+  // the board: an interrupt's wakeup to its switch-in 8 us at the median
+  EXPECT_EQ(irq.first.p50, 8000u);
+  EXPECT_GE(irq.second.p50, 20000u);
+  EXPECT_LT(task.second.p50, 20000u);
+  std::swap(o.config.machine.wakeup_overhead_ns, o.config.machine.task_wakeup_ns);
+  const ReplayCheck flipped = replay_check(juno_b, "ftrace", o, by_task);
+  EXPECT_LT(flipped.by_waker.at(WakerKind::kInterrupt).second.p50, 20000u);
+  EXPECT_GE(flipped.by_waker.at(WakerKind::kTask).second.p50, 20000u);
+  EXPECT_TRUE(c.to_json()["wakeup_latency_by_waker_ns"].contains("interrupt"));
+  // without the waker (the default for unflagged lines) every sleep end is an interrupt's
+  const ReplayCheck irq_only = replay_check(juno_b, "ftrace", o);
+  EXPECT_EQ(irq_only.by_waker.count(WakerKind::kTask), 0u);
+}
+
+// The tasks a capture found on the machine, with the CPU it first shows
+// each on (FtraceDetail::present_cpu, which the replay starts them on:
+// CpuModel::set_present, tested in cpu_model_test.cc): the CPU a task ran
+// on, or the target CPU of the wakeup that first names it, whatever CPU
+// the waker was on; a task forked inside the capture is not one.
+TEST(ReplayCheck, TasksPresentAtTheStartKeepTheCpuTheCaptureShowsThemOn) {
+  std::istringstream in(
+      "# tracer: nop\n"
+      "  b-11 [001] d..2. 1.000000: sched_switch: prev_comm=b prev_pid=11 prev_prio=120 prev_state=S ==> next_comm=a next_pid=10 next_prio=120\n"
+      "  c-12 [000] d..2. 1.001000: sched_waking: comm=d pid=13 prio=120 target_cpu=001\n"
+      "  c-12 [000] ..... 1.002000: sched_process_fork: comm=c pid=12 child_comm=c child_pid=14\n"
+      "  c-12 [000] d..2. 1.003000: sched_switch: prev_comm=c prev_pid=12 prev_prio=120 prev_state=S ==> next_comm=c next_pid=14 next_prio=120\n");
+  FtraceDetail d;
+  import_ftrace(in, "present", Options{}, &d);
+  std::map<std::int64_t, std::int32_t> by_tid;
+  for (const auto& [pid, cpu] : d.present_cpu) by_tid[d.recorded_tid.at(pid)] = cpu;
+  EXPECT_EQ(by_tid, (std::map<std::int64_t, std::int32_t>{{10, 1}, {11, 1}, {12, 0}, {13, 1}}));
 }
 
 // The switch-ins the KVM guest did not record (make.txt: 62 of 175, every
