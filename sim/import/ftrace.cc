@@ -298,6 +298,13 @@ class FtraceImporter {
     if (auto c = event.find_last_of(':'); c != std::string_view::npos) event.remove_prefix(c + 1);
     const std::string_view payload = colon + 1 < rest.size() ? trim(rest.substr(colon + 1)) : "";
     if (event.substr(0, 6) != "sched_") {
+      // cpu_idle entering a state (4294967295 is the exit): the machine has
+      // idle states and the capture shows them; counted (the capture fit
+      // prices a deep state's exit only on such captures), not replayed
+      if (event == "cpu_idle") {
+        const auto st = get(parse_kv(payload), "state");
+        if (st && *st != "4294967295" && *st != "-1") ++report_.counters["idle_state_entries"];
+      }
       report_.note_unrepresented("non-scheduler events");
       return;
     }

@@ -136,6 +136,8 @@ ReplayCheck replay_check(const Result& imported, const FtraceDetail& detail, con
   c.policy = options.policy;
   const auto sw = imported.report.counters.find("context_switches");
   c.switches_measured = sw != imported.report.counters.end() ? sw->second : 0;
+  const auto idle = imported.report.counters.find("idle_state_entries");
+  c.idle_state_entries = idle != imported.report.counters.end() ? idle->second : 0;
 
   auto cls = make_class(options.policy, options.config);
   sim::Simulator simulator;
@@ -191,6 +193,7 @@ nlohmann::json ReplayCheck::to_json() const {
           {"wakeup_latency_by_waker_ns", wakers},
           {"inferred_switch_ins_left_out", {{"measured", inferred_left_out}, {"simulated", simulated_left_out}}},
           {"context_switches", {{"measured", switches_measured}, {"simulated", switches_simulated}}},
+          {"idle_state_entries", idle_state_entries},
           {"cpu_time_ns", {{"measured", cpu_ns_measured}, {"simulated", cpu_ns_simulated}}},
           {"task_cpu_time_error", std::round(task_cpu_error * 1e6) / 1e6},
           {"tasks", tasks}};

@@ -43,6 +43,9 @@ struct ReplayCheck {
   // simulated side by the model's wakeup path (the replayed sleep's waker).
   std::map<WakerKind, std::pair<Percentiles, Percentiles>> by_waker;  // (measured, simulated)
   std::uint64_t switches_measured = 0, switches_simulated = 0;
+  // cpu_idle events entering an idle state in the capture (0: it records
+  // none, or the machine has no idle states to show)
+  std::uint64_t idle_state_entries = 0;
   std::uint64_t cpu_ns_measured = 0, cpu_ns_simulated = 0;  // all tasks
   // sum over tasks of |simulated - recorded CPU time| / recorded total
   double task_cpu_error = 0;
