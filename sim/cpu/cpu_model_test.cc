@@ -572,14 +572,17 @@ TEST(IpiIdle, OnlyAWakeupSentToAnotherIdleCpuPaysIt) {
   }
 }
 
-// The schedule log of T run under eevdf on machine M.
-ScheduleLog eevdf_log(const trace::Trace& t, const config::MachineConfig& m) {
+// The schedule log of T run on machine M under eevdf, or cfs when CFS, the
+// processes in PRESENT (CpuModel::set_present) started on their CPUs.
+ScheduleLog run_log(const trace::Trace& t, const config::MachineConfig& m, bool cfs = false,
+                    std::map<std::int64_t, std::int32_t> present = {}) {
   config::Config cfg;
   cfg.machine = m;
-  auto cls = make_eevdf_class(cfg.cfs);
+  auto cls = cfs ? make_cfs_class(cfg.cfs) : make_eevdf_class(cfg.cfs);
   Simulator simulator;
   ScheduleLog log;
   CpuModel cpu(simulator, t, *cls, m, 1, &log);
+  cpu.set_present(std::move(present));
   cpu.start();
   while (!cpu.finished() && simulator.step()) {
   }
@@ -623,7 +626,7 @@ TEST(TaskWakeup, AWakerWakesFromItsOwnCpu) {
   EXPECT_FALSE(task_unset["config"]["machine"].contains("task_wakeup_ns"));
   // the replay's log: each of the reader's wakeups comes from the other CPU
   for (const bool by_writer : {false, true}) {
-    const ScheduleLog log = eevdf_log(reader_writer(by_writer), m);
+    const ScheduleLog log = run_log(reader_writer(by_writer), m);
     int remote = 0, own = 0;
     for (const WakeEvent& w : log.wakeups)
       if (w.pid == 2 && !w.fork) ++(w.waker_cpu != static_cast<std::int32_t>(w.target_cpu) ? remote : own);
@@ -677,8 +680,8 @@ TEST(WakePlacement, EnergyAwareKeepsTheWokenTaskOnItsWakersCpu) {
   config::MachineConfig spread = per_cpu_machine();
   config::MachineConfig energy = spread;
   energy.wake_placement = config::MachineConfig::WakePlacement::kEnergyAware;
-  EXPECT_GT(reader_beside_writer(eevdf_log(writer_reader(false), energy)), 0.9);
-  EXPECT_LT(reader_beside_writer(eevdf_log(writer_reader(false), spread)), 0.1);
+  EXPECT_GT(reader_beside_writer(run_log(writer_reader(false), energy)), 0.9);
+  EXPECT_LT(reader_beside_writer(run_log(writer_reader(false), spread)), 0.1);
   // more switches: the two share a CPU
   const auto e = run_machine(writer_reader(false), "cfs", energy);
   const auto s = run_machine(writer_reader(false), "cfs", spread);
@@ -687,7 +690,7 @@ TEST(WakePlacement, EnergyAwareKeepsTheWokenTaskOnItsWakersCpu) {
   EXPECT_FALSE(s["config"]["machine"].contains("wake_placement"));
   // overutilized (the writer a hog): spread's placement once the average
   // has climbed (before it, the hint put the reader beside the hog)
-  const ScheduleLog hog = eevdf_log(writer_reader(true), energy);
+  const ScheduleLog hog = run_log(writer_reader(true), energy);
   EXPECT_GT(reader_beside_writer(hog), 0.5);
   EXPECT_LT(reader_beside_writer(hog, 100 * kMs), 0.1);
 }
@@ -709,17 +712,7 @@ TEST(WakePlacement, EnergyAwareTakesTheWakersCpuWhenTheWakerHasSlept) {
   const trace::Trace& t = b.done();
   config::MachineConfig m = per_cpu_machine();
   m.wake_placement = config::MachineConfig::WakePlacement::kEnergyAware;
-  config::Config cfg;
-  cfg.machine = m;
-  auto cls = make_cfs_class(cfg.cfs);
-  Simulator simulator;
-  ScheduleLog log;
-  CpuModel cpu(simulator, t, *cls, m, 1, &log);
-  cpu.set_present({{1, 2}, {2, 0}});
-  cpu.start();
-  while (!cpu.finished() && simulator.step()) {
-  }
-  cpu.finish();
+  const ScheduleLog log = run_log(t, m, true, {{1, 2}, {2, 0}});
   std::vector<std::uint32_t> reader_cpus;
   for (const ScheduleSlice& s : log.slices)
     if (s.pid == 2) reader_cpus.push_back(s.cpu);
@@ -787,17 +780,9 @@ TEST(Present, StartsOnItsCpuAsASleeperNotAsAFork) {
   b.process("/a", {run_op(1 * kMs)}, 50 * kMs);       // pid 3: found at 50 ms on CPU 1
   const trace::Trace& t = b.done();
   const auto first_slice = [&](bool present) {
-    config::Config cfg;
-    cfg.machine = per_cpu_machine();
-    auto cls = make_cfs_class(cfg.cfs);
-    Simulator simulator;
-    ScheduleLog log;
-    CpuModel cpu(simulator, t, *cls, cfg.machine, 1, &log);
-    if (present) cpu.set_present({{1, 0}, {2, 1}, {3, 1}});
-    cpu.start();
-    while (!cpu.finished() && simulator.step()) {
-    }
-    cpu.finish();
+    const ScheduleLog log = run_log(t, per_cpu_machine(), true,
+                                      present ? std::map<std::int64_t, std::int32_t>{{1, 0}, {2, 1}, {3, 1}}
+                                              : std::map<std::int64_t, std::int32_t>{});
     for (const ScheduleSlice& s : log.slices)
       if (s.pid == 3) return std::make_pair(s.start_ns, s.cpu);
     return std::make_pair(std::uint64_t{0}, std::uint32_t{99});
@@ -851,7 +836,7 @@ TEST(PerCpuQueues, AnIdleCpuDoesNotTakeTheTaskWokenOntoAnotherIdleCpu) {
   b.process("/a", {repeat_op(20, {fork_of_child(300000), run_op(50000), wait_op()})});
   config::MachineConfig m = per_cpu_machine();
   m.ipi_idle_ns = 16000;
-  const ScheduleLog log = eevdf_log(b.t, m);
+  const ScheduleLog log = run_log(b.t, m);
   std::set<std::uint32_t> shell_cpus, child_cpus;
   for (const ScheduleSlice& s : log.slices) (s.pid == 1 ? shell_cpus : child_cpus).insert(s.cpu);
   EXPECT_EQ(shell_cpus.size(), 1u);

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
@@ -773,6 +773,21 @@ def test_expected_work_of_trace_amounts() -> None:
 KVM_CAPTURES = Path(REPO) / "tests" / "data" / "recordings" / "kvm2cpu"
 
 
+def _capture_of_a_known_machine(tmp_path: Path, name: str, trace: Dict[str, Any], keys: str) -> Tuple[Path, Path]:
+    """TRACE run under eevdf on 2 CPUs with per-CPU queues and the machine
+    KEYS (YAML lines under `machine:`), exported as ftrace text: (that
+    capture, TMP_PATH/NAME.txt; a base machine file without KEYS)."""
+    (tmp_path / f"{name}.json").write_text(json.dumps(trace))
+    (tmp_path / "known.yaml").write_text(f"machine:\n  cpus: 2\n  runqueues: per_cpu\n  {keys}\n")
+    base = tmp_path / "base.yaml"
+    base.write_text("machine:\n  cpus: 2\n  runqueues: per_cpu\n")
+    cap = tmp_path / f"{name}.txt"
+    res = run_cli(["run", str(tmp_path / f"{name}.json"), "--policy", "eevdf", "--config", str(tmp_path / "known.yaml"),
+                   "--out", str(tmp_path / "r"), "--perfetto", str(cap)])
+    assert res.returncode == 0, res.stderr
+    return cap, base
+
+
 def test_a_capture_fit_recovers_a_known_wakeup_cost(tmp_path: Path) -> None:
     """A capture whose machine is known (the simulator's own run, exported
     as ftrace text, with wakeup and switch costs of 8 + 3 us) fitted over a
@@ -787,15 +802,7 @@ def test_a_capture_fit_recovers_a_known_wakeup_cost(tmp_path: Path) -> None:
                  {"pid": 1, "start_ns": 0, "cgroup": "/io", "comm": "io", "ops": [
                      {"op": "repeat", "count": 80, "body": [{"op": "run", "ns": 300000}, {"op": "io", "ns": 4000000}]}]},
                  {"pid": 2, "start_ns": 0, "cgroup": "/b", "comm": "hog", "ops": [{"op": "run", "ns": 400000000}]}]}
-    (tmp_path / "kn.json").write_text(json.dumps(trace))
-    (tmp_path / "known.yaml").write_text("machine:\n  cpus: 2\n  runqueues: per_cpu\n  wakeup_overhead_ns: 8000\n"
-                                         "  context_switch_ns: 3000\n")
-    base = tmp_path / "base.yaml"
-    base.write_text("machine:\n  cpus: 2\n  runqueues: per_cpu\n")
-    cap = tmp_path / "kn.txt"
-    res = run_cli(["run", str(tmp_path / "kn.json"), "--policy", "eevdf", "--config", str(tmp_path / "known.yaml"),
-                   "--out", str(tmp_path / "r"), "--perfetto", str(cap)])
-    assert res.returncode == 0, res.stderr
+    cap, base = _capture_of_a_known_machine(tmp_path, "kn", trace, "wakeup_overhead_ns: 8000\n  context_switch_ns: 3000")
     caps, fit = fidelity.capture_section([str(cap)], "ftrace", str(base), ["kn.txt"], tmp_path / "f")
     assert fit is not None and fit["fitted"] == ["kn.txt"] and fit["held_out"] == []
     m = fit["machine"]
@@ -834,15 +841,8 @@ def test_a_capture_fit_recovers_a_deep_idle_states_exit(tmp_path: Path) -> None:
              "machine": {"cpus": 2}, "cgroups": [{"path": "/io", "cpu_weight": 100}],
              "processes": [{"pid": 1, "start_ns": 0, "cgroup": "/io", "comm": "io",
                             "ops": [{"op": "repeat", "count": 40, "body": body}]}]}
-    (tmp_path / "deep.json").write_text(json.dumps(trace))
-    (tmp_path / "known.yaml").write_text("machine:\n  cpus: 2\n  runqueues: per_cpu\n  wakeup_overhead_ns: 8000\n"
-                                         "  idle_exit_ns: 200000\n  idle_exit_after_ns: 5000000\n")
-    base = tmp_path / "base.yaml"
-    base.write_text("machine:\n  cpus: 2\n  runqueues: per_cpu\n")
-    cap = tmp_path / "deep.txt"
-    res = run_cli(["run", str(tmp_path / "deep.json"), "--policy", "eevdf", "--config", str(tmp_path / "known.yaml"),
-                   "--out", str(tmp_path / "r"), "--perfetto", str(cap)])
-    assert res.returncode == 0, res.stderr
+    cap, base = _capture_of_a_known_machine(tmp_path, "deep", trace, "wakeup_overhead_ns: 8000\n  idle_exit_ns: 200000\n"
+                                            "  idle_exit_after_ns: 5000000")
     plain_caps, plain = fidelity.capture_section([str(cap)], "ftrace", str(base), ["deep.txt"], tmp_path / "p")
     assert plain is not None and "idle_exit_ns" not in plain["machine"] and "idle_exit_ns" not in plain["as_good"]
     assert "Not fitted: idle_exit_ns" in fidelity.format_captures(plain_caps, plain)
