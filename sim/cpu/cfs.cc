@@ -584,8 +584,9 @@ class CfsClass final : public SchedClass {
   // task that has not caught up, keeps that lead; clamped at 0 only where
   // it would underflow).
   static std::uint64_t renorm(std::uint64_t v, std::uint64_t from_min, std::uint64_t to_min) {
-    const auto rel = static_cast<std::int64_t>(v - from_min);
-    return rel < 0 && static_cast<std::uint64_t>(-rel) > to_min ? 0 : to_min + static_cast<std::uint64_t>(rel);
+    if (v >= from_min) return to_min + (v - from_min);
+    const std::uint64_t behind = from_min - v;
+    return behind > to_min ? 0 : to_min - behind;
   }
   void place_wakeup(Entity& e, const Rq& g) {
     const std::uint64_t floor = g.min_vruntime > latency_ns_ / 2 ? g.min_vruntime - latency_ns_ / 2 : 0;
