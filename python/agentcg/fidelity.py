@@ -1913,8 +1913,6 @@ def fit_capture_machine(captures: Sequence[Path], fmt: Union[str, CaptureSide], 
     from . import _core, machine as mprof
 
     base = _base_machine(machine)
-    idle_states = any(capture_check(c, fmt, machine).get("idle_state_entries", 0) > 0 for c in captures)
-    keys = tuple(k for k in CAPTURE_FIT_KEYS if idle_states or k not in CAPTURE_FIT_DESCENT_ONLY)
     trial = work / "capture-trial.yaml"
     cache: Dict[Tuple[Any, ...], float] = {}
     runs = replays if replays is not None else {}
@@ -1925,7 +1923,7 @@ def fit_capture_machine(captures: Sequence[Path], fmt: Union[str, CaptureSide], 
     def replay(c: Path, vals: Mapping[str, Any]) -> Dict[str, Any]:
         rk = (str(c), fmt) + key_of(vals)
         if rk not in runs:
-            mprof.write_profile(trial, {**{k: v for k, v in base.items() if k not in keys}, **vals})
+            mprof.write_profile(trial, {**base, **vals})
             runs[rk] = capture_check(c, fmt, trial)
         return runs[rk]
 
@@ -1939,6 +1937,13 @@ def fit_capture_machine(captures: Sequence[Path], fmt: Union[str, CaptureSide], 
         # the objective, then the grid order (smaller costs first)
         return (cost(vals),) + tuple(CAPTURE_FIT_GRID[k].index(vals[k]) if vals[k] in CAPTURE_FIT_GRID[k]
                                      else len(CAPTURE_FIT_GRID[k]) for k in keys)
+
+    # MACHINE as given (the objective before the fit), whose replays say
+    # whether the captures record idle states
+    given_vals = {k: base[k] for k in CAPTURE_FIT_KEYS if k in base}
+    before = cost(given_vals)
+    idle_states = any(replay(c, given_vals).get("idle_state_entries", 0) > 0 for c in captures)
+    keys = tuple(k for k in CAPTURE_FIT_KEYS if idle_states or k not in CAPTURE_FIT_DESCENT_ONLY)
 
     # the descent's steps: each key alone, and the idle exit's cost and its
     # threshold together too (from none, one without the other changes
@@ -1960,7 +1965,6 @@ def fit_capture_machine(captures: Sequence[Path], fmt: Union[str, CaptureSide], 
 
     defaults = _core.default_config()["machine"]
     given = {k: base.get(k, defaults[k]) for k in keys}
-    before = cost({k: base[k] for k in keys if k in base})
     axes = [(0,) if k in CAPTURE_FIT_DESCENT_ONLY else
             CAPTURE_FIT_COARSE if all(isinstance(v, int) for v in CAPTURE_FIT_GRID[k]) else CAPTURE_FIT_GRID[k]
             for k in keys]
@@ -2034,8 +2038,8 @@ def format_captures(caps: Sequence[Mapping[str, Any]], fit: Optional[Mapping[str
                   f"{fit['sq_log_error_before']:.3f} -> "
                   f"{fit['sq_log_error_after']:.3f}; saved as {fit['profile']} (reuse with --machine)."
                   + _as_good_note(fit.get("as_good", {}))
-                  + ("" if "idle_exit_ns" in fit.get("as_good", {"idle_exit_ns": 0}) else
-                     " Not fitted: idle_exit_ns, idle_exit_after_ns (the fitted captures record no idle states)."),
+                  + (" Not fitted: idle_exit_ns, idle_exit_after_ns (the fitted captures record no idle states)."
+                     if "as_good" in fit and "idle_exit_ns" not in fit["as_good"] else ""),
                   ""]
     lines += ["Recorded captures as the measured side (replayed under " + caps[0]["policy"] + "; goals: p50 and p90 "
               "within 15 %, p99 within 25 %, task switches within 15 %):", "",

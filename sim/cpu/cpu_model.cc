@@ -298,7 +298,8 @@ void CpuModel::start_task(std::uint32_t id, bool fork, int parent_cpu, std::opti
   if (log_) log_->wakeups.push_back({t.pid, 0, sim_.now().ns(), true, parent_cpu});
   const int cpu = present >= 0 ? present : cls_.select_cpu(t, parent_cpu < 0 ? 0 : parent_cpu, kWakeFork);
   t.cpu = cpu;
-  wake_src_cpu_ = present >= 0 ? present : parent_cpu;  // wake_up_new_task in the forker's fork()
+  // wake_up_new_task in the forker's fork(); a found task wakes where it is
+  wake_src_cpu_ = present >= 0 ? present : parent_cpu;
   cls_.enqueue(t, present >= 0 ? kEnqWakeup : kEnqNew);
   if (cpu >= 0 && cpu_idle(cpu)) kick_cpu(cpu, false);
   wake_src_cpu_ = kNoCpu;

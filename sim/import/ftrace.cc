@@ -399,9 +399,9 @@ class FtraceImporter {
   }
 
   // The live entry for a tid, created at first sight (already running or
-  // sleeping before the recording: it starts at `t` as a root process).
-  // A task at its first sight on this line: present before its first
-  // event, on `cpu` (the line's CPU unless a wakeup names its target).
+  // sleeping before the recording: it starts at `t` as a root process, on
+  // `cpu`, FtraceDetail::present_cpu: the line's CPU unless a wakeup names
+  // its target).
   ProcessTable::Entry& task_entry(std::int64_t pid, std::string_view comm, std::uint64_t t, std::int32_t cpu = -1) {
     if (ProcessTable::Entry* e = table_.find(pid)) return *e;
     ProcessTable::Entry& e = table_.create(pid, std::string(comm), opts_.cgroup, t);
@@ -502,11 +502,8 @@ class FtraceImporter {
       }
       if (pid == 0) return true;
       std::int32_t target = -1;
-      if (const auto tc = get(kvs, "target_cpu")) {
-        int v = -1;
-        const auto r = std::from_chars(tc->data(), tc->data() + tc->size(), v);
-        if (r.ec == std::errc() && r.ptr == tc->data() + tc->size() && v >= 0 && v < 4096) target = v;
-      }
+      if (const auto v = to_int(get(kvs, "target_cpu").value_or("")); v && *v >= 0 && *v < kMaxCpus)
+        target = static_cast<std::int32_t>(*v);
       wake(pid, comm, t, event == "sched_wakeup_new", target);
       return true;
     }
