@@ -15,8 +15,6 @@
 
 namespace agentcg::sim {
 
-namespace {
-
 std::unique_ptr<SchedClass> make_class(const std::string& policy, const config::Config& cfg) {
   if (policy == "cfs") return make_cfs_class(cfg.cfs);
   if (policy == "eevdf") return make_eevdf_class(cfg.cfs);
@@ -26,6 +24,8 @@ std::unique_ptr<SchedClass> make_class(const std::string& policy, const config::
   for (const auto& p : cpu_policies()) known += (known.empty() ? "" : ", ") + p;
   throw std::invalid_argument("unknown policy '" + policy + "' (expected one of: " + known + ")");
 }
+
+namespace {
 
 nlohmann::json config_json(const config::Config& c) {
   const auto& s = c.scheduler;

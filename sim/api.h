@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 
 #include "config/config.h"
 #include "config/strategy_file.h"
+#include "sim/cpu/sched_class.h"
 #include "sim/metrics.h"
 #include "sim/trace/trace.h"
 
@@ -40,6 +42,10 @@ struct RunOptions {
 // The CPU policies the simulator knows, in display order.
 std::vector<std::string> cpu_policies();
 std::vector<std::string> gpu_policies();
+
+// The CPU policy's scheduling class (cpu_policies()), with cfg's cfs and
+// scheduler keys. Throws std::invalid_argument for an unknown policy.
+std::unique_ptr<SchedClass> make_class(const std::string& policy, const config::Config& cfg);
 
 // Runs one simulation; returns the results document (see README, "results.json").
 // Throws std::invalid_argument for an unknown policy and trace::TraceError

@@ -16,8 +16,9 @@
 //   forked by the supervisor (this program's main process) at that time; a
 //   fork op fork()s from the trace process itself. Each process first moves
 //   itself into its cgroup (writes "0" to cgroup.procs), sets
-//   PR_SET_TIMERSLACK 1 ns, its nice (when the trace gives one) and its
-//   comm, then runs its ops.
+//   PR_SET_TIMERSLACK 1 ns, its nice and its real-time policy
+//   (sched_setscheduler: SCHED_FIFO / SCHED_RR at rt_priority; 0 SCHED_OTHER)
+//   when the trace gives them, and its comm, then runs its ops.
 // - run N: burns N ns of CPU as measured by CLOCK_THREAD_CPUTIME_ID (the
 //   process gets exactly that CPU, whatever the machine speed), in
 //   calibrated spin chunks of ~50 us between clock reads.
@@ -455,6 +456,21 @@ void run_ops(Proc& p, const std::vector<trace::Op>& ops, int depth) {
   if (spec.nice && setpriority(PRIO_PROCESS, 0, *spec.nice) != 0) {
     std::fprintf(stderr, "agentcg-player: pid %lld: cannot set nice %d: %s\n", static_cast<long long>(pid),
                  *spec.nice, std::strerror(errno));
+  }
+  // the trace's real-time policy (absent: inherited, as the simulator
+  // does; 0: back to SCHED_OTHER); a failure (no CAP_SYS_NICE, an
+  // RLIMIT_RTPRIO, a cgroup without real-time runtime under
+  // CONFIG_RT_GROUP_SCHED) is said and the process runs on as it is
+  if (spec.rt_priority) {
+    sched_param sp{};
+    sp.sched_priority = *spec.rt_priority;
+    const int policy = *spec.rt_priority == 0 ? SCHED_OTHER : spec.rt_round_robin ? SCHED_RR : SCHED_FIFO;
+    if (sched_setscheduler(0, policy, &sp) != 0) {
+      std::fprintf(stderr, "agentcg-player: pid %lld: cannot set real-time priority %d (%s): %s\n",
+                   static_cast<long long>(pid), *spec.rt_priority,
+                   policy == SCHED_RR ? "SCHED_RR" : policy == SCHED_FIFO ? "SCHED_FIFO" : "SCHED_OTHER",
+                   std::strerror(errno));
+    }
   }
   const std::string comm = spec.comm.empty() ? "pid" + std::to_string(pid) : spec.comm;
   prctl(PR_SET_NAME, comm.c_str(), 0, 0, 0);

@@ -16,6 +16,10 @@ constexpr std::uint64_t kMinSliceNs = 1000;
 // first tool call started (one startup-boost window: a later boost would
 // miss the call's start).
 constexpr std::uint64_t kStepMatchTolNs = 100000000;
+// The real-time class's slices: SCHED_RR's (sched_rr_timeslice, RR_TIMESLICE
+// = 100 ms), and SCHED_FIFO's none (longer than any run).
+constexpr std::uint64_t kRrSliceNs = 100000000;
+constexpr std::uint64_t kFifoSliceNs = std::uint64_t{1} << 60;
 }  // namespace
 
 CpuModel::CpuModel(Simulator& sim, const trace::Trace& trace, SchedClass& cls,
@@ -55,6 +59,7 @@ CpuModel::CpuModel(Simulator& sim, const trace::Trace& trace, SchedClass& cls,
     log_->cgroup_paths.clear();
     for (std::size_t i = 0; i < tree_.size(); ++i) log_->cgroup_paths.push_back(tree_.path(static_cast<CgroupId>(i)));
   }
+  rtq_.resize(cpus_.size());
   idle_.assign((cpus_.size() + 63) / 64, 0);
   idle_unkicked_.assign(idle_.size(), 0);
   for (std::size_t i = 0; i < cpus_.size(); ++i) sync_idle(i);
@@ -249,6 +254,16 @@ std::uint32_t CpuModel::new_task(const trace::ProcessSpec& spec, std::int64_t pi
   if (spec.nice) t.weight = nice_to_task_weight(*spec.nice);
   else if (parent >= 0) t.weight = tasks_[static_cast<std::size_t>(parent)].weight;
   tasks_.push_back(t);
+  // the real-time policy: the spec's, else the parent's (fork keeps it)
+  std::int32_t rt = 0;
+  bool rr = false;
+  if (spec.rt_priority) {
+    rt = *spec.rt_priority;
+    rr = spec.rt_round_robin;
+  } else if (parent >= 0) {
+    rt = procs_[static_cast<std::size_t>(parent)].rt;
+    rr = procs_[static_cast<std::size_t>(parent)].rr;
+  }
   Proc p{.spec = &spec,
          .stack = {Frame{&spec.ops, 0, 1}},
          .parent = parent,
@@ -259,7 +274,9 @@ std::uint32_t CpuModel::new_task(const trace::ProcessSpec& spec, std::int64_t pi
          // children draw (it did: the agent trace's heaviest session went
          // from 0.115 to 0.150 of the machine at background_cpu_pct 1).
          .rng = RandomStream(seed_, static_cast<std::uint64_t>(pid > last_listed_pid_ ? pid - nr_background_ : pid)),
-         .comm = spec.comm.empty() ? "pid" + std::to_string(pid) : spec.comm};
+         .comm = spec.comm.empty() ? "pid" + std::to_string(pid) : spec.comm,
+         .rt = rt,
+         .rr = rr};
   procs_.push_back(std::move(p));
   if (parent >= 0) procs_[static_cast<std::size_t>(parent)].live_children++;
   cg_[cg].tasks++;
@@ -289,17 +306,24 @@ void CpuModel::start_task(std::uint32_t id, bool fork, int parent_cpu, std::opti
     const auto it = present_cpu_.find(t.pid);
     if (it != present_cpu_.end() && it->second >= 0 && it->second < nr_cpus()) present = it->second;
   }
-  cls_.init_task(t, fork && present < 0);
+  const bool rt = is_rt(t);
+  if (!rt) cls_.init_task(t, fork && present < 0);
   t.state = TaskState::kRunnable;
   t.runnable_since = runnable_since.value_or(sim_.now());
   runnable_changed(t, +1);
   procs_[id].woken = true;
   procs_[id].woken_at = t.runnable_since;
   if (log_) log_->wakeups.push_back({t.pid, 0, sim_.now().ns(), true, parent_cpu});
-  const int cpu = present >= 0 ? present : cls_.select_cpu(t, parent_cpu < 0 ? 0 : parent_cpu, kWakeFork);
+  const int prev = parent_cpu < 0 ? 0 : parent_cpu;
+  const int cpu = present >= 0 ? present : rt ? select_cpu_rt(t, prev, parent_cpu) : cls_.select_cpu(t, prev, kWakeFork);
   t.cpu = cpu;
   // wake_up_new_task in the forker's fork(); a found task wakes where it is
   wake_src_cpu_ = present >= 0 ? present : parent_cpu;
+  if (rt) {
+    rt_wakeup(t, cpu);
+    wake_src_cpu_ = kNoCpu;
+    return;
+  }
   cls_.enqueue(t, present >= 0 ? kEnqWakeup : kEnqNew);
   if (cpu >= 0 && cpu_idle(cpu)) kick_cpu(cpu, false);
   wake_src_cpu_ = kNoCpu;
@@ -537,6 +561,14 @@ void CpuModel::do_wake(Task& t, int sync_cpu, int waker_cpu) {
 void CpuModel::do_enqueue(Task& t, int src_cpu, bool by_task) {
   t.state = TaskState::kRunnable;
   runnable_changed(t, +1);
+  if (is_rt(t)) {
+    const int cpu = select_cpu_rt(t, t.cpu < 0 ? 0 : t.cpu, src_cpu);
+    t.cpu = cpu;
+    wake_src_cpu_ = src_cpu;
+    rt_wakeup(t, cpu);
+    wake_src_cpu_ = kNoCpu;
+    return;
+  }
   waker_cpu_hint_ = by_task ? src_cpu : kNoCpu;
   const int cpu = cls_.select_cpu(t, t.cpu < 0 ? 0 : t.cpu, kWakeTtwu);
   waker_cpu_hint_ = kNoCpu;
@@ -545,6 +577,112 @@ void CpuModel::do_enqueue(Task& t, int src_cpu, bool by_task) {
   cls_.enqueue(t, kEnqWakeup);
   if (cpu >= 0 && cpu_idle(cpu)) kick_cpu(cpu, false);
   wake_src_cpu_ = kNoCpu;
+}
+
+int CpuModel::rt_level(int cpu) const {
+  const Cpu& c = cpus_[static_cast<std::size_t>(cpu)];
+  const auto& q = rtq_[static_cast<std::size_t>(cpu)];
+  std::int32_t level = q.empty() ? 0 : procs_[q.front()].rt;
+  if (c.curr != nullptr) level = std::max(level, procs_[c.curr->id].rt);
+  if (level > 0) return level;
+  return c.curr == nullptr && !c.kick_pending ? -1 : 0;
+}
+
+// find_lowest_rq() over cpupri: the CPUs of the lowest level, if it is
+// below `prio`; of those `prefer` (the task's CPU), else the waker's, else
+// the lowest-numbered. -1: none below `prio` (other than `except`).
+int CpuModel::lowest_rt_cpu(std::int32_t prio, int prefer, int waker_cpu, int except) const {
+  int best = -1, best_level = prio;
+  for (int c = 0; c < nr_cpus(); ++c) {
+    if (c == except) continue;
+    const int l = rt_level(c);
+    if (l < best_level) {
+      best = c;
+      best_level = l;
+    }
+  }
+  if (best < 0) return -1;
+  for (const int c : {prefer, waker_cpu})
+    if (c >= 0 && c < nr_cpus() && c != except && rt_level(c) == best_level) return c;
+  return best;
+}
+
+// select_task_rq_rt(): the task's CPU unless an RT task of its priority or
+// higher runs there; then the lowest CPU if it is below the task.
+int CpuModel::select_cpu_rt(const Task& t, int prev_cpu, int waker_cpu) const {
+  if (prev_cpu < 0 || prev_cpu >= nr_cpus()) prev_cpu = 0;
+  const std::int32_t prio = procs_[t.id].rt;
+  const Task* curr = cpus_[static_cast<std::size_t>(prev_cpu)].curr;
+  if (curr == nullptr || procs_[curr->id].rt < prio) return prev_cpu;
+  const int c = lowest_rt_cpu(prio, prev_cpu, waker_cpu, -1);
+  return c >= 0 ? c : prev_cpu;
+}
+
+void CpuModel::rt_enqueue(Task& t, int cpu, bool head) {
+  auto& q = rtq_[static_cast<std::size_t>(cpu)];
+  const std::int32_t prio = procs_[t.id].rt;
+  // after every task of a higher priority (head) or of the same one too
+  const auto at = std::find_if(q.begin(), q.end(), [&](std::uint32_t id) {
+    return head ? procs_[id].rt <= prio : procs_[id].rt < prio;
+  });
+  q.insert(at, t.id);
+  t.cpu = cpu;
+  ++rt_waiting_;
+}
+
+// A real-time task became runnable on `cpu` (wakeup, fork, or pushed
+// there): an idle CPU is kicked, a fair task or a lower RT task is
+// preempted at once; otherwise it waits, and is pushed to a CPU of lower
+// priority if there is one (task_woken_rt()).
+void CpuModel::rt_wakeup(Task& t, int cpu) {
+  rt_enqueue(t, cpu, false);
+  Cpu& c = cpus_[static_cast<std::size_t>(cpu)];
+  if (c.curr == nullptr) {
+    kick_cpu(cpu, false);
+  } else if (procs_[c.curr->id].rt < procs_[t.id].rt) {
+    kick_cpu(cpu, true);
+  } else {
+    rt_push(cpu);
+  }
+}
+
+// push_rt_tasks(): while `cpu`'s highest waiting RT task has a CPU of lower
+// priority to go to, move it there (and preempt or kick that CPU).
+void CpuModel::rt_push(int cpu) {
+  auto& q = rtq_[static_cast<std::size_t>(cpu)];
+  while (!q.empty()) {
+    Task& t = tasks_[q.front()];
+    const int to = lowest_rt_cpu(procs_[t.id].rt, -1, cpu, cpu);
+    if (to < 0) return;
+    q.erase(q.begin());
+    --rt_waiting_;
+    rt_wakeup(t, to);
+  }
+}
+
+// The next RT task for `cpu`: its own queue's head, unless a CPU running
+// an RT task has a higher one waiting behind it (pull_rt_task()); nullptr
+// when none waits for this CPU.
+Task* CpuModel::rt_pick(int cpu) {
+  if (rt_waiting_ == 0) return nullptr;
+  int from = cpu;
+  std::int32_t best = rtq_[static_cast<std::size_t>(cpu)].empty() ? 0 : procs_[rtq_[static_cast<std::size_t>(cpu)].front()].rt;
+  for (int c = 0; c < nr_cpus(); ++c) {
+    const auto& q = rtq_[static_cast<std::size_t>(c)];
+    const Task* curr = cpus_[static_cast<std::size_t>(c)].curr;
+    if (c == cpu || q.empty() || curr == nullptr || !is_rt(*curr)) continue;
+    if (procs_[q.front()].rt > best) {
+      best = procs_[q.front()].rt;
+      from = c;
+    }
+  }
+  auto& q = rtq_[static_cast<std::size_t>(from)];
+  if (q.empty()) return nullptr;
+  Task& t = tasks_[q.front()];
+  q.erase(q.begin());
+  --rt_waiting_;
+  t.cpu = cpu;
+  return &t;
 }
 
 int CpuModel::pick_idle_cpu(int prefer) const {
@@ -622,6 +760,7 @@ void CpuModel::kick_cpu(int cpu, bool preempt) {
 // here.)
 void CpuModel::resched_curr_lazy(int cpu) {
   Cpu& c = cpus_.at(static_cast<std::size_t>(cpu));
+  if (c.curr != nullptr && is_rt(*c.curr)) return;  // the fair class cannot preempt a real-time task
   // (no tick to wait for: a later config layer set tick_ns 0 over a lazy profile)
   if (machine_.preempt != config::MachineConfig::Preempt::kLazy || machine_.tick_ns == 0 || c.curr == nullptr ||
       ((wake_src_cpu_ == cpu || wake_src_cpu_ == kAnyCpu) && !procs_[c.curr->id].in_kernel)) {
@@ -758,7 +897,7 @@ void CpuModel::stop_curr(int cpu, bool runnable) {
   c.lazy_resched = false;  // __schedule() clears the need-resched flags
   sync_idle(static_cast<std::size_t>(cpu));
   if (!runnable) runnable_changed(t, -1);
-  cls_.stopping(t, cpu, runnable);
+  if (!is_rt(t)) cls_.stopping(t, cpu, runnable);
 }
 
 void CpuModel::runnable_changed(const Task& t, int delta) {
@@ -802,7 +941,10 @@ void CpuModel::rearm_cpu(int cpu) {
 void CpuModel::dispatch(int cpu, Task* prev) {
   Cpu& c = cpus_[static_cast<std::size_t>(cpu)];
   if (c.curr) throw std::logic_error("dispatch on a busy CPU");
-  const Dispatch d = cls_.dispatch(cpu, prev);
+  // the real-time class first (rt_sched_class before fair's and ext's)
+  Task* rt = rt_pick(cpu);
+  const Dispatch d = rt != nullptr ? Dispatch{rt, Time::from_ns(procs_[rt->id].rr ? kRrSliceNs : kFifoSliceNs)}
+                                   : cls_.dispatch(cpu, prev != nullptr && is_rt(*prev) ? nullptr : prev);
   if (!d.task) {  // idle
     c.idle_since = sim_.now();
     return;
@@ -856,18 +998,22 @@ void CpuModel::dispatch(int cpu, Task* prev) {
     const std::uint64_t k = machine_.tick_ns;
     c.slice_end = Time::from_ns((c.slice_end.ns() + k - 1) / k * k);
   }
-  cls_.running(t, cpu);
+  if (rt == nullptr) cls_.running(t, cpu);
   rearm_cpu(cpu);
 }
 
-void CpuModel::preempt(int cpu) {
+void CpuModel::preempt(int cpu, bool slice_end) {
   Cpu& c = cpus_[static_cast<std::size_t>(cpu)];
   Task* t = c.curr;
   stop_curr(cpu, true);
   t->state = TaskState::kRunnable;
   t->runnable_since = sim_.now();
-  cls_.enqueue(*t, kEnqPreempted);
+  if (is_rt(*t)) rt_enqueue(*t, cpu, !(slice_end && procs_[t->id].rr));
+  else cls_.enqueue(*t, kEnqPreempted);
   dispatch(cpu, t);
+  // a real-time task left waiting goes where it can run (the balance
+  // callback's push_rt_tasks() after __schedule())
+  if (t->state == TaskState::kRunnable && is_rt(*t)) rt_push(cpu);
 }
 
 void CpuModel::on_cpu_event(int cpu) {
@@ -876,13 +1022,14 @@ void CpuModel::on_cpu_event(int cpu) {
   charge(c, cpu);
   Proc& p = procs_[t.id];
   if (p.run_left_ns > 0) {  // slice used up
-    preempt(cpu);
+    preempt(cpu, true);
     return;
   }
   const Next n = advance(t);
   if (n == Next::kRun) {
     // a lazy reschedule takes effect at the return of a system call
-    if (sim_.now() >= c.slice_end || (c.lazy_resched && p.syscall)) preempt(cpu);
+    if (sim_.now() >= c.slice_end) preempt(cpu, true);
+    else if (c.lazy_resched && p.syscall) preempt(cpu);
     else rearm_cpu(cpu);
     return;
   }
@@ -894,7 +1041,7 @@ void CpuModel::on_cpu_event(int cpu) {
 void CpuModel::exit_task(Task& t) {
   Proc& p = procs_[t.id];
   set_mem(t, 0);
-  cls_.exit_task(t);
+  if (!is_rt(t)) cls_.exit_task(t);
   t.state = TaskState::kExited;
   if (!p.background) --live_;
   if (p.parent >= 0) {
@@ -964,8 +1111,11 @@ void CpuModel::on_event(Simulator& sim, std::uint32_t kind, std::uint64_t arg) {
       c.kick_pending = false;
       c.kick_preempt = false;
       sync_idle(arg);
+      // a real-time task yields only to a higher one waiting for this CPU
+      const auto& rq = rtq_[arg];
       if (!c.curr) dispatch(cpu, nullptr);
-      else if (pre) preempt(cpu);
+      else if (pre && (!is_rt(*c.curr) || (!rq.empty() && procs_[rq.front()].rt > procs_[c.curr->id].rt)))
+        preempt(cpu);
       break;
     }
     case kTick: {  // machine.preempt lazy: the tick turns a lazy flag into a preemption

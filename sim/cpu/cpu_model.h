@@ -60,6 +60,27 @@
 //    return), run when it wakes, before its next op. Per-CPU queues
 //    (runqueues: per_cpu) are the classes' (sim/cpu/cfs.h); the model offers
 //    the kernel's placement as select_cpu_fair().
+//  - The real-time class (trace rt_priority: SCHED_FIFO / SCHED_RR) sits
+//    above the modelled class, as rt_sched_class sits above fair's and
+//    ext's in the kernel: its tasks never reach the class (no init_task,
+//    select_cpu, enqueue or dispatch; cpu_curr() is nullptr on a CPU that
+//    runs one, so the class sees no task of its own to preempt there, and
+//    the CPU is not idle). Each CPU has an RT queue by priority, FIFO
+//    within one; dispatch() takes its highest task before asking the
+//    class. Placement is select_task_rq_rt(): the task's CPU unless an RT
+//    task of equal or higher priority runs there, else the CPU of the
+//    lowest priority (idle, then running a fair task, then lower RT;
+//    find_lowest_rq(): the task's CPU, the waker's, the lowest-numbered
+//    among equals) if that is below the task's. A woken RT task preempts a
+//    fair task or a lower RT one at once (resched_curr, not lazy); one
+//    that must wait is pushed to a CPU of lower priority if there is one
+//    (push_rt_tasks), and a CPU about to run lower work pulls the highest
+//    RT task waiting behind another RT task (pull_rt_task). A preempted
+//    FIFO task goes back to the head of its priority, an RR task whose
+//    100 ms slice ended to the tail. Not modelled: RT throttling
+//    (sched_rt_runtime_us) and the fair server that give fair tasks a
+//    share of a CPU an RT task never leaves; deadline and stop classes
+//    (the importer maps them to RT 99).
 // Not modelled: SMT, caches, interrupts and softirqs, multi-threaded
 // processes (a process is one task). Nice: a process's trace nice sets its
 // task weight (the kernel's sched_prio_to_weight), inherited on fork.
@@ -142,7 +163,11 @@ class CpuModel final : public SchedContext, public EventHandler {
   // SchedContext
   Time now() const override { return sim_.now(); }
   int nr_cpus() const override { return static_cast<int>(cpus_.size()); }
-  Task* cpu_curr(int cpu) const override { return cpus_.at(static_cast<std::size_t>(cpu)).curr; }
+  // the class's task running there: nullptr when the CPU is idle or runs a real-time task
+  Task* cpu_curr(int cpu) const override {
+    Task* t = cpus_.at(static_cast<std::size_t>(cpu)).curr;
+    return t != nullptr && !is_rt(*t) ? t : nullptr;
+  }
   bool cpu_idle(int cpu) const override { return cpus_.at(static_cast<std::size_t>(cpu)).curr == nullptr; }
   int pick_idle_cpu(int prefer) const override;
   std::uint64_t idle_mask_word(std::size_t w) const override { return w < idle_.size() ? idle_[w] : 0; }
@@ -240,6 +265,9 @@ class CpuModel final : public SchedContext, public EventHandler {
     // a lazy reschedule takes effect there
     bool syscall = false;
     Time fork_began;
+    // the real-time class (trace rt_priority): 1..99, 0 = the modelled class
+    std::int32_t rt = 0;
+    bool rr = false;  // SCHED_RR (else SCHED_FIFO)
   };
   struct Cpu {
     Task* curr = nullptr;
@@ -324,6 +352,20 @@ class CpuModel final : public SchedContext, public EventHandler {
   double task_util_now(const Task& t) const;
   int select_cpu_energy(const Task& p, int prev_cpu) const;
   void dispatch(int cpu, Task* prev);
+  // The real-time class (the header's comment): is_rt(t); a CPU's level
+  // as cpupri sees it (-1 idle, 0 running the class's work or about to,
+  // else the highest RT priority running or queued there); placement;
+  // queueing (head: a preempted FIFO task) with the preemption or push it
+  // calls for; the next RT task to run on `cpu` (pulled from a CPU where
+  // it waits behind another RT task when it outranks this CPU's own).
+  bool is_rt(const Task& t) const { return procs_[t.id].rt > 0; }
+  int rt_level(int cpu) const;
+  int select_cpu_rt(const Task& t, int prev_cpu, int waker_cpu) const;
+  int lowest_rt_cpu(std::int32_t prio, int prefer, int waker_cpu, int except) const;
+  void rt_enqueue(Task& t, int cpu, bool head);
+  void rt_wakeup(Task& t, int cpu);
+  void rt_push(int cpu);
+  Task* rt_pick(int cpu);
   void charge(Cpu& c, int cpu);
   // The work done in `wall_ns` of a busy CPU, and the wall time that does
   // `work_ns` (rounded up): machine.ext_busy_pct of the CPU is sched_ext's.
@@ -342,7 +384,9 @@ class CpuModel final : public SchedContext, public EventHandler {
   void accrue_guarantee(std::size_t cg, std::uint64_t now);
   void rearm_cpu(int cpu);
   void on_cpu_event(int cpu);
-  void preempt(int cpu);
+  // slice_end: the running task's slice ran out (an RR task goes to the
+  // tail of its priority; any other preempted RT task to the head)
+  void preempt(int cpu, bool slice_end = false);
   void exit_task(Task& t);
   void set_mem(Task& t, std::uint64_t bytes);
   void maybe_finish();
@@ -363,6 +407,10 @@ class CpuModel final : public SchedContext, public EventHandler {
   // the waker's CPU while a wakeup by a task is placed (kNoCpu otherwise)
   int waker_cpu_hint_ = kNoCpu;
   std::map<std::int64_t, std::int32_t> present_cpu_;  // set_present()
+  // The real-time class: per CPU, the waiting RT tasks' ids by priority
+  // (highest first), FIFO within one; how many wait in all (0: no pull scan).
+  std::vector<std::vector<std::uint32_t>> rtq_;
+  std::uint64_t rt_waiting_ = 0;
   bool energy_aware_ = false;  // machine.wake_placement energy_aware on per-CPU queues
   config::MachineConfig machine_;
   std::uint64_t seed_;

@@ -34,8 +34,9 @@
 // than the CPU last ran) and, in FtraceDetail, each task's CPU time.
 //
 // Limitations (counted in the report): migrations and CPU placement (the
-// simulator places tasks itself); real-time priorities and renices (a
-// task's first nice, from sched_switch's prio, is kept); tasks already running at
+// simulator places tasks itself); priority changes (a task's first prio in
+// a sched_switch is kept: its nice, or its real-time priority; SCHED_RR is
+// written as SCHED_FIFO, the prio does not say); tasks already running at
 // the start (their earlier CPU time is unknown; they start at first sight);
 // threads are separate processes (the tracepoints do not say clone vs fork).
 //
@@ -66,7 +67,7 @@ struct Task {
   bool wake_start = false;                 // that wakeup was the task's first sight (a start, not a sleep's end)
   bool wake_by_task = false;               // that wakeup ended a sleep and a task woke it (WakerKind)
   std::int32_t cpu = -1;                   // running: the CPU it was switched in on
-  std::optional<std::int32_t> nice;        // first nice seen in a sched_switch prio
+  std::optional<std::int32_t> prio;        // first kernel prio seen in a sched_switch
   // Past sched_process_exit: the task still runs its teardown (exit_mm,
   // exit_files, ...: ~2 ms per child in the VM's fork storm) until its
   // last switch-out (Z/X). That CPU is its own and stays in its ops, a run
@@ -579,33 +580,42 @@ class FtraceImporter {
   }
 
   // A task's kernel prio from sched_switch (prev_prio=/next_prio= or the
-  // compact "[PRIO]"): 100..139 is nice prio-120, kept as the process's
-  // nice the first time it is seen (a later renice is counted, not
-  // replayed); below 100 is a real-time priority, which the trace format
-  // does not represent. An unreadable prio is ignored (the switch itself is
-  // still good).
+  // compact "[PRIO]"), kept the first time it is seen (a later change is
+  // counted, not replayed): 100..139 is nice prio-120; 0..99 a real-time
+  // priority 99-prio (SCHED_FIFO: the prio does not tell SCHED_RR; 0 is
+  // also the stop class's migration/N on older kernels); -1 a deadline
+  // task, replayed as real-time priority 99 (counted). Each is written
+  // when it differs from what the replay would assume: the parent's for a
+  // forked process (fork inherits both), else nice 0 and the fair class.
+  // An unreadable prio is ignored (the switch itself is still good).
   void note_prio(ProcessTable::Entry& e, Task& task, std::string_view text) {
     if (text.empty()) return;
     const auto v = to_int(trim(text));
-    if (!v || *v < 0 || *v > 139) return;
-    if (*v < 100) {
-      report_.note_unrepresented("real-time priorities (replayed as nice 0)");
+    if (!v || *v < -1 || *v > 139) return;
+    const auto prio = static_cast<std::int32_t>(*v);
+    if (task.prio) {
+      if (*task.prio != prio)
+        report_.note_unrepresented(*task.prio >= 100 && prio >= 100
+                                       ? "nice changes during the recording (the first nice is kept)"
+                                       : "priority changes during the recording (priority inheritance, "
+                                         "sched_setscheduler: the first priority is kept)");
       return;
     }
-    const auto nice = static_cast<std::int32_t>(*v - 120);
-    if (task.nice) {
-      if (*task.nice != nice) report_.note_unrepresented("nice changes during the recording (the first nice is kept)");
-      return;
-    }
-    task.nice = nice;
-    // written when it differs from what the replay would assume: 0, or the
-    // parent's nice for a forked process (fork inherits it)
-    std::int32_t assumed = 0;
+    task.prio = prio;
+    if (prio < 0) report_.note_unrepresented("deadline tasks (replayed as real-time priority 99)");
+    const std::int32_t rt = prio < 0 ? 99 : prio < 100 ? 99 - prio : 0;
+    const std::int32_t nice = prio >= 100 ? prio - 120 : 0;
+    std::int32_t assumed_rt = 0, assumed_nice = 0;
     if (e.spec->parent) {
-      const auto it = nice_of_pid_.find(*e.spec->parent);
-      if (it != nice_of_pid_.end()) assumed = it->second;
+      const auto r = rt_of_pid_.find(*e.spec->parent);
+      if (r != rt_of_pid_.end()) assumed_rt = r->second;
+      const auto n = nice_of_pid_.find(*e.spec->parent);
+      if (n != nice_of_pid_.end()) assumed_nice = n->second;
     }
-    if (nice != assumed) e.spec->nice = nice;
+    if (rt != assumed_rt) e.spec->rt_priority = rt;
+    if (rt != 0) rt_of_pid_[e.spec->pid] = rt;
+    if (rt != 0) return;  // a real-time task's nice does not act
+    if (nice != assumed_nice) e.spec->nice = nice;
     if (nice != 0) nice_of_pid_[e.spec->pid] = nice;
   }
 
@@ -780,6 +790,7 @@ class FtraceImporter {
   ProcessTable table_;
   std::unordered_map<std::int64_t, Task> tasks_;  // by recorded tid; lookup only, never iterated
   std::unordered_map<std::int64_t, std::int32_t> nice_of_pid_;  // trace pid -> nice != 0; lookup only
+  std::unordered_map<std::int64_t, std::int32_t> rt_of_pid_;    // trace pid -> real-time priority != 0; lookup only
   std::optional<std::uint64_t> t0_;
   std::uint64_t last_ts_ = 0;
   std::uint32_t max_cpu_ = 0;

@@ -451,8 +451,10 @@ TEST(FtraceImport, CommWithSpacesAndBackwardsTime) {
 // sched_switch's prio is the task's nice (prio - 120), in the key=value and
 // the compact "[PRIO]" forms: a niced compiler (prio 130) keeps nice 10, its
 // forked child inherits it without a key of its own, a child that runs at
-// nice 0 says so, a real-time task (prio 49) is counted as unrepresented.
-TEST(FtraceImport, PrioBecomesNice) {
+// nice 0 says so; a real-time task (prio 49) gets real-time priority 50,
+// its forked child inherits it, and a child of it at prio 120 is written as
+// the fair class; a later prio change is counted, not replayed.
+TEST(FtraceImport, PrioBecomesNiceOrARealTimePriority) {
   std::istringstream in(
       "  cc1-50 [000] d..2. 1.000000: sched_switch: prev_comm=cc1 prev_pid=50 prev_prio=130 prev_state=R ==> "
       "next_comm=bash next_pid=60 next_prio=120\n"
@@ -460,16 +462,29 @@ TEST(FtraceImport, PrioBecomesNice) {
       "  cc1-50 [001] d..2. 1.001500: sched_process_fork: comm=cc1 pid=50 child_comm=cc1 child_pid=51\n"
       "  bash-60 [000] d..2. 1.002000: sched_switch: bash:60 [120] S ==> cc1:51 [130]\n"
       "  cc1-51 [000] d..2. 1.003000: sched_switch: cc1:51 [130] S ==> irq/9:70 [49]\n"
-      "  irq-70 [000] d..2. 1.004000: sched_switch: irq/9:70 [49] S ==> bash:61 [120]\n");
+      "  irq-70 [000] d..2. 1.003500: sched_process_fork: comm=irq/9 pid=70 child_comm=w child_pid=71\n"
+      "  irq-70 [000] d..2. 1.003600: sched_process_fork: comm=irq/9 pid=70 child_comm=f child_pid=72\n"
+      "  irq-70 [000] d..2. 1.004000: sched_switch: irq/9:70 [49] S ==> bash:61 [120]\n"
+      "  bash-61 [000] d..2. 1.005000: sched_switch: bash:61 [120] S ==> w:71 [49]\n"
+      "  w-71 [000] d..2. 1.006000: sched_switch: w:71 [49] S ==> f:72 [120]\n"
+      "  f-72 [000] d..2. 1.007000: sched_switch: f:72 [120] S ==> irq/9:70 [39]\n");
   Result r = import_ftrace(in, "n.txt", Options{});
   EXPECT_EQ(r.report.malformed, 0u);
+  EXPECT_EQ(proc(r.trace, 70).rt_priority, std::optional<std::int32_t>(50));
+  EXPECT_EQ(proc(r.trace, 71).rt_priority, std::nullopt);  // inherits its parent's 50
+  EXPECT_EQ(proc(r.trace, 72).rt_priority, std::optional<std::int32_t>(0));  // the fair class, said
+  EXPECT_EQ(proc(r.trace, 50).rt_priority, std::nullopt);
+  EXPECT_EQ(r.report.unrepresented.at("priority changes during the recording (priority inheritance, "
+                                      "sched_setscheduler: the first priority is kept)"),
+            1u);
   EXPECT_EQ(proc(r.trace, 50).nice, std::optional<std::int32_t>(10));
   EXPECT_EQ(proc(r.trace, 51).nice, std::nullopt);  // inherits its parent's 10
   EXPECT_EQ(proc(r.trace, 60).nice, std::nullopt);  // 0, the default
   EXPECT_EQ(proc(r.trace, 61).nice, std::nullopt);
   EXPECT_EQ(proc(r.trace, 70).nice, std::nullopt);
-  EXPECT_EQ(r.report.unrepresented.at("real-time priorities (replayed as nice 0)"), 2u);
+  EXPECT_EQ(r.report.unrepresented.count("real-time priorities (replayed as nice 0)"), 0u);
   EXPECT_NE(trace::to_json(r.trace).dump().find("\"nice\":10"), std::string::npos);
+  EXPECT_NE(trace::to_json(r.trace).dump().find("\"rt_priority\":50"), std::string::npos);
   EXPECT_NO_THROW(trace::validate(r.trace));
 }
 

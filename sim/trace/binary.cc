@@ -25,8 +25,8 @@
 // Every error is a TraceError: file, the JSON pointer of the element being
 // read, "binary trace, byte N:", what was found and what was expected. What
 // the bytes say is then checked by validate(), as for a parsed JSON trace;
-// the one per-element check the JSON parser makes that validate() does not
-// (nice in -20..19) is made here.
+// the per-element checks the JSON parser makes that validate() does not
+// (nice in -20..19, a real-time priority in 0..99 and its policy) are made here.
 // Called by load_trace_file() (parse.cc), `trace convert`, the tests and
 // fuzz/trace_binary_fuzz.cc.
 #include <algorithm>
@@ -45,7 +45,15 @@ namespace {
 
 // Flags bytes: which optional fields follow.
 enum TopFlags : std::uint8_t { kHasDuration = 1, kHasGenerator = 2, kHasContextSwitch = 4, kHasWakeupOverhead = 8 };
-enum ProcessFlags : std::uint8_t { kHasParent = 1, kHasStart = 2, kHasNice = 4, kHasAgent = 8 };
+// kHasRt: a real-time priority (svarint, 0..99), then kRtRoundRobin says SCHED_RR
+enum ProcessFlags : std::uint8_t {
+  kHasParent = 1,
+  kHasStart = 2,
+  kHasNice = 4,
+  kHasAgent = 8,
+  kHasRt = 16,
+  kRtRoundRobin = 32
+};
 enum CgroupFlags : std::uint8_t { kHasCpuMax = 1, kHasMemoryHigh = 2, kHasMemoryMax = 4 };
 enum ForkTarget : std::uint8_t { kForkPid = 0, kForkChild = 1 };
 
@@ -113,6 +121,8 @@ class Writer {
     if (!templ && p.start_ns) flags |= kHasStart;
     if (p.nice) flags |= kHasNice;
     if (p.agent) flags |= kHasAgent;
+    if (p.rt_priority) flags |= kHasRt;
+    if (p.rt_round_robin) flags |= kRtRoundRobin;
     u8(flags);
     if (!templ) svarint(p.pid);
     if (flags & kHasParent) svarint(*p.parent);
@@ -120,6 +130,7 @@ class Writer {
     str(p.cgroup);
     str(p.comm);
     if (flags & kHasNice) svarint(*p.nice);
+    if (flags & kHasRt) svarint(*p.rt_priority);
     if (flags & kHasAgent) str(p.agent->session);
     loc(p.loc);
     ops(p.ops);
@@ -464,9 +475,11 @@ class Reader {
 
   ProcessSpec process(bool templ, int nesting) {
     ProcessSpec p;
+    const std::uint8_t rt = file_version_ >= 3 ? (kHasRt | kRtRoundRobin) : 0;
     const std::uint8_t flags =
         flags_byte(templ ? "a template's flags" : "a process's flags",
-                   templ ? (kHasNice | kHasAgent) : (kHasParent | kHasStart | kHasNice | kHasAgent));
+                   static_cast<std::uint8_t>(templ ? (kHasNice | kHasAgent | rt)
+                                                   : (kHasParent | kHasStart | kHasNice | kHasAgent | rt)));
     if (!templ) p.pid = svarint("a pid");
     if (flags & kHasParent) p.parent = svarint("a parent pid");
     if (flags & kHasStart) p.start_ns = varint("start_ns");
@@ -478,6 +491,19 @@ class Reader {
       if (nice < -20 || nice > 19)
         fail(at, "expected a nice value (an integer in -20..19), got " + std::to_string(nice));
       p.nice = static_cast<std::int32_t>(nice);
+    }
+    if (flags & kHasRt) {
+      const std::size_t at = pos();
+      const std::int64_t prio = svarint("a real-time priority");
+      if (prio < 0 || prio > 99)
+        fail(at, "expected a real-time priority (an integer in 1..99, or 0 for the fair class), got " +
+                     std::to_string(prio));
+      p.rt_priority = static_cast<std::int32_t>(prio);
+    }
+    if (flags & kRtRoundRobin) {
+      if (!p.rt_priority || *p.rt_priority == 0)
+        fail(pos(), "a real-time policy (SCHED_RR) without a real-time priority 1..99");
+      p.rt_round_robin = true;
     }
     if (flags & kHasAgent) p.agent = AgentInfo{str("an agent session")};
     p.loc = loc();

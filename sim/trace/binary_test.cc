@@ -270,6 +270,39 @@ TEST(Binary, VersionOneWithoutWakersLoads) {
   EXPECT_EQ(parse_binary_trace(one.data(), one.size(), "v2.agtb").processes[1].ops[0].waker(), 1);
 }
 
+// A real-time priority and policy (version 3) round-trip, in a listed
+// process and a fork template; a version 2 file cannot carry them (its
+// process flags stop at 8), and a priority outside 0..99 or SCHED_RR
+// without a priority is the reader's error, as the JSON parser's.
+TEST(Binary, RealTimePrioritiesRoundTripFromVersionThree) {
+  const std::string text = R"({"format": "agentcg-trace", "version": 1, "name": "rt", "machine": {"cpus": 1},
+ "processes": [{"pid": 1, "start_ns": 0, "rt_priority": 50, "rt_policy": "rr", "ops": [
+  {"op": "fork", "child": {"comm": "w", "rt_priority": 0, "ops": [{"op": "run", "ns": 5}]}}]},
+  {"pid": 2, "start_ns": 0, "rt_priority": 7, "ops": [{"op": "run", "ns": 7}]}]})";
+  const Trace parsed = parse_trace(text, "rt.json");
+  const std::string bin = to_binary(parsed);
+  const Trace back = parse_binary_trace(bin.data(), bin.size(), "rt.agtb");
+  EXPECT_EQ(to_json_text(back), to_json_text(parsed));
+  EXPECT_EQ(back.processes[0].rt_priority, std::optional<std::int32_t>(50));
+  EXPECT_TRUE(back.processes[0].rt_round_robin);
+  EXPECT_EQ(back.processes[0].ops[0].child()->rt_priority, std::optional<std::int32_t>(0));
+  EXPECT_FALSE(back.processes[1].rt_round_robin);
+  std::string v2 = bin;
+  v2[8] = 2;
+  EXPECT_NE(binary_error(v2).find("a process's flags"), std::string::npos) << binary_error(v2);
+  Trace t = parsed;
+  t.processes[1].rt_priority = 100;
+  EXPECT_NE(binary_error(to_binary(t)).find("expected a real-time priority (an integer in 1..99, or 0 for the fair "
+                                            "class), got 100"),
+            std::string::npos);
+  t = parsed;
+  t.processes[1].rt_priority.reset();
+  t.processes[1].rt_round_robin = true;
+  EXPECT_NE(binary_error(to_binary(t)).find("a real-time policy (SCHED_RR) without a real-time priority 1..99"),
+            std::string::npos)
+      << binary_error(to_binary(t));
+}
+
 TEST(Binary, SmallTraceParses) {
   const std::string bin = small_binary();
   EXPECT_EQ(binary_error(bin), "");
@@ -415,12 +448,12 @@ TEST(Binary, WrongMagicAndVersion) {
             "t.agtb: /: binary trace, byte 2: not an agentcg binary trace; expected the magic bytes 89 41 47 54 42 0d "
             "0a 1a (\\x89AGTB\\r\\n\\x1a) at the start, or JSON text");
   std::string v = bin;
-  v[8] = 3;
-  EXPECT_EQ(binary_error(v), "t.agtb: /: binary trace, byte 8: binary format version 3; this build reads versions "
-                             "1..2 only (convert the JSON trace again with its trace convert)");
+  v[8] = 4;
+  EXPECT_EQ(binary_error(v), "t.agtb: /: binary trace, byte 8: binary format version 4; this build reads versions "
+                             "1..3 only (convert the JSON trace again with its trace convert)");
   v[8] = 0;
   EXPECT_EQ(binary_error(v), "t.agtb: /: binary trace, byte 8: binary format version 0; this build reads versions "
-                             "1..2 only (convert the JSON trace again with its trace convert)");
+                             "1..3 only (convert the JSON trace again with its trace convert)");
   EXPECT_EQ(binary_error(std::string("\x89", 1)),
             "t.agtb: /: binary trace, byte 1: the file ends inside the magic bytes; expected more bytes (a "
             "truncated file?)");

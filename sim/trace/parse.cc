@@ -655,6 +655,17 @@ class Parser {
       fail(ptr, "expected a nice value (an integer in -20..19), got " + show(j));
     return static_cast<std::int32_t>(j.get<std::int64_t>());
   }
+  std::int32_t get_rt_priority(const json& j, const std::string& ptr) const {
+    if (!j.is_number_integer() || j.get<std::int64_t>() < 0 || j.get<std::int64_t>() > 99)
+      fail(ptr, "expected a real-time priority (an integer in 1..99, or 0 for the fair class), got " + show(j));
+    return static_cast<std::int32_t>(j.get<std::int64_t>());
+  }
+  // rt_policy "fifo" (SCHED_FIFO, the default) or "rr" (SCHED_RR): true for rr
+  bool get_rt_policy(const json& j, const std::string& ptr) const {
+    if (!j.is_string() || (j.get<std::string>() != "fifo" && j.get<std::string>() != "rr"))
+      fail(ptr, "expected a real-time policy (\"fifo\" or \"rr\"), got " + show(j));
+    return j.get<std::string>() == "rr";
+  }
   std::string get_string(const json& j, const std::string& ptr, bool non_empty) const {
     if (!j.is_string()) fail(ptr, std::string("expected a string, got ") + type_name(j) + " " + show(j));
     std::string s = j.get<std::string>();
@@ -746,11 +757,12 @@ class Parser {
     p.loc = element_loc(j, ptr, !templ);
     if (templ) {
       expect_object(j, ptr, "a process template object {\"comm\":..,\"ops\":[..]}");
-      check_keys(j, ptr, {"comm", "cgroup", "nice", "agent", "ops"});
+      check_keys(j, ptr, {"comm", "cgroup", "nice", "rt_priority", "rt_policy", "agent", "ops"});
       p.cgroup.clear();  // empty = the parent's cgroup
     } else {
       expect_object(j, ptr, "a process object {\"pid\":N,\"ops\":[..],...}");
-      check_keys(j, ptr, {"pid", "parent", "cgroup", "start_ns", "comm", "nice", "agent", "ops"});
+      check_keys(j, ptr,
+                 {"pid", "parent", "cgroup", "start_ns", "comm", "nice", "rt_priority", "rt_policy", "agent", "ops"});
       p.pid = get_pid(require(j, ptr, "pid"), ptr + "/pid");
       if (j.contains("parent")) p.parent = get_pid(j["parent"], ptr + "/parent");
       if (j.contains("start_ns")) p.start_ns = get_u64(j["start_ns"], ptr + "/start_ns");
@@ -758,6 +770,12 @@ class Parser {
     if (j.contains("cgroup")) p.cgroup = get_string(j["cgroup"], ptr + "/cgroup", true);
     if (j.contains("comm")) p.comm = get_string(j["comm"], ptr + "/comm", false);
     if (j.contains("nice")) p.nice = get_nice(j["nice"], ptr + "/nice");
+    if (j.contains("rt_priority")) p.rt_priority = get_rt_priority(j["rt_priority"], ptr + "/rt_priority");
+    if (j.contains("rt_policy")) {
+      p.rt_round_robin = get_rt_policy(j["rt_policy"], ptr + "/rt_policy");
+      if (!p.rt_priority || *p.rt_priority == 0)
+        fail(ptr + "/rt_policy", "a real-time policy needs a real-time priority (rt_priority 1..99) beside it");
+    }
     if (j.contains("agent")) {
       const std::string ap = ptr + "/agent";
       const json& a = j["agent"];

@@ -179,6 +179,13 @@ struct ProcessSpec {
   // the parent's (fork inherits it) or 0. Recorded captures carry it (the
   // ftrace importer reads prio from sched_switch).
   std::optional<std::int32_t> nice;
+  // The real-time class (SCHED_FIFO, or SCHED_RR with rt_round_robin):
+  // priority 1..99 (99 the highest), above every fair or sched_ext task;
+  // 0 = SCHED_OTHER (the fair class) explicitly; absent = the parent's
+  // policy (fork inherits it), else SCHED_OTHER. Recorded captures carry it
+  // (sched_switch's prio below 100 is 99 - rt_priority).
+  std::optional<std::int32_t> rt_priority;
+  bool rt_round_robin = false;
   std::vector<Op> ops;
   SourceLoc loc;
 };
@@ -309,8 +316,10 @@ void write_trace_file(const Trace& trace, const std::string& path);
 // checked by validate(), as a parsed JSON trace is.
 inline constexpr char kBinaryMagic[8] = {'\x89', 'A', 'G', 'T', 'B', '\r', '\n', '\x1a'};
 // Version 2 (2026-11-30) adds a sleep's and an io op's waker (a signed
-// number after its ns); version 1 files still load (no waker).
-inline constexpr std::uint32_t kBinaryVersion = 2;
+// number after its ns); version 1 files still load (no waker). Version 3
+// (2026-12-01) adds a process's real-time priority and policy (process
+// flags 16 and 32); versions 1 and 2 files still load (none).
+inline constexpr std::uint32_t kBinaryVersion = 3;
 inline constexpr std::uint32_t kBinaryVersionOldest = 1;
 inline constexpr const char* kBinaryExtension = ".agtb";
 // Repeat bodies plus fork templates, nested: the JSON parser's depth cap

@@ -88,6 +88,8 @@ json process_json(const ProcessSpec& p, bool templ) {
   if (!templ || !p.cgroup.empty()) j["cgroup"] = p.cgroup;
   if (!p.comm.empty()) j["comm"] = p.comm;
   if (p.nice) j["nice"] = *p.nice;
+  if (p.rt_priority) j["rt_priority"] = *p.rt_priority;
+  if (p.rt_round_robin) j["rt_policy"] = "rr";
   if (p.agent) j["agent"] = json{{"session", p.agent->session}};
   j["ops"] = ops_json(p.ops);
   return j;
@@ -104,7 +106,7 @@ int key_rank(const std::string& k) {
       // cgroups
       "path", "cpu_weight", "cpu_max", "quota_us", "period_us", "memory_high", "memory_max",
       // processes and ops
-      "op", "pid", "parent", "start_ns", "cgroup", "comm", "nice", "agent", "session", "ns", "bytes", "count", "tool",
+      "op", "pid", "parent", "start_ns", "cgroup", "comm", "nice", "rt_priority", "rt_policy", "agent", "session", "ns", "bytes", "count", "tool",
       "step", "child", "body", "ops",
       // values
       "dist", "min", "mean", "median", "sigma", "max"};

@@ -7,7 +7,8 @@
 # same trace, and checks that results.json has the simulator's key set
 # (recursively; `live` and `gpu` aside, and `config`, whose content is
 # live-specific: the machine actually used), plus the counts the trace fixes.
-# Also: --duration stops and kills everything; bad trace -> exit 1 with
+# Also: a real-time policy (rt_priority) is set as the trace says;
+# --duration stops and kills everything; bad trace -> exit 1 with
 # FILE:LINE; bad options -> exit 2.
 # Usage: player_test.py PATH/TO/agentcg-player PATH/TO/agentcg-sim
 import json
@@ -15,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 MS = 1_000_000
 TRACE = {
@@ -106,6 +108,53 @@ def our_procs():
     return found
 
 
+def sched_policy(pid):
+    """The scheduling policy of /proc/PID/stat (field 41: 0 SCHED_OTHER, 1 FIFO, 2 RR)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[38])
+
+
+# A real-time process (SCHED_FIFO 1) and its child that the trace puts back
+# in the fair class (rt_priority 0): while they sleep, /proc says what the
+# player set. Without the right to (not root, no CAP_SYS_NICE) the player
+# says so and runs on.
+RT_TRACE = {
+    "format": "agentcg-trace", "version": 1, "name": "player-rt", "machine": {"cpus": 2},
+    "processes": [{"pid": 1, "start_ns": 0, "comm": "agcgpt-rt", "rt_priority": 1, "ops": [
+        {"op": "fork", "child": {"comm": "agcgpt-fair", "rt_priority": 0, "ops": [{"op": "sleep", "ns": 1500 * MS}]}},
+        {"op": "sleep", "ns": 1500 * MS}, {"op": "run", "ns": 1 * MS}, {"op": "wait"}]}],
+}
+
+
+def check_real_time(player, tmp):
+    tpath = os.path.join(tmp, "rt.json")
+    with open(tpath, "w") as f:
+        json.dump(RT_TRACE, f)
+    env = dict(os.environ, **{TAG_KEY: TAG_VALUE})
+    proc = subprocess.Popen([player, tpath, "-o", os.path.join(tmp, "rt-live.json"), "--no-cgroups"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    policies = {}
+    deadline = time.monotonic() + 1.2
+    while time.monotonic() < deadline and len(policies) < 2:
+        for pid in our_procs():
+            try:
+                with open(f"/proc/{pid}/comm") as f:
+                    comm = f.read().strip()
+                if comm in ("agcgpt-rt", "agcgpt-fair"):
+                    policies[comm] = sched_policy(pid)
+            except OSError:
+                pass
+        time.sleep(0.05)
+    out, err = proc.communicate(timeout=60)
+    check(proc.returncode == 0, f"real-time trace: player exit {proc.returncode}: {err}")
+    if "cannot set real-time priority 1 (SCHED_FIFO)" in err:
+        check(os.geteuid() != 0, f"root could not set SCHED_FIFO: {err}")
+        print("SKIP: real-time policy not permitted here (the player said so):", err.strip().splitlines()[0])
+        return
+    check(policies.get("agcgpt-rt") == 1, f"the real-time process's policy {policies} (want SCHED_FIFO, 1)")
+    check(policies.get("agcgpt-fair") == 0, f"the child put back in the fair class: {policies} (want 0)")
+
+
 def main():
     player, sim = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory() as tmp:
@@ -192,6 +241,7 @@ def main():
         r = run([player, tpath, "-o", os.path.join(tmp, "x.json"), "--no-cgroup"])
         check(r.returncode == 2 and "unknown option --no-cgroup (did you mean --no-cgroups?)" in r.stderr,
               f"typo: exit {r.returncode} {r.stderr}")
+        check_real_time(player, tmp)
         r = run([player, "--version"])
         check(r.returncode == 0 and r.stdout.startswith("agentcg-player "), f"--version: {r.returncode} {r.stdout}")
         # Without --no-cgroups on a host without writable cgroup v2: a clear failure.
