@@ -1338,7 +1338,7 @@ void BPF_STRUCT_OPS(agentcg_running, struct task_struct *p)
 	t->at.started_at_ns = now;
 	/* added to cgrp_stat by stopping: one map lookup per run, not two */
 	if (t->runnable_at)
-		t->wait_ns += now - t->runnable_at;
+		t->wait_ns += agentcg_elapsed(now, t->runnable_at);
 	t->runnable_at = 0;
 	cs = task_cgrp(t);
 	if (t->queued) {
@@ -1418,7 +1418,7 @@ void BPF_STRUCT_OPS(agentcg_stopping, struct task_struct *p, bool runnable)
 		cc->stopped_ns = now;
 		cc->last_cgid = t->cgid;
 	}
-	ran = now - t->at.started_at_ns;
+	ran = agentcg_elapsed(now, t->at.started_at_ns);
 	t->at.started_at_ns = 0;
 	if (runnable)
 		t->runnable_at = now;

@@ -5,6 +5,7 @@
 // seed's pseudo-code (e.g. an unbounded boost, a tumbling fork counter, a
 // first memory.events reading taken as a rise) fails here.
 #include "agentcg/agentcg.h"
+#include "agentcg/bandwidth.h"
 
 #include <gtest/gtest.h>
 
@@ -373,6 +374,40 @@ TEST(Las, RetriggeringGroupIsBoundedByItsBudget) {
   EXPECT_GT(credit, bound / 2) << "the budget refills, the epoch is not a one-off";
   EXPECT_EQ(grants, 100u);
   EXPECT_LT(credit / grants, 20 * kMs) << "re-triggers get partial quanta";
+}
+
+// A live callback reads the clock at its start; another CPU may store a
+// later timestamp into a group's state before the callback reads it. Such
+// a timestamp is "no time ago", never ~2^64 ns: a fork window keeps its
+// counts, a budget is not refilled at once, a throttled time does not jump
+// by centuries. (The old unsigned differences fail every line.)
+TEST(Clock, ATimestampAnotherCpuTookLaterCountsAsNoTime) {
+  EXPECT_EQ(agentcg_elapsed(5, 3), 2u);
+  EXPECT_EQ(agentcg_elapsed(3, 5), 0u);
+  EXPECT_EQ(agentcg_elapsed(1, ~0ull), 2u) << "wrap-safe";
+  const u64 win = 100 * kMs, start = 10 * kSec;
+  u64 st = start;
+  u32 cur = 20, prev = 5;
+  agentcg_win_roll(&st, &cur, &prev, win, start - kUs);
+  EXPECT_EQ(st, start);
+  EXPECT_EQ(cur, 20u);
+  EXPECT_EQ(prev, 5u);
+  EXPECT_EQ(agentcg_win_count(start, 20, 5, win, start - kUs), 25u);
+
+  const agentcg_tunables t = defaults();
+  agentcg_cgrp cg = group(100);
+  cg.boost_budget_ns = 0;
+  cg.boost_budget_at_ns = start;
+  agentcg_boost_refill(&cg, start - kUs, &t);
+  EXPECT_EQ(cg.boost_budget_ns, 0u);
+
+  agentcg_bw_pool pool;
+  agentcg_bw_init(&pool, 1 * kMs, 100 * kMs);
+  s64 local = 0;
+  while (agentcg_bw_acquire(&pool, &local, AGENTCG_BW_DEFAULT_SLICE_NS, start)) agentcg_bw_charge(&pool, &local, kMs);
+  ASSERT_NE(pool.throttled, 0u);
+  agentcg_bw_refill(&pool, start - kUs);  // the refill timer read the clock before the throttle
+  EXPECT_EQ(pool.throttled_ns, 0u);
 }
 
 TEST(Las, EpochServesNoMoreThanTheNextSecondsEntitlement) {

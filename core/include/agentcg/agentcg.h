@@ -282,7 +282,7 @@ static inline u32 agentcg_mem_penalty_update(struct agentcg_mem_state *s, u64 hi
 			ev |= AGENTCG_EV(penalties_applied);
 		}
 		s->last_change_ns = now_ns;
-	} else if (s->penalty > 0 && now_ns - s->last_change_ns >= decay_ns) {
+	} else if (s->penalty > 0 && agentcg_elapsed(now_ns, s->last_change_ns) >= decay_ns) {
 		s->penalty--;
 		s->last_change_ns = now_ns;
 		ev |= AGENTCG_EV(penalties_released);
@@ -330,9 +330,9 @@ static inline bool agentcg_sync_weight(struct agentcg_cgrp *cg, struct agentcg_c
  */
 static inline void agentcg_win_roll(u64 *start, u32 *cur, u32 *prev, u64 win_ns, u64 now_ns)
 {
-	if (now_ns - *start < win_ns)
+	if (agentcg_elapsed(now_ns, *start) < win_ns)
 		return;
-	if (now_ns - *start < 2 * win_ns) {
+	if (agentcg_elapsed(now_ns, *start) < 2 * win_ns) {
 		*prev = *cur;
 		*start += win_ns;
 	} else {
@@ -346,7 +346,7 @@ static inline void agentcg_win_roll(u64 *start, u32 *cur, u32 *prev, u64 win_ns,
 /* Events in the last win_ns: cur + prev x (part of the previous bucket still inside). */
 static inline u64 agentcg_win_count(u64 start, u32 cur, u32 prev, u64 win_ns, u64 now_ns)
 {
-	u64 into = now_ns - start; /* < win_ns after a roll */
+	u64 into = agentcg_elapsed(now_ns, start); /* < win_ns after a roll */
 
 	if (into >= win_ns)
 		return cur;
@@ -436,7 +436,7 @@ static inline bool agentcg_fork_storm_early(const struct agentcg_cgrp *cg, u32 t
 static inline bool agentcg_fork_tick(struct agentcg_cgrp *cg, u64 now_ns,
 				     const struct agentcg_tunables *t)
 {
-	if (cg->storm && now_ns - cg->storm_last_ns >= agentcg_fork_window_ns(t)) {
+	if (cg->storm && agentcg_elapsed(now_ns, cg->storm_last_ns) >= agentcg_fork_window_ns(t)) {
 		cg->storm = 0;
 		return true;
 	}
@@ -540,7 +540,7 @@ static inline void agentcg_boost_refill(struct agentcg_cgrp *cg, u64 now_ns,
 	u64 period = agentcg_boost_window_ns(t) * AGENTCG_BOOST_REFILL_WINDOWS;
 	u64 add;
 
-	add = period ? (now_ns - cg->boost_budget_at_ns) * full / period : full;
+	add = period ? agentcg_elapsed(now_ns, cg->boost_budget_at_ns) * full / period : full;
 	cg->boost_budget_ns = full - cg->boost_budget_ns <= add ? full : cg->boost_budget_ns + add;
 	cg->boost_budget_at_ns = now_ns;
 }
@@ -616,7 +616,7 @@ static inline u32 agentcg_on_fork(struct agentcg_cgrp *cg, struct agentcg_global
 	if (cg->seen && cg->armed && cg->nr_tasks <= cg->step_floor) {
 		cg->step_floor = cg->nr_tasks;
 		cg->armed = 0;
-		if (now_ns - cg->armed_at_ns <= AGENTCG_STEP_FORK_WINDOWS * agentcg_boost_window_ns(t)) {
+		if (agentcg_elapsed(now_ns, cg->armed_at_ns) <= AGENTCG_STEP_FORK_WINDOWS * agentcg_boost_window_ns(t)) {
 			ev |= AGENTCG_EV(new_steps);
 			/* the epoch started at the activation (if any) covers the
 			 * step, even when its quantum is already attained: a new
@@ -747,10 +747,10 @@ static inline u32 agentcg_on_runnable(struct agentcg_cgrp *cg, struct agentcg_gl
 	}
 	/* latency: the placement that follows (eevdf.h agentcg_eevdf_place:
 	 * cvtime = V - vlag) is not service; keep it out of the window's count */
-	if (now_ns - cg->armed_at_ns < AGENTCG_LATENCY_WINDOW_NS)
+	if (agentcg_elapsed(now_ns, cg->armed_at_ns) < AGENTCG_LATENCY_WINDOW_NS)
 		cg->lat_cv0 += (g->cvtime_now - (u64)cg->vlag) - cg->cvtime;
 	/* correction 6: idle = no runnable task, not "did not run" */
-	if (now_ns - cg->last_idle_ns > AGENTCG_STEP_QUIET_NS) {
+	if (agentcg_elapsed(now_ns, cg->last_idle_ns) > AGENTCG_STEP_QUIET_NS) {
 		cg->armed = 1;
 		cg->armed_at_ns = now_ns;
 		/* latency: service counts from where the caller's placement
@@ -760,7 +760,7 @@ static inline u32 agentcg_on_runnable(struct agentcg_cgrp *cg, struct agentcg_gl
 		if (cg->nr_tasks < cg->step_floor)
 			cg->step_floor = cg->nr_tasks;
 	}
-	if (now_ns - cg->last_idle_ns <= 2 * window)
+	if (agentcg_elapsed(now_ns, cg->last_idle_ns) <= 2 * window)
 		return 0;
 	return agentcg_epoch_start(cg, g, agentcg_epoch_cv0(g, t), now_ns, t);
 }
@@ -833,7 +833,7 @@ static inline u64 agentcg_latency_left_ns(const struct agentcg_cgrp *cg, u64 now
 		return 0;
 	if (cg->storm && agentcg_feat(t, AGENTCG_F_FORK_AWARE))
 		return 0;
-	if (now_ns - cg->armed_at_ns >= AGENTCG_LATENCY_WINDOW_NS)
+	if (agentcg_elapsed(now_ns, cg->armed_at_ns) >= AGENTCG_LATENCY_WINDOW_NS)
 		return 0;
 	/* service since the activation, real ns = virtual x share */
 	vdone = agentcg_before(cg->cvtime, cg->lat_cv0) ? 0 : cg->cvtime - cg->lat_cv0;

@@ -167,7 +167,7 @@ static inline bool agentcg_bw_refill(struct agentcg_bw_pool *p, u64 now_ns)
 		p->nr_periods++;
 	if (p->throttled) {
 		p->nr_throttled++;
-		p->throttled_ns += now_ns - p->throttled_since_ns;
+		p->throttled_ns += agentcg_elapsed(now_ns, p->throttled_since_ns);
 		p->throttled = 0;
 	}
 	if (p->used_ns > p->quota_ns) {

@@ -43,4 +43,20 @@ typedef int64_t s64;
  */
 #define AGENTCG_ALWAYS_INLINE inline __attribute__((always_inline))
 
+/*
+ * The time from `then` to `now` (ns), 0 when `then` is the later one. A
+ * live callback reads the clock once, at its start; meanwhile another CPU
+ * may store a later timestamp into shared state (a cgroup's fork window,
+ * its boost budget's refill time, a throttle's start) that this callback
+ * then reads, and an unsigned `now - then` would wrap to ~2^64: a window
+ * thought long past (its counts dropped), a budget refilled at once, a
+ * throttled time of centuries. Every elapsed time between timestamps that
+ * different CPUs may have taken goes through this; in the simulator's one
+ * clock `then` is never later, and this is `now - then`.
+ */
+static AGENTCG_ALWAYS_INLINE u64 agentcg_elapsed(u64 now, u64 then)
+{
+	return (s64)(now - then) > 0 ? now - then : 0;
+}
+
 #endif /* AGENTCG_TYPES_H */
