@@ -222,7 +222,7 @@ void parse_machine_section(const YAML::Node& n, const Reader& r, MachineConfig& 
               "timer_busy_ns,ext_timer_busy_ns,"
               "migration_cost_ns,background_cpu_pct,fork_cost_ns,exit_cost_ns,fork_after_ns,fork_child_ns,ext_busy_pct,"
               "ext_wakeup_ns,ext_fork_ns,wakeup_work_ns,sleep_cost_ns,tick_ns,preempt,fork_placement,wake_placement,"
-              "cpu_capacity");
+              "balance,cpu_capacity");
   if (n["context_switch_ns"]) {
     m.context_switch_ns = r.u64(n, "machine", "context_switch_ns", 0, 1000000);
     m.context_switch_ns_set = true;
@@ -273,6 +273,12 @@ void parse_machine_section(const YAML::Node& n, const Reader& r, MachineConfig& 
     if (v == "energy_aware") m.wake_placement = MachineConfig::WakePlacement::kEnergyAware;
     else if (v == "spread") m.wake_placement = MachineConfig::WakePlacement::kSpread;
     else r.fail(n["wake_placement"], "machine.wake_placement", "expected spread or energy_aware, got '" + v + "'");
+  }
+  if (n["balance"]) {
+    const std::string v = r.str(n, "machine", "balance");
+    if (v == "when_overutilized") m.balance = MachineConfig::Balance::kWhenOverutilized;
+    else if (v == "always") m.balance = MachineConfig::Balance::kAlways;
+    else r.fail(n["balance"], "machine.balance", "expected always or when_overutilized, got '" + v + "'");
   }
   if (n["cpu_capacity"]) {
     const YAML::Node& l = n["cpu_capacity"];

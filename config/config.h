@@ -143,6 +143,18 @@ struct MachineConfig {
   // 1,066 wakeups went to the waker's busy CPU with CPUs idle.
   enum class WakePlacement { kSpread, kEnergyAware };
   WakePlacement wake_placement = WakePlacement::kSpread;
+  // When the fair class's per-CPU load balancer (periodic and newidle)
+  // moves tasks. kAlways. kWhenOverutilized: under kEnergyAware placement,
+  // only while some CPU is overutilized, as EAS kernels gate it
+  // (find_busiest_group() gives up when sched_energy_enabled() and the
+  // root domain is not overutilized): a task woken behind a running one on
+  // its CPU waits there. Recorded on an Android phone
+  // (tests/data/recordings/public/android_b.txt): kernel threads woken onto
+  // CPU 0 waited 2.2-2.6 ms behind a running task there with CPUs idle,
+  // and 1 of 257 wakeups ran on another CPU than the one it was sent to.
+  // The capture fit chooses between the two (python/agentcg/fidelity.py).
+  enum class Balance { kAlways, kWhenOverutilized };
+  Balance balance = Balance::kAlways;
   // Each CPU's capacity (1024 = the fastest; a Juno's Cortex-A53 446):
   // what kEnergyAware's fits and utilization compare against. Empty: 1024
   // each. Run times are not scaled by it (a recorded run replays its

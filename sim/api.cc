@@ -58,6 +58,8 @@ nlohmann::json config_json(const config::Config& c) {
   if (c.machine.fork_placement == config::MachineConfig::ForkPlacement::kLocal) j["machine"]["fork_placement"] = "local";
   if (c.machine.wake_placement == config::MachineConfig::WakePlacement::kEnergyAware)
     j["machine"]["wake_placement"] = "energy_aware";
+  if (c.machine.balance == config::MachineConfig::Balance::kWhenOverutilized)
+    j["machine"]["balance"] = "when_overutilized";
   if (!c.machine.cpu_capacity.empty()) j["machine"]["cpu_capacity"] = c.machine.cpu_capacity;
   if (c.machine.fork_cost_ns) j["machine"]["fork_cost_ns"] = c.machine.fork_cost_ns;
   if (c.machine.exit_cost_ns) j["machine"]["exit_cost_ns"] = c.machine.exit_cost_ns;

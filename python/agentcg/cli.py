@@ -789,8 +789,11 @@ def _parser_fidelity(sub: Any) -> None:
                     help="machine profile or config of the captures' machine (default: the simulator's machine "
                          "with the capture's CPUs; not the VM's fitted profile)")
     fi.add_argument("--capture-fit", default=None, metavar="CAPTURES",
-                    help="fit the capture machine's wakeup and switch costs and its fork placement "
-                         "(wakeup_overhead_ns, context_switch_ns, ipi_idle_ns, task_wakeup_ns, fork_placement) on these --capture files (paths or file names, comma-separated) over "
+                    help="fit the capture machine's wakeup and switch costs, its fork placement, a deep idle "
+                         "state's exit where the captures record idle states and, under energy-aware placement, "
+                         "when it balances load (wakeup_overhead_ns, context_switch_ns, ipi_idle_ns, "
+                         "task_wakeup_ns, fork_placement, idle_exit_ns, idle_exit_after_ns, balance) on these "
+                         "--capture files (paths or file names, comma-separated) over "
                          "--capture-machine; the other captures are held out; the fit is saved as "
                          "DIR/capture-machine.yaml")
     fi.add_argument("--capture-cv", action="store_true",

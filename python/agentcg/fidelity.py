@@ -1813,8 +1813,13 @@ _IDLE_AFTER_GRID = (0, 500000, 1000000, 2000000, 5000000, 10000000, 20000000, 50
 CAPTURE_FIT_GRID: Dict[str, Tuple[Any, ...]] = {"wakeup_overhead_ns": _COST_GRID, "context_switch_ns": _COST_GRID,
                                                  "ipi_idle_ns": _COST_GRID, "task_wakeup_ns": _COST_GRID,
                                                  "fork_placement": ("idlest", "local"),
+                                                 "balance": ("always", "when_overutilized"),
                                                  "idle_exit_ns": _IDLE_EXIT_GRID,
                                                  "idle_exit_after_ns": _IDLE_AFTER_GRID}
+# machine.balance acts only with energy-aware placement (EAS's gate on the
+# load balancer): fitted where the machine has it, left out of every other
+# fit (it would double the first pass for nothing).
+CAPTURE_FIT_EAS_ONLY = ("balance",)
 # The keys the fit's first pass does not combine (coordinate descent moves
 # them, together, from none): in the first pass they would multiply its
 # replays by the grid's 80 pairs.
@@ -1856,7 +1861,11 @@ def capture_sq_log_error(caps: Sequence[Mapping[str, Any]]) -> float:
     of the sleeps ended by a task and of those ended by an interrupt, where
     it has as many (the wakeup_overhead_ns / task_wakeup_ns split: on the
     Juno board's capture both are local wakeups, and without this split
-    the fit paid for the task wakeups' 3 us with the interrupts' 9)."""
+    the fit paid for the task wakeups' 3 us with the interrupts' 9). A kind
+    needs as many on the simulated side too: the p50 of a few is noise, of
+    none undefined (it was read as 0, and ln(1 ns / 179 us)^2 = 146 made a
+    kind the replay's placement does not produce, the phone's wakeups sent
+    to another CPU, outweigh every cost the fit sets)."""
     terms = []
 
     def add(m: Optional[float], x: Optional[float]) -> None:
@@ -1868,7 +1877,7 @@ def capture_sq_log_error(caps: Sequence[Mapping[str, Any]]) -> float:
             r = c[q]
             add(*((r["measured_ns"], r["simulated_ns"]) if "measured_ns" in r else (r["measured"], r["simulated"])))
         for k in [*c.get("kinds", {}).values(), *c.get("wakers", {}).values()]:
-            if k["count"]["measured"] >= CAPTURE_FIT_KIND_MIN:
+            if min(k["count"]["measured"], k["count"]["simulated"]) >= CAPTURE_FIT_KIND_MIN:
                 add(k["p50"]["measured_ns"], k["p50"]["simulated_ns"])
     if not terms:
         raise AgentcgError("capture fit: the fitted captures have nothing measured to fit on")
@@ -1943,7 +1952,9 @@ def fit_capture_machine(captures: Sequence[Path], fmt: Union[str, CaptureSide], 
     given_vals = {k: base[k] for k in CAPTURE_FIT_KEYS if k in base}
     before = cost(given_vals)
     idle_states = any(replay(c, given_vals).get("idle_state_entries", 0) > 0 for c in captures)
-    keys = tuple(k for k in CAPTURE_FIT_KEYS if idle_states or k not in CAPTURE_FIT_DESCENT_ONLY)
+    eas = base.get("wake_placement") == "energy_aware"
+    keys = tuple(k for k in CAPTURE_FIT_KEYS
+                 if (idle_states or k not in CAPTURE_FIT_DESCENT_ONLY) and (eas or k not in CAPTURE_FIT_EAS_ONLY))
 
     # the descent's steps: each key alone, and the idle exit's cost and its
     # threshold together too (from none, one without the other changes

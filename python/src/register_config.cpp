@@ -73,6 +73,8 @@ py::dict to_dict(const config::Config& c) {
   machine["preempt"] = c.machine.preempt == config::MachineConfig::Preempt::kLazy ? "lazy" : "full";
   machine["fork_placement"] =
       c.machine.fork_placement == config::MachineConfig::ForkPlacement::kLocal ? "local" : "idlest";
+  machine["balance"] =
+      c.machine.balance == config::MachineConfig::Balance::kWhenOverutilized ? "when_overutilized" : "always";
   py::dict cfs;
   cfs["latency_ns"] = c.cfs.latency_ns;
   cfs["min_granularity_ns"] = c.cfs.min_granularity_ns;

@@ -136,7 +136,7 @@ class CfsClass final : public SchedClass {
     (void)prev;
     const std::uint32_t q = queue_of(cpu);
     // newidle_balance(): a CPU about to go idle pulls from the busiest queue
-    if (nq_ > 1 && rqs_[rq_of(q, kRootCgroup)].root == kNil) pull(busiest(q), q);
+    if (nq_ > 1 && rqs_[rq_of(q, kRootCgroup)].root == kNil && ctx_->load_balance_allowed()) pull(busiest(q), q);
     for (std::size_t attempt = 0; attempt <= ncg_; ++attempt) {
       std::uint32_t gi = rq_of(q, kRootCgroup);
       std::uint64_t key = 0;
@@ -744,6 +744,7 @@ class CfsClass final : public SchedClass {
   // most to the one with the fewest until they differ by less than two;
   // a task moved to a busy CPU may preempt there, an idle one is kicked.
   void balance() {
+    if (!ctx_->load_balance_allowed()) return;
     for (std::uint32_t moves = 0; moves < nq_; ++moves) {
       std::uint32_t hi = 0, lo = 0;
       for (std::uint32_t c = 1; c < nq_; ++c) {

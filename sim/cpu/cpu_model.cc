@@ -109,12 +109,17 @@ double CpuModel::task_util_now(const Task& t) const {
   return p.util * pelt_decay(sim_.now() - p.util_at);
 }
 
+bool CpuModel::overutilized() const {
+  for (int c = 0; c < nr_cpus(); ++c)
+    if (cpu_util_now(c) * 1280.0 > capacity(c) * 1024.0) return true;
+  return false;
+}
+
 // find_energy_efficient_cpu(), simplified (MachineConfig::WakePlacement):
 // -1 when the kernel would not place energy-aware (a CPU overutilized).
 int CpuModel::select_cpu_energy(const Task& p, int prev_cpu) const {
   const int n = nr_cpus();
-  for (int c = 0; c < n; ++c)
-    if (cpu_util_now(c) * 1280.0 > capacity(c) * 1024.0) return -1;  // overutilized
+  if (overutilized()) return -1;
   const double tu = task_util_now(p);
   const int last = procs_[p.id].last_cpu;
   // util_fits_cpu(): the CPU's utilization without the task, plus the task's

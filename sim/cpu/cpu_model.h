@@ -175,6 +175,10 @@ class CpuModel final : public SchedContext, public EventHandler {
     return machine_.runqueues == config::MachineConfig::Runqueues::kPerCpu && cpus_.size() > 1;
   }
   int select_cpu_fair(const Task& p, int prev_cpu, std::uint64_t wake_flags) const override;
+  // machine.balance when_overutilized (with energy-aware placement): only while some CPU is
+  bool load_balance_allowed() const override {
+    return !energy_aware_ || machine_.balance != config::MachineConfig::Balance::kWhenOverutilized || overutilized();
+  }
   void kick_cpu(int cpu, bool preempt) override;
   void resched_curr_lazy(int cpu) override;
   std::uint64_t arm_timer(Time at, std::uint64_t cookie) override;
@@ -351,6 +355,8 @@ class CpuModel final : public SchedContext, public EventHandler {
   double cpu_util_now(int cpu) const;
   double task_util_now(const Task& t) const;
   int select_cpu_energy(const Task& p, int prev_cpu) const;
+  // some CPU's utilization is over 80 % of its capacity (cpu_overutilized())
+  bool overutilized() const;
   void dispatch(int cpu, Task* prev);
   // The real-time class (the header's comment): is_rt(t); a CPU's level
   // as cpupri sees it (-1 idle, 0 running the class's work or about to,

@@ -721,6 +721,58 @@ TEST(WakePlacement, EnergyAwareTakesTheWakersCpuWhenTheWakerHasSlept) {
   for (std::size_t i = 1; i < reader_cpus.size(); ++i) EXPECT_EQ(reader_cpus[i], 2u) << i;
 }
 
+// Under energy-aware placement the kernel does not balance load while no
+// CPU is overutilized (find_busiest_group()), so a task woken behind a
+// running one on its CPU waits there, as the phone's kernel threads waited
+// 2.3-2.6 ms behind WifiService on CPU 0 with seven CPUs idle. A light
+// task A (8 ms of every 48) and a nice-19 task B that wakes every 5 ms
+// (too light to preempt A) are both found on CPU 0 of two: with energy-
+// aware placement and machine.balance when_overutilized B never runs on
+// CPU 1 and waits out A's runs; with balance always, or with spread
+// placement, the balancer (and the idle CPU) take it.
+TEST(WakePlacement, EnergyAwareDoesNotBalanceWhileNoCpuIsOverutilized) {
+  Builder b(2, 300 * kMs);
+  b.process("/", {repeat_op(6, {run_op(8 * kMs), trace::testing::sleep_op(40 * kMs)})});  // pid 1: A
+  b.process("/", {repeat_op(50, {trace::testing::sleep_op(5 * kMs), run_op(100000)})});  // pid 2: B
+  b.t.processes.back().nice = 19;
+  const trace::Trace& t = b.done();
+  auto on_cpu1_and_longest_wait = [&](config::MachineConfig m) {
+    const ScheduleLog log = run_log(t, m, true, {{1, 0}, {2, 0}});
+    std::size_t on1 = 0;
+    std::uint64_t longest = 0;
+    std::vector<ScheduleSlice> mine;
+    for (const ScheduleSlice& s : log.slices)
+      if (s.pid == 2) {
+        on1 += s.cpu == 1;
+        mine.push_back(s);
+      }
+    for (const WakeEvent& w : log.wakeups) {
+      if (w.pid != 2) continue;
+      for (const ScheduleSlice& s : mine)
+        if (s.start_ns >= w.ts_ns) {
+          longest = std::max(longest, s.start_ns - w.ts_ns);
+          break;
+        }
+    }
+    return std::make_pair(on1, longest);
+  };
+  config::MachineConfig spread = per_cpu_machine();
+  config::MachineConfig energy = spread;
+  energy.wake_placement = config::MachineConfig::WakePlacement::kEnergyAware;
+  config::MachineConfig gated = energy;
+  gated.balance = config::MachineConfig::Balance::kWhenOverutilized;
+  const auto [g_on1, g_wait] = on_cpu1_and_longest_wait(gated);
+  EXPECT_EQ(g_on1, 0u);
+  EXPECT_GT(g_wait, 6 * kMs);  // most of A's 8 ms run
+  for (const config::MachineConfig& m : {energy, spread}) {
+    const auto [on1, wait] = on_cpu1_and_longest_wait(m);
+    EXPECT_GT(on1, 10u);
+    EXPECT_LE(wait, 4 * kMs + 100000);  // at most one balance interval
+  }
+  gated.wake_placement = config::MachineConfig::WakePlacement::kSpread;  // the gate is EAS's only
+  EXPECT_GT(on_cpu1_and_longest_wait(gated).first, 10u);
+}
+
 // Utilization is capacity-invariant (a task running all the time on a CPU
 // of capacity 446 has 446 of it, as the kernel counts it), so a machine of
 // equal small CPUs places as one of equal big ones; a list of capacities

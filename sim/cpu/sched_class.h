@@ -104,6 +104,11 @@ class SchedContext {
     const int idle = pick_idle_cpu(prev_cpu);
     return idle >= 0 ? idle : (prev_cpu >= 0 ? prev_cpu : 0);
   }
+  // Whether the kernel's load balancer would move tasks now (periodic and
+  // newidle balancing): machine.balance when_overutilized with
+  // energy-aware placement keeps tasks where the wakeup placement put them
+  // while no CPU is overutilized (config/config.h MachineConfig::Balance).
+  virtual bool load_balance_allowed() const { return true; }
   // scx_bpf_kick_cpu: an idle CPU calls dispatch(); with preempt, a busy CPU
   // stops its current task (stopping(runnable=true), enqueue) and dispatches.
   virtual void kick_cpu(int cpu, bool preempt) = 0;

@@ -138,7 +138,8 @@ def test_config_dict_overrides_and_errors(small_trace: agentcg.Trace, tmp_path) 
                                  "fork_child_ns": 0,
                                  "ext_busy_pct": 0, "ext_wakeup_ns": 0, "ext_fork_ns": 0, "wakeup_work_ns": 0,
                                  "sleep_cost_ns": 0,
-                                 "tick_ns": 0, "preempt": "full", "fork_placement": "idlest"}
+                                 "tick_ns": 0, "preempt": "full", "fork_placement": "idlest",
+                                 "balance": "always"}
     bad = tmp_path / "bad.yaml"
     bad.write_text("machine:\n  speed_pct: 0\n")
     with pytest.raises(agentcg.ConfigError) as ei:
