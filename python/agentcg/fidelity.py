@@ -1862,10 +1862,10 @@ def capture_sq_log_error(caps: Sequence[Mapping[str, Any]]) -> float:
     it has as many (the wakeup_overhead_ns / task_wakeup_ns split: on the
     Juno board's capture both are local wakeups, and without this split
     the fit paid for the task wakeups' 3 us with the interrupts' 9). A kind
-    needs as many on the simulated side too: the p50 of a few is noise, of
-    none undefined (it was read as 0, and ln(1 ns / 179 us)^2 = 146 made a
-    kind the replay's placement does not produce, the phone's wakeups sent
-    to another CPU, outweigh every cost the fit sets)."""
+    the replay does not produce at all has no p50 (it was read as 0, and
+    ln(1 ns / 179 us)^2 = 146 made the phone's wakeups sent to another
+    CPU, a placement the replay lacks, outweigh every cost the fit sets):
+    no term."""
     terms = []
 
     def add(m: Optional[float], x: Optional[float]) -> None:
@@ -1877,7 +1877,7 @@ def capture_sq_log_error(caps: Sequence[Mapping[str, Any]]) -> float:
             r = c[q]
             add(*((r["measured_ns"], r["simulated_ns"]) if "measured_ns" in r else (r["measured"], r["simulated"])))
         for k in [*c.get("kinds", {}).values(), *c.get("wakers", {}).values()]:
-            if min(k["count"]["measured"], k["count"]["simulated"]) >= CAPTURE_FIT_KIND_MIN:
+            if k["count"]["measured"] >= CAPTURE_FIT_KIND_MIN and k["count"]["simulated"] > 0:
                 add(k["p50"]["measured_ns"], k["p50"]["simulated_ns"])
     if not terms:
         raise AgentcgError("capture fit: the fitted captures have nothing measured to fit on")

@@ -980,8 +980,8 @@ def test_the_capture_fits_objective_weighs_each_wakers_p50_where_it_has_enough()
     term of the fit's objective once the capture has CAPTURE_FIT_KIND_MIN
     of it: the fit then tells the interrupt path's cost (wakeup_overhead_ns)
     from a waker's (task_wakeup_ns), which the aggregate percentiles mix.
-    The simulated side needs as many: a kind the replay does not produce
-    (its p50 read as 0) is not a term, not a penalty of ln(1 ns / p50)^2."""
+    A kind the replay does not produce at all (its p50 read as 0) is not a
+    term, not a penalty of ln(1 ns / p50)^2."""
     exact = {q: {"measured_ns": 8000, "simulated_ns": 8000} for q in ("p50", "p90", "p99")}
     exact["switches"] = {"measured": 100, "simulated": 100}
 
@@ -994,7 +994,7 @@ def test_the_capture_fits_objective_weighs_each_wakers_p50_where_it_has_enough()
     assert fidelity.capture_sq_log_error([cap(n)]) == pytest.approx(math.log(2) ** 2 / 4)
     assert fidelity.capture_sq_log_error([cap(n - 1)]) == 0.0
     assert fidelity.capture_sq_log_error([cap(n, sim_n=0, sim_p50=0)]) == 0.0
-    assert fidelity.capture_sq_log_error([cap(n, sim_n=n - 1)]) == 0.0
+    assert fidelity.capture_sq_log_error([cap(n, sim_n=1)]) == pytest.approx(math.log(2) ** 2 / 4)
 
 
 def test_a_physical_boards_capture_replays_under_its_kernels_scheduler_and_placement() -> None:
