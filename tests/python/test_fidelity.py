@@ -957,6 +957,38 @@ def test_a_capture_fit_leaves_a_basin_no_single_key_can_leave(tmp_path: Path, mo
     assert m["wakeup_overhead_ns"] == 1000 and m["fork_placement"] == "idlest" and m["cpus"] == 2
 
 
+def test_the_capture_fit_chooses_how_an_eas_machine_balances_and_only_there(tmp_path: Path,
+                                                                              monkeypatch: Any) -> None:
+    """machine.balance acts only with energy-aware placement: on such a
+    machine the fit tries both values and keeps the one the captures
+    prefer; on any other it is not a fitted key at all (its replays would
+    not move), so the first pass does not double."""
+    import yaml
+
+    tried: List[str] = []
+
+    def vals(trial: Path) -> Dict[str, Any]:
+        m = yaml.safe_load(trial.read_text())["machine"]
+        tried.append(m.get("balance", "always"))
+        return m
+
+    def objective(caps: List[Dict[str, Any]]) -> float:
+        m = caps[0]
+        return (m.get("balance", "always") != "when_overutilized") + ((m.get("context_switch_ns", 0) - 2000) / 16000) ** 2
+
+    monkeypatch.setattr(fidelity, "capture_check", lambda c, fmt, trial: vals(trial))
+    monkeypatch.setattr(fidelity, "capture_sq_log_error", objective)
+    eas = tmp_path / "eas.yaml"
+    eas.write_text("machine:\n  cpus: 2\n  runqueues: per_cpu\n  wake_placement: energy_aware\n")
+    m, before, after, _ = fidelity.fit_capture_machine([tmp_path / "c.txt"], "ftrace", eas, tmp_path)
+    assert m["balance"] == "when_overutilized" and after < before, m
+    tried.clear()
+    spread = tmp_path / "spread.yaml"
+    spread.write_text("machine:\n  cpus: 2\n  runqueues: per_cpu\n")
+    m, _, _, _ = fidelity.fit_capture_machine([tmp_path / "c.txt"], "ftrace", spread, tmp_path)
+    assert "balance" not in m and set(tried) == {"always"}, (m, set(tried))
+
+
 def test_capture_fit_errors(tmp_path: Path) -> None:
     """A fit names captures that are given; fidelity needs traces or
     captures; a fit needs something measured on the captures it names."""
