@@ -13,9 +13,7 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "sim/cpu/cfs.h"
 #include "sim/cpu/cpu_model.h"
-#include "sim/cpu/scx_class.h"
 #include "sim/event_queue.h"
 #include "sim/schedule_log.h"
 
@@ -23,10 +21,10 @@ namespace agentcg::import {
 
 namespace {
 
+// The kernel's own policies only (sim::make_class builds them): a
+// capture's kernel ran eevdf or cfs, not a BPF scheduler of this project.
 std::unique_ptr<sim::SchedClass> make_class(const std::string& policy, const config::Config& cfg) {
-  if (policy == "cfs") return sim::make_cfs_class(cfg.cfs);
-  if (policy == "eevdf") return sim::make_eevdf_class(cfg.cfs);
-  if (policy == "fifo") return sim::make_fifo_class();
+  if (policy == "cfs" || policy == "eevdf" || policy == "fifo") return sim::make_class(policy, cfg);
   throw std::invalid_argument("replay check: policy '" + policy +
                               "' (a capture's kernel runs eevdf or cfs; expected eevdf, cfs or fifo)");
 }
