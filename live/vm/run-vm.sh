@@ -72,7 +72,7 @@ for attempt in 1 2; do
   boot
   tr -d '\r' < "$log" > "$log.tmp" && mv "$log.tmp" "$log"
   if grep -q '^AGENTCG-DONE' "$log"; then
-    grep -E '^AGENTCG-(RESULT|BOOTED)' "$log" >&2
+    grep -E '^AGENTCG-(RESULT|BOOTED|CLOCK)' "$log" >&2
     if [ -n "$outdir" ]; then
       mkdir -p "$outdir"
       tar -xf "$wd/out.tar" -C "$outdir" ||

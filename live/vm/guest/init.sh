@@ -26,9 +26,17 @@ echo "+cpu +memory +pids +io" > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/nul
 ip link set lo up 2>/dev/null
 echo 1 > /proc/sys/kernel/bpf_stats_enabled 2>/dev/null
 echo "AGENTCG-BOOTED kernel $(uname -r) cpus $(grep -c ^processor /proc/cpuinfo) sched_ext $(cat /sys/kernel/sched_ext/state 2>/dev/null || echo missing) clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)"
+# the scheduler's clock against CLOCK_MONOTONIC over the whole run
+# (AGENTCG-CLOCK below): sched/debug's header has both
+clk() { awk '$1 == "ktime" { k = $3 } $1 == "cpu_clk" { print k, $3; exit }' /sys/kernel/debug/sched/debug 2>/dev/null; }
+clk0=$(clk)
 scen=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^agentcg.scenarios=//p')
 sh /scenarios.sh "${scen:-all}"
 rc=$?
+echo "AGENTCG-CLOCK $(echo "$clk0 $(clk)" | awk 'NF == 4 && $3 > $1 {
+  printf "sched_clock/CLOCK_MONOTONIC %.4f over %.0f s", ($4 - $2) / ($3 - $1), ($3 - $1) / 1000 }')" \
+  "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)" \
+  "$(dmesg | grep -iE 'unstable|clocksource: Switched|watchdog.*(skew|clocksource)' | tr '\n' ';' | tr -s ' ')"
 # Ship /out to the host over the virtio-serial port named agentcg.out (only
 # present when run-vm.sh was given an output directory): a tar stream.
 for p in /sys/class/virtio-ports/*; do
