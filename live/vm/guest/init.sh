@@ -36,7 +36,7 @@ rc=$?
 echo "AGENTCG-CLOCK $(echo "$clk0 $(clk)" | awk 'NF == 4 && $3 > $1 {
   printf "sched_clock/CLOCK_MONOTONIC %.4f over %.0f s", ($4 - $2) / ($3 - $1), ($3 - $1) / 1000 }')" \
   "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)" \
-  "$(dmesg | grep -iE 'unstable|clocksource: Switched|watchdog.*(skew|clocksource)' | tr '\n' ';' | tr -s ' ')"
+  "$(dmesg | grep -iE 'tsc:|unstable|Switched to clocksource|skew|Long readout' | tr '\n' ';' | tr -s ' ')"
 # Ship /out to the host over the virtio-serial port named agentcg.out (only
 # present when run-vm.sh was given an output directory): a tar stream.
 for p in /sys/class/virtio-ports/*; do
