@@ -30,6 +30,24 @@ echo "AGENTCG-BOOTED kernel $(uname -r) cpus $(grep -c ^processor /proc/cpuinfo)
 # (AGENTCG-CLOCK below): sched/debug's header has both
 clk() { awk '$1 == "ktime" { k = $3 } $1 == "cpu_clk" { print k, $3; exit }' /sys/kernel/debug/sched/debug 2>/dev/null; }
 clk0=$(clk)
+# A boot whose scheduler clock already runs off CLOCK_MONOTONIC (by more
+# than agentcg.clockcheck=TOL over a second; run-vm.sh asks for 0.05 on a
+# first boot, 0 (no check) on its retry) is refused:
+# every figure that mixes the two (cpu.max against the clock, BPF run
+# times against wall time) would be off, so it powers off at once and
+# run-vm.sh boots again. Its kernel's TSC calibration messages say why.
+tol=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^agentcg.clockcheck=//p')
+if [ -n "$tol" ] && [ "$tol" != 0 ]; then
+  sleep 1
+  bad=$(echo "$clk0 $(clk) $tol" | awk 'NF == 5 && $3 > $1 { r = ($4 - $2) / ($3 - $1)
+    d = r - 1; if (d < 0) d = -d; if (d > $5) printf "%.4f", r }')
+  if [ -n "$bad" ]; then
+    echo "AGENTCG-BADCLOCK sched_clock/CLOCK_MONOTONIC $bad over 1 s;" \
+      "$(dmesg | grep -iE 'tsc:|unstable|Switched to clocksource|skew' | tr '\n' ';' | tr -s ' ')"
+    sync
+    poweroff -f
+  fi
+fi
 scen=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^agentcg.scenarios=//p')
 sh /scenarios.sh "${scen:-all}"
 rc=$?
