@@ -26,34 +26,16 @@ echo "+cpu +memory +pids +io" > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/nul
 ip link set lo up 2>/dev/null
 echo 1 > /proc/sys/kernel/bpf_stats_enabled 2>/dev/null
 echo "AGENTCG-BOOTED kernel $(uname -r) cpus $(grep -c ^processor /proc/cpuinfo) sched_ext $(cat /sys/kernel/sched_ext/state 2>/dev/null || echo missing) clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)"
-# the scheduler's clock against CLOCK_MONOTONIC over the whole run
-# (AGENTCG-CLOCK below): sched/debug's header has both
-clk() { awk '$1 == "ktime" { k = $3 } $1 == "cpu_clk" { print k, $3; exit }' /sys/kernel/debug/sched/debug 2>/dev/null; }
-clk0=$(clk)
-# A boot whose scheduler clock already runs off CLOCK_MONOTONIC (by more
-# than agentcg.clockcheck=TOL over a second; run-vm.sh asks for 0.05 on a
-# first boot, 0 (no check) on its retry) is refused:
-# every figure that mixes the two (cpu.max against the clock, BPF run
-# times against wall time) would be off, so it powers off at once and
-# run-vm.sh boots again. Its kernel's TSC calibration messages say why.
-tol=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^agentcg.clockcheck=//p')
-if [ -n "$tol" ] && [ "$tol" != 0 ]; then
-  sleep 1
-  bad=$(echo "$clk0 $(clk) $tol" | awk 'NF == 5 && $3 > $1 { r = ($4 - $2) / ($3 - $1)
-    d = r - 1; if (d < 0) d = -d; if (d > $5) printf "%.4f", r }')
-  if [ -n "$bad" ]; then
-    echo "AGENTCG-BADCLOCK sched_clock/CLOCK_MONOTONIC $bad over 1 s;" \
-      "$(dmesg | grep -iE 'tsc:|unstable|Switched to clocksource|skew' | tr '\n' ';' | tr -s ' ')"
-    sync
-    poweroff -f
-  fi
-fi
 scen=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^agentcg.scenarios=//p')
 sh /scenarios.sh "${scen:-all}"
 rc=$?
-echo "AGENTCG-CLOCK $(echo "$clk0 $(clk)" | awk 'NF == 4 && $3 > $1 {
-  printf "sched_clock/CLOCK_MONOTONIC %.4f over %.0f s", ($4 - $2) / ($3 - $1), ($3 - $1) / 1000 }')" \
-  "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)" \
+# The clocksource at the end and the kernel's clock messages (TSC
+# calibration, a watchdog marking the TSC unstable): a scenario's
+# check-result prints this line with a failure. run-vm.sh boots with
+# tsc=reliable: without it the watchdog, misled by TCG's delays, could mark
+# the TSC unstable mid-run, and sched_ext tasks' usage_usec then ran ~2.8x
+# their CPU time (Live, "A cpu.max failure in CI's sanitized boot").
+echo "AGENTCG-CLOCK clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)" \
   "$(dmesg | grep -iE 'tsc:|unstable|Switched to clocksource|skew|Long readout' | tr '\n' ';' | tr -s ' ')"
 # Ship /out to the host over the virtio-serial port named agentcg.out (only
 # present when run-vm.sh was given an output directory): a tar stream.

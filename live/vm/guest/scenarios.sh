@@ -106,32 +106,14 @@ inc() {
 }
 usage_us() { awk '$1 == "usage_usec" { print $2 }' $CG/$1/cpu.stat; }
 now_us() { awk '{ printf "%d\n", $1 * 1000000 }' /proc/uptime; }
-SCHED_DEBUG=/sys/kernel/debug/sched/debug
-# clocks: "KTIME_MS SCHED_CLOCK_MS", CLOCK_MONOTONIC and the scheduler's
-# clock (local_clock(): what rq clocks and so usage_usec advance by) read
-# together from sched/debug's header; nothing where it is missing.
-clocks() {
-	awk '$1 == "ktime" { k = $3 } $1 == "cpu_clk" { c = $3; exit } END { if (k != "" && c != "") print k, c }' \
-		$SCHED_DEBUG 2>/dev/null
-}
-# usage_now CG...: "CLOCK_US USAGE_US..." read by one process. Separate
+# usage_now CG...: "UPTIME_US USAGE_US..." read by one process. Separate
 # awk runs (usage_us, then now_us) start 10-100s of ms apart when the CPUs
 # are busy, which moved a 6 s cpu.max figure by several points either way
-# (the kernel's own 0.50 quota read 0.47-0.55). CLOCK_US is the scheduler's
-# clock, the one usage_usec is counted in (/proc/uptime where sched/debug
-# is missing), so that usage_rate divides like by like. agentcg's cpu.max
-# pools and periods run on CLOCK_MONOTONIC; in one CI boot a cgroup it had
-# charged 0.50 of a CPU read 1.34 CPUs of usage_usec per second of
-# /proc/uptime (cpu.max and nested cpu.max alike, 2.7x both), which a
-# scheduler clock running 2.7x CLOCK_MONOTONIC does; bw_diag's clock_rate
-# and the AGENTCG-CLOCK line (init.sh) say whether a boot's did.
+# (the kernel's own 0.50 quota read 0.47-0.55).
 usage_now() {
 	f=""; for c in "$@"; do f="$f $CG/$c/cpu.stat"; done
-	clk=/proc/uptime; [ -r $SCHED_DEBUG ] && clk=$SCHED_DEBUG
-	awk 'FILENAME == "/proc/uptime" { if (FNR == 1) t = $1 * 1000000; next }
-		FILENAME ~ /sched/ { if ($1 == "cpu_clk") t = $3 * 1000; next }
-		!p { printf "%.0f", t; p = 1 } $1 == "usage_usec" { printf " %s", $2 }
-		END { print "" }' $clk $f
+	awk 'NR == 1 { printf "%.0f", $1 * 1000000; next } $1 == "usage_usec" { printf " %s", $2 }
+		END { print "" }' /proc/uptime $f
 }
 # usage_rate BEFORE AFTER: usage_now's two readings of one cgroup -> CPUs used
 usage_rate() { echo "$1 $2" | awk '{ printf "%.4f", ($4 - $2) / ($3 - $1) }'; }
@@ -201,28 +183,29 @@ s_weights() {
 		result weights FAIL "agentcg shares $agc (max abs error $v > 0.05; eevdf $cfs, flatcg $flc)"
 }
 
-# bw_window CG: usage_now of CG, the clocks and the scheduler's metrics, at
-# the start (bw_window CG 0) and the end (bw_window CG 1) of a cpu.max
-# measurement
+# bw_window CG: usage_now of CG, /proc/stat's CPU times and the
+# scheduler's metrics, at the start (bw_window CG 0) and the end
+# (bw_window CG 1) of a cpu.max measurement
 bw_window() {
 	usage_now $1 > /tmp/bw_u$2
-	clocks > /tmp/bw_c$2
+	awk '$1 == "cpu" { print }' /proc/stat > /tmp/bw_s$2
 	metrics > /tmp/bw_m$2 2>/dev/null
 }
 # bw_diag SCENARIO CG: what says why a cpu.max verdict came out as it did:
 # the CPUs CG's tasks ran in the window as the scheduler charged them
 # (beside the kernel's usage_usec figure; the daemon samples its metrics
-# once a second, so a coarse check), the scheduler clock's rate against
-# CLOCK_MONOTONIC over the window (1.00 on a sane boot), its
+# once a second, so a coarse check), the CPUs busy by /proc/stat (ticks
+# and idle time, not the scheduler clock usage_usec is counted in), its
 # park/refill/resync counters, CG's cpu.stat as the scheduler keeps it,
 # and the kernel's sched_ext events (bypass, ...)
 bw_diag() {
-	data $1 sched_cpus $(awk -v cg="$2" 'FILENAME ~ /c0$/ { t0 = $1 } FILENAME ~ /c1$/ { t1 = $1 }
+	data $1 sched_cpus $(awk -v cg="$2" 'FILENAME ~ /u0$/ { t0 = $1 } FILENAME ~ /u1$/ { t1 = $1 }
 		index($1, "agentcg_cgroup_runtime_ns_total{cgroup=\"/" cg) == 1 { r[FILENAME ~ /m1$/] += $2 }
-		END { if (t1 > t0 && r[1] > 0) printf "%.4f", (r[1] - r[0]) / 1e6 / (t1 - t0) }' \
-		/tmp/bw_c0 /tmp/bw_c1 /tmp/bw_m0 /tmp/bw_m1 2>/dev/null)
-	data $1 clock_rate $(cat /tmp/bw_c0 /tmp/bw_c1 2>/dev/null | awk 'NR == 1 { k = $1; c = $2 }
-		NR == 2 && $1 > k { printf "%.4f", ($2 - c) / ($1 - k) }')
+		END { if (t1 > t0 && r[1] > 0) printf "%.4f", (r[1] - r[0]) / 1000 / (t1 - t0) }' \
+		/tmp/bw_u0 /tmp/bw_u1 /tmp/bw_m0 /tmp/bw_m1 2>/dev/null)
+	data $1 busy_cpus $(cat /tmp/bw_u0 /tmp/bw_u1 /tmp/bw_s0 /tmp/bw_s1 2>/dev/null | awk 'NR == 1 { t0 = $1 } NR == 2 { t1 = $1 }
+		NR >= 3 { b = 0; for (i = 2; i <= NF; i++) if (i != 5 && i != 6) b += $i; busy[NR - 3] = b }
+		END { if (t1 > t0) printf "%.4f", (busy[1] - busy[0]) / 100 / ((t1 - t0) / 1e6) }')
 	data $1 diag $(awk '/^agentcg_cgroup_(nr_periods|nr_throttled|throttled_ns)_total/ && !/cgroup="\/"/ {
 		printf "%s=%s ", $1, $2 }' /tmp/bw_m1 2>/dev/null) \
 		$(metrics | awk '/^agentcg_bpf_(parked|unparked|refills|no_cgrp_state|no_task_ctx|cgroup_moves|cgroup_resyncs|cgrp_overflow)_total / ||
