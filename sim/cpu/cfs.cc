@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -110,7 +111,17 @@ class CfsClass final : public SchedClass {
     if (!e.on_rq) {
       if (eevdf_) place_eevdf(e, gi, is_new);
       else if (is_new) e.vruntime = rqs_[gi].min_vruntime + vslice(e.weight, e.q);
-      else place_wakeup(e, rqs_[gi]);
+      else if (e.found_offset) {
+        // a replay's warm start: the distance the first pass left it at,
+        // then the sleeper's floor as for any wakeup
+        e.vruntime = rqs_[gi].min_vruntime + static_cast<std::uint64_t>(*e.found_offset);
+        e.found_offset.reset();
+        place_wakeup(e, rqs_[gi]);
+      } else if (flags & kEnqFound) {
+        e.vruntime = std::max(e.vruntime, rqs_[gi].min_vruntime);  // no sleeper credit
+      } else {
+        place_wakeup(e, rqs_[gi]);
+      }
       account_enqueue(gi, task_key(p.id));
     }
     ++runnable_;
@@ -233,6 +244,20 @@ class CfsClass final : public SchedClass {
   }
   void exit_task(Task& p) override { dequeue(p); }
 
+  std::optional<std::int64_t> placement_state(const Task& p) const override {
+    if (p.id >= tasks_.size()) return std::nullopt;
+    const Entity& e = tasks_[p.id];
+    const Rq& g = rqs_[rq_of(e.q, p.cgroup)];
+    if (eevdf_)
+      return e.on_rq ? static_cast<std::int64_t>(avg_vruntime(g, g.min_vruntime) - e.vruntime) : e.vlag;
+    return static_cast<std::int64_t>(e.vruntime - g.min_vruntime);
+  }
+  void restore_placement(Task& p, std::int64_t state) override {
+    Entity& e = tasks_.at(p.id);
+    if (eevdf_) e.vlag = clamp_lag(state, e);
+    else e.found_offset = state;
+  }
+
   void cgroup_init(const CgroupInfo& cg) override {
     const std::uint64_t w = std::max<std::uint64_t>(1, cg.weight * kNice0Load / 100);
     bws_.at(cg.id).shares = w;
@@ -319,6 +344,9 @@ class CfsClass final : public SchedClass {
     bool on_rq = false;
     bool in_tree = false;
     std::uint32_t q = 0;         // tasks: the run queue (CPU) it is on or was last on
+    // cfs, restore_placement(): the vruntime's distance from min_vruntime
+    // to take at the first enqueue (its queue is chosen there)
+    std::optional<std::int64_t> found_offset;
     std::uint64_t left = kNil, right = kNil;  // treap children (entity keys)
     std::uint64_t min_dl = 0, min_dl_key = kNil;  // earliest deadline in this subtree
   };

@@ -300,6 +300,14 @@ CgroupId CpuModel::cgroup_of_template(const trace::ProcessSpec& spec, CgroupId p
   }
 }
 
+std::map<std::int64_t, std::int64_t> CpuModel::placement_history() const {
+  std::map<std::int64_t, std::int64_t> out;
+  for (const Task& t : tasks_)
+    if (t.state != TaskState::kNew && !is_rt(t))
+      if (const auto s = cls_.placement_state(t)) out[t.pid] = *s;
+  return out;
+}
+
 // A new task becomes runnable: init_task, select_cpu(WAKE_FORK), enqueue.
 void CpuModel::start_task(std::uint32_t id, bool fork, int parent_cpu, std::optional<Time> runnable_since) {
   // The task interprets its first ops once it first gets a CPU (run_left_ns
@@ -313,6 +321,8 @@ void CpuModel::start_task(std::uint32_t id, bool fork, int parent_cpu, std::opti
   }
   const bool rt = is_rt(t);
   if (!rt) cls_.init_task(t, fork && present < 0);
+  if (!rt && present >= 0)
+    if (const auto h = present_history_.find(t.pid); h != present_history_.end()) cls_.restore_placement(t, h->second);
   t.state = TaskState::kRunnable;
   t.runnable_since = runnable_since.value_or(sim_.now());
   runnable_changed(t, +1);
@@ -329,7 +339,9 @@ void CpuModel::start_task(std::uint32_t id, bool fork, int parent_cpu, std::opti
     wake_src_cpu_ = kNoCpu;
     return;
   }
-  cls_.enqueue(t, present >= 0 ? kEnqWakeup : kEnqNew);
+  cls_.enqueue(t, present < 0                  ? kEnqNew
+                  : present_running_.count(t.pid) ? kEnqWakeup | kEnqFound
+                                                  : kEnqWakeup);
   if (cpu >= 0 && cpu_idle(cpu)) kick_cpu(cpu, false);
   wake_src_cpu_ = kNoCpu;
 }

@@ -100,6 +100,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -140,7 +141,26 @@ class CpuModel final : public SchedContext, public EventHandler {
   // put 28 such tasks of the Juno capture a slice right of their queues
   // and pushed min_vruntime ahead of every later sleeper's). A CPU the
   // machine does not have is ignored (placed as usual).
-  void set_present(std::map<std::int64_t, std::int32_t> cpu_of_pid) { present_cpu_ = std::move(cpu_of_pid); }
+  // Those in `running` were running or runnable when the capture began
+  // (import::FtraceDetail::present_running): they were not waking, so they
+  // get no sleeper's credit (CFS: at min_vruntime; kEnqFound), where a task
+  // first seen woken does (half the latency behind): a shell the Juno
+  // capture found running was preempted by the kworker it woke every time,
+  // as a CPU-bound task is by a sleeper in the kernel's steady state, and
+  // both placed as sleepers it was not (268 switch-ins against 21).
+  // `history` (a first pass's placement_history()) warm-starts them: each
+  // takes the placement state it had at the end of that pass (CFS: its
+  // distance from min_vruntime; EEVDF: its lag), the capture's own steady
+  // state standing in for the history before it, which it does not record.
+  void set_present(std::map<std::int64_t, std::int32_t> cpu_of_pid, std::set<std::int64_t> running = {},
+                   std::map<std::int64_t, std::int64_t> history = {}) {
+    present_cpu_ = std::move(cpu_of_pid);
+    present_running_ = std::move(running);
+    present_history_ = std::move(history);
+  }
+  // After finish(): each process's placement state (SchedClass::
+  // placement_state) by trace pid, where the class keeps one.
+  std::map<std::int64_t, std::int64_t> placement_history() const;
   // True once every process has exited (or the stop time was reached).
   bool finished() const { return finished_; }
   // Accounts running tasks up to now; called once after the run.
@@ -413,6 +433,8 @@ class CpuModel final : public SchedContext, public EventHandler {
   // the waker's CPU while a wakeup by a task is placed (kNoCpu otherwise)
   int waker_cpu_hint_ = kNoCpu;
   std::map<std::int64_t, std::int32_t> present_cpu_;  // set_present()
+  std::set<std::int64_t> present_running_;             // set_present()
+  std::map<std::int64_t, std::int64_t> present_history_;  // set_present()
   // The real-time class: per CPU, the waiting RT tasks' ids by priority
   // (highest first), FIFO within one; how many wait in all (0: no pull scan).
   std::vector<std::vector<std::uint32_t>> rtq_;

@@ -4,6 +4,7 @@
 // determinism. Traces are built in code so each test states its workload.
 #include "sim/cpu/cpu_model.h"
 
+#include <cstdlib>
 #include <map>
 #include <gtest/gtest.h>
 
@@ -573,20 +574,25 @@ TEST(IpiIdle, OnlyAWakeupSentToAnotherIdleCpuPaysIt) {
 }
 
 // The schedule log of T run on machine M under eevdf, or cfs when CFS, the
-// processes in PRESENT (CpuModel::set_present) started on their CPUs.
+// processes in PRESENT (CpuModel::set_present) started on their CPUs, with
+// RUNNING and HISTORY as set_present takes them; HISTORY_OUT receives the
+// run's placement_history().
 ScheduleLog run_log(const trace::Trace& t, const config::MachineConfig& m, bool cfs = false,
-                    std::map<std::int64_t, std::int32_t> present = {}) {
+                    std::map<std::int64_t, std::int32_t> present = {}, std::set<std::int64_t> running = {},
+                    std::map<std::int64_t, std::int64_t> history = {},
+                    std::map<std::int64_t, std::int64_t>* history_out = nullptr) {
   config::Config cfg;
   cfg.machine = m;
   auto cls = cfs ? make_cfs_class(cfg.cfs) : make_eevdf_class(cfg.cfs);
   Simulator simulator;
   ScheduleLog log;
   CpuModel cpu(simulator, t, *cls, m, 1, &log);
-  cpu.set_present(std::move(present));
+  cpu.set_present(std::move(present), std::move(running), std::move(history));
   cpu.start();
   while (!cpu.finished() && simulator.step()) {
   }
   cpu.finish();
+  if (history_out != nullptr) *history_out = cpu.placement_history();
   return log;
 }
 
@@ -845,6 +851,69 @@ TEST(Present, StartsOnItsCpuAsASleeperNotAsAFork) {
   const auto [fork_at, fork_cpu] = first_slice(false);
   EXPECT_EQ(fork_cpu, 0u);
   EXPECT_GT(fork_at, 50 * kMs + 1 * kMs);
+}
+
+// What a found task's wakeups do depends on the history the capture does
+// not record. A hog found running on CPU 1 (present_running) is placed at
+// min_vruntime, not half the latency behind it as a sleeper is; a task
+// found woken there 1 ms later then preempts it at once (it is the
+// latency's half, more than the wakeup granularity, behind), where with
+// the hog placed as a sleeper too it is 1 ms behind and waits for the
+// hog's slice (cfs).
+// Two hogs for 100 ms (pids 1, 2; found on CPUs 0 and 1) and a task found
+// woken AT on CPU 1 (pid 3) that runs 0.2 ms: the Present cases below.
+trace::Trace hogs_and_a_found_sleeper(std::uint64_t at) {
+  Builder b(2, 100 * kMs);
+  b.cgroup("/a", 100);
+  b.process("/a", {run_op(100 * kMs)});
+  b.process("/a", {run_op(100 * kMs)});
+  b.process("/a", {run_op(200000)}, at);
+  return b.done();
+}
+const std::map<std::int64_t, std::int32_t> kFoundOnCpus{{1, 0}, {2, 1}, {3, 1}};
+
+TEST(Present, ATaskFoundRunningGetsNoSleepersCredit) {
+  const trace::Trace t = hogs_and_a_found_sleeper(1 * kMs);
+  const auto& present = kFoundOnCpus;
+  const auto first_run = [&](std::set<std::int64_t> running) {
+    for (const ScheduleSlice& s : run_log(t, per_cpu_machine(), true, present, std::move(running)).slices)
+      if (s.pid == 3) return s.start_ns;
+    return std::uint64_t{0};
+  };
+  EXPECT_LT(first_run({1, 2}), 1 * kMs + 100000);
+  EXPECT_GT(first_run({}), 2 * kMs);
+}
+
+// The replay's warm start (ReplayCheck's two passes): CpuModel::
+// placement_history() after a run gives each task the state its next
+// placement reads, and set_present() starts a found task with it. Under
+// cfs (vruntime - min_vruntime) and eevdf (lag) alike: a task found woken
+// beside a hog with the state of one far behind in vruntime (cfs -6 ms;
+// eevdf a lag of +3 ms, owed service) runs at once (eevdf: within the
+// hog's base slice, RUN_TO_PARITY), with that of one ahead (cfs +5 ms;
+// eevdf -3 ms) it waits. After a run, the hog that ran all along is within
+// a slice of its queue's minimum (cfs), the task that ran 0.2 ms at 20 ms
+// far behind it.
+TEST(Present, AWarmStartTakesThePlacementAFirstPassLeft) {
+  const trace::Trace t = hogs_and_a_found_sleeper(20 * kMs);
+  const auto& present = kFoundOnCpus;
+  constexpr auto ms = static_cast<std::int64_t>(kMs);
+  for (const bool cfs : {true, false}) {
+    SCOPED_TRACE(cfs ? "cfs" : "eevdf");
+    const auto first_run = [&](std::int64_t state) {
+      for (const ScheduleSlice& s : run_log(t, per_cpu_machine(), cfs, present, {1, 2}, {{3, state}}).slices)
+        if (s.pid == 3) return s.start_ns;
+      return std::uint64_t{0};
+    };
+    EXPECT_LT(first_run(cfs ? -6 * ms : 3 * ms), 20 * kMs + (cfs ? 100000 : 2 * kMs));
+    EXPECT_GT(first_run(cfs ? 5 * ms : -3 * ms), 20 * kMs + (cfs ? 500000 : 3 * kMs));
+  }
+  std::map<std::int64_t, std::int64_t> history;
+  run_log(t, per_cpu_machine(), true, present, {1, 2}, {}, &history);
+  ASSERT_EQ(history.count(2), 1u);
+  ASSERT_EQ(history.count(3), 1u);
+  EXPECT_LE(std::abs(history.at(2)), 10 * ms);
+  EXPECT_LT(history.at(3), history.at(2) - 50 * ms);
 }
 
 // machine.fork_placement local: a shell-like forker (it wakes, forks a

@@ -42,6 +42,7 @@ enum EnqFlags : std::uint64_t {
   kEnqHead = 1u << 1,       // SCX_ENQ_HEAD
   kEnqPreempted = 1u << 2,  // re-enqueued after its slice ended or it was preempted
   kEnqNew = 1u << 3,        // first enqueue of a forked task (wake_up_new_task)
+  kEnqFound = 1u << 4,      // with kEnqWakeup: a task a capture found running (CpuModel::set_present)
 };
 enum WakeFlags : std::uint64_t {
   kWakeTtwu = 1u << 0,  // SCX_WAKE_TTWU
@@ -187,6 +188,19 @@ class SchedClass {
   virtual void cgroup_set_bandwidth(CgroupId cg, std::optional<std::uint64_t> quota_us,
                                     std::uint64_t period_us) = 0;
   virtual void on_timer(std::uint64_t cookie) { (void)cookie; }
+  // What a task's next wakeup placement reads of its past, for a replay's
+  // warm start (CpuModel::placement_history / set_present): CFS its
+  // vruntime's distance from its run queue's min_vruntime, EEVDF its lag;
+  // nullopt where the class keeps none. restore_placement() gives a task
+  // just initialised (init_task) that past for its first enqueue.
+  virtual std::optional<std::int64_t> placement_state(const Task& p) const {
+    (void)p;
+    return std::nullopt;
+  }
+  virtual void restore_placement(Task& p, std::int64_t state) {
+    (void)p;
+    (void)state;
+  }
   // Whether the class runs a new-step detector (calls note_new_step()), so
   // that results.json scores it; false: precision and recall are null.
   virtual bool has_step_detector() const { return false; }

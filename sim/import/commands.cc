@@ -41,11 +41,13 @@ constexpr const char* kImportUsage =
 constexpr const char* kStatsUsage =
     "usage: trace stats FILE [--from FORMAT] [--json] [--strict]\n"
     "       trace stats CAPTURE --from ftrace|perf --replay [--policy eevdf] [--config FILE] [--machine PROFILE]\n"
-    "                   [--seed N] [--json] [--unflagged-wakeups task]\n"
+    "                   [--seed N] [--json] [--unflagged-wakeups task] [--perfetto F]\n"
     "  FILE is an agentcg trace, or a recording when --from FORMAT is given. --replay replays a\n"
     "  scheduler capture in the simulator (the machine from --config's machine keys and a fitted\n"
     "  --machine profile, which wins; its CPU count unless machine.cpus is set) and prints the\n"
-    "  capture's wakeup latency, task switches and CPU time next to the simulated ones.\n";
+    "  capture's wakeup latency, task switches and CPU time next to the simulated ones;\n"
+    "  --perfetto F also writes the replay's schedule as `run --perfetto` does (F.txt: ftrace\n"
+    "  text, to read beside the capture).\n";
 constexpr const char* kMergeUsage =
     "usage: trace merge A B ... [--stagger DUR] -o OUT [--cpus N] [--name NAME]\n"
     "  DUR: 5s, 250ms, 100us or ns. Session N goes to cgroup /session-N.\n";
@@ -226,7 +228,7 @@ int import_command(const std::vector<std::string>& args, std::ostream& out, std:
 int stats_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   return guarded(kStatsUsage, err, [&]() {
     Args a(args, {"from", "cpus", "name", "cgroup", "only-cgroup", "policy", "config", "machine", "seed",
-                  "unflagged-wakeups"},
+                  "unflagged-wakeups", "perfetto"},
            {"json", "strict", "unsampled-as-run", "replay"});
     if (a.positional().size() != 1)
       throw UsageError("expected exactly one FILE, got " + std::to_string(a.positional().size()));
@@ -240,6 +242,7 @@ int stats_command(const std::vector<std::string>& args, std::ostream& out, std::
       // a fitted profile (agentcg fidelity, calibrate) wins over --config's machine keys, as for `run`
       if (auto m = a.get("machine")) calibrate::apply_profile(calibrate::load_profile(*m), o.config.machine);
       o.seed = a.get_u64("seed", 1);
+      o.perfetto_path = a.get("perfetto").value_or("");
       const ReplayCheck c = replay_check(file, *format, o, import_options(a));
       if (a.flag("json")) out << c.to_json().dump(2) << "\n";
       else out << c.to_text();

@@ -403,12 +403,19 @@ class FtraceImporter {
   // sleeping before the recording: it starts at `t` as a root process, on
   // `cpu`, FtraceDetail::present_cpu: the line's CPU unless a wakeup names
   // its target).
-  ProcessTable::Entry& task_entry(std::int64_t pid, std::string_view comm, std::uint64_t t, std::int32_t cpu = -1) {
+  // `on_cpu`: first seen on a CPU (switched in or out, forking, exec'ing,
+  // exiting: running or runnable when the recording began,
+  // FtraceDetail::present_running), not woken.
+  ProcessTable::Entry& task_entry(std::int64_t pid, std::string_view comm, std::uint64_t t, std::int32_t cpu = -1,
+                                  bool on_cpu = false) {
     if (ProcessTable::Entry* e = table_.find(pid)) return *e;
     ProcessTable::Entry& e = table_.create(pid, std::string(comm), opts_.cgroup, t);
     if (detail_ != nullptr) {
       detail_->lifetime[e.spec->pid] = {t, t};
-      if (const std::int32_t c = cpu >= 0 ? cpu : cur_cpu_; c >= 0) detail_->present_cpu[e.spec->pid] = c;
+      if (const std::int32_t c = cpu >= 0 ? cpu : cur_cpu_; c >= 0) {
+        detail_->present_cpu[e.spec->pid] = c;
+        if (on_cpu) detail_->present_running.insert(e.spec->pid);
+      }
     }
     e.spec->start_ns = t;
     tasks_[pid] = Task{};
@@ -518,7 +525,7 @@ class FtraceImporter {
         task_entry(*cpid, child_comm, t);
         return true;
       }
-      ProcessTable::Entry& parent = task_entry(*ppid, get(kvs, "comm").value_or(""), t);
+      ProcessTable::Entry& parent = task_entry(*ppid, get(kvs, "comm").value_or(""), t, -1, true);
       Task& ptask = tasks_[*ppid];
       account_run(parent, ptask, t);
       if (ProcessTable::Entry* old = table_.find(*cpid)) {  // pid reused after exit
@@ -548,7 +555,7 @@ class FtraceImporter {
       // An empty name (filename= or a path ending in /) would be an exec
       // with an empty comm, which the trace format rejects.
       if (basename_of(*file).empty()) return (why = "expected a non-empty filename=PATH", false);
-      ProcessTable::Entry& e = task_entry(*pid, basename_of(*file), t);
+      ProcessTable::Entry& e = task_entry(*pid, basename_of(*file), t, -1, true);
       account_run(e, tasks_[*pid], t);
       e.builder.exec(basename_of(*file));
       return true;
@@ -557,7 +564,7 @@ class FtraceImporter {
       const auto pid = to_pid(get(kvs, "pid").value_or(""));
       if (!pid) return (why = "expected pid=N (0..2147483647)", false);
       if (*pid == 0) return true;
-      task_entry(*pid, get(kvs, "comm").value_or(""), t);  // first sight: a process from now
+      task_entry(*pid, get(kvs, "comm").value_or(""), t, -1, true);  // first sight: a process from now
       Task& task = tasks_[*pid];
       // The exiting task itself emits the event: it is on a CPU now.
       if (task.state == TaskState::kNew) {
@@ -632,7 +639,7 @@ class FtraceImporter {
       if (last != pid) ++report_.counters["context_switches"];
       last = pid;
     }
-    ProcessTable::Entry& e = task_entry(pid, comm, t);
+    ProcessTable::Entry& e = task_entry(pid, comm, t, -1, true);
     Task& task = tasks_[pid];
     note_prio(e, task, prio);
     if (task.state == TaskState::kSleeping) {
@@ -752,7 +759,7 @@ class FtraceImporter {
       switched_[c] = true;
     }
     if (prev_pid != 0) {
-      ProcessTable::Entry& e = task_entry(prev_pid, prev_comm, t);
+      ProcessTable::Entry& e = task_entry(prev_pid, prev_comm, t, -1, true);
       Task& task = tasks_[prev_pid];
       note_prio(e, task, prev_prio);
       if (task.state == TaskState::kNew) {

