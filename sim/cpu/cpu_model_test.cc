@@ -853,13 +853,6 @@ TEST(Present, StartsOnItsCpuAsASleeperNotAsAFork) {
   EXPECT_GT(fork_at, 50 * kMs + 1 * kMs);
 }
 
-// What a found task's wakeups do depends on the history the capture does
-// not record. A hog found running on CPU 1 (present_running) is placed at
-// min_vruntime, not half the latency behind it as a sleeper is; a task
-// found woken there 1 ms later then preempts it at once (it is the
-// latency's half, more than the wakeup granularity, behind), where with
-// the hog placed as a sleeper too it is 1 ms behind and waits for the
-// hog's slice (cfs).
 // Two hogs for 100 ms (pids 1, 2; found on CPUs 0 and 1) and a task found
 // woken AT on CPU 1 (pid 3) that runs 0.2 ms: the Present cases below.
 trace::Trace hogs_and_a_found_sleeper(std::uint64_t at) {
@@ -872,6 +865,13 @@ trace::Trace hogs_and_a_found_sleeper(std::uint64_t at) {
 }
 const std::map<std::int64_t, std::int32_t> kFoundOnCpus{{1, 0}, {2, 1}, {3, 1}};
 
+// What a found task's wakeups do depends on the history the capture does
+// not record. A hog found running on CPU 1 (present_running) is placed at
+// min_vruntime, not half the latency behind it as a sleeper is; a task
+// found woken there 1 ms later then preempts it at once (it is the
+// latency's half, more than the wakeup granularity, behind), where with
+// the hog placed as a sleeper too it is 1 ms behind and waits for the
+// hog's slice (cfs).
 TEST(Present, ATaskFoundRunningGetsNoSleepersCredit) {
   const trace::Trace t = hogs_and_a_found_sleeper(1 * kMs);
   const auto& present = kFoundOnCpus;

@@ -6,6 +6,10 @@
 // to the ones the capture measured itself: wakeup latency p50/p90/p99 (from
 // the first of sched_waking/sched_wakeup to the switch-in, as `perf sched
 // latency`), switches to a different task, and each task's CPU time.
+// The capture is replayed twice: the tasks it found on the machine have a
+// history it does not record (how far each one's vruntime lags its queue's
+// minimum decides whether its wakeups preempt), so the second, measured
+// pass starts each with the placement state the first left it in.
 // Invariant: deterministic (same capture, options and seed -> same figures).
 // Who calls it: `trace stats CAPTURE --from ftrace --replay` (commands.cc),
 // tests (sim/import/replay_check_test.cc).
