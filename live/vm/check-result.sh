@@ -13,8 +13,9 @@ line=$(grep "^AGENTCG-RESULT $name " "$log" | tail -n1)
 echo "$line"
 case "$line" in
   "AGENTCG-RESULT $name PASS"*) exit 0 ;;
-  *) # the boot's context (kernel, clocksource, the scheduler clock's
-     # rate over the run): what a CI report of a failure otherwise lacks
+  *) # the boot's context (kernel, clocksource, the kernel's TSC and
+     # clocksource watchdog messages): what a CI report of a failure
+     # otherwise lacks
      grep -E '^AGENTCG-(BOOTED|CLOCK)' "$log"
      exit 1 ;;
 esac

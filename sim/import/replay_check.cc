@@ -142,11 +142,12 @@ ReplayCheck replay_check(const Result& imported, const FtraceDetail& detail, con
   // whether its wakeups preempt), so the first pass's end state stands in
   // for it and the second, measured pass starts each found task with it
   // (CpuModel::set_present).
-  const auto replay = [&](const std::map<std::int64_t, std::int64_t>& history, sim::ScheduleLog& log,
+  // (The first pass keeps no schedule log: only its end state is read.)
+  const auto replay = [&](const std::map<std::int64_t, std::int64_t>& history, sim::ScheduleLog* log,
                           nlohmann::json* results) {
     auto cls = make_class(options.policy, options.config);
     sim::Simulator simulator;
-    sim::CpuModel cpu(simulator, imported.trace, *cls, options.config.machine, options.seed, &log);
+    sim::CpuModel cpu(simulator, imported.trace, *cls, options.config.machine, options.seed, log);
     cpu.set_present(detail.present_cpu, detail.present_running, history);
     cpu.start();
     while (!cpu.finished() && simulator.step()) {
@@ -155,9 +156,9 @@ ReplayCheck replay_check(const Result& imported, const FtraceDetail& detail, con
     if (results != nullptr) *results = cpu.results();
     return cpu.placement_history();
   };
-  sim::ScheduleLog first, log;
+  sim::ScheduleLog log;
   nlohmann::json r;
-  replay(replay({}, first, nullptr), log, &r);
+  replay(replay({}, nullptr, nullptr), &log, &r);
   if (!options.perfetto_path.empty()) sim::write_perfetto(log, options.perfetto_path);
   c.cpus = r["cpus"].get<std::uint32_t>();
   c.switches_simulated = r["context_switches"].get<std::uint64_t>();
