@@ -1,18 +1,19 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-only
 """The crowded-machine benchmark of the README (issue 15): agentcg against
-eevdf (the baseline), cfs and flatcg on four scenarios, three seeds each,
+eevdf (the baseline), cfs and flatcg on five scenarios, 20 seeds each by default,
 with the median and the min-max spread of every figure.
 
   tests/bench/crowded_bench.py [--sim build/ci/sim/agentcg-sim] [--duration 300s]
-                               [--seeds 1,2,3] [--out DIR] [--recordings DIR]
+                               [--seeds 1-20] [--out DIR] [--recordings DIR]
 
 Scenarios (one command each, printed as it runs):
   crowded  trace generate crowded --sessions 100 --cpus 8 --duration D --seed S
   mix      trace mix <recordings> --sessions 40 --cpus 8 --stagger 2s --duration D --seed S
   mix2     the same 40 recorded sessions on 2 CPUs (contended)
   builds   trace generate builds --cpus 4 --duration D --seed S
-  storm    the bundled traces/fork-storm.json, run seed S
+  storm    the bundled traces/fork-storm.json
+Seed S makes the trace (generated and mixed scenarios) and seeds the run.
 Figures per policy: tool-call p50/p99, interactive wakeup p99 (the
 /victim cgroup's wakeups in the fork storm, which has no shell), completed
 tool calls, the share gap where busy (agentcg.table.weight_shortfall: over
@@ -25,6 +26,12 @@ precision/recall.
               agentcg / eevdf for each: which feature helps, which hurts.
   --floor     also runs eevdf uncontended (the CPUs x 16): the best any
               scheduler could do on that trace.
+Ratios to eevdf are paired (one trace, one run seed, two policies): a
+ratio cell is the median of the per-seed ratios, its 95 % bootstrap
+interval (agentcg.stats.summarize) and a verdict: "better" / "worse" when
+the whole interval lies below / above 1 and the median is more than 1 %
+from it (stats.REL_MARGIN), else "no difference". Three seeds cannot
+call a difference whatever they read; the README's figures use 20.
 Deterministic: same inputs, same table.
 Who runs it: a person, to refresh the README table; not a test.
 """
@@ -36,7 +43,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from agentcg.stats import REL_MARGIN, summarize  # noqa: E402
 from agentcg.table import weight_shortfall  # noqa: E402
+from agentcg.units import SEEDS_FORMS, try_parse_seeds  # noqa: E402
 
 POLICIES = ["eevdf", "cfs", "flatcg", "agentcg"]
 
@@ -108,13 +117,15 @@ def main():
     root = os.path.dirname(os.path.dirname(here))
     ap.add_argument("--sim", default=os.path.join(root, "build/ci/sim/agentcg-sim"))
     ap.add_argument("--duration", default="300s")
-    ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument("--seeds", default="1-20", help=f"{SEEDS_FORMS} (default 1-20)")
     ap.add_argument("--out", default="/tmp/crowded-bench")
     ap.add_argument("--recordings", default=os.path.join(os.path.dirname(root), "shared/traces/agentcgroup"),
                     help="AgentCgroup recordings (default: ../shared/traces/agentcgroup beside the checkout)")
     ap.add_argument("--scenarios", default="crowded,mix,mix2,builds,storm")
     ap.add_argument("--ablation", action="store_true")
     ap.add_argument("--floor", action="store_true")
+    ap.add_argument("--tables-only", action="store_true",
+                    help="print the tables of an earlier run's OUT/summary.json without running anything")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     variants = []
@@ -125,7 +136,9 @@ def main():
             with open(cfg, "w") as fh:
                 fh.write(f"scheduler:\n  features: {{{f}: {'true' if on else 'false'}}}\n")
             variants.append((f"agentcg-{'with' if on else 'no'}-{f}", cfg))
-    seeds = [int(s) for s in a.seeds.split(",")]
+    seeds = try_parse_seeds(a.seeds)
+    if not seeds:
+        ap.error(f"--seeds {a.seeds}: expected {SEEDS_FORMS}")
     os.makedirs(a.out, exist_ok=True)
     recs = []
     if os.path.isdir(a.recordings):
@@ -134,10 +147,10 @@ def main():
         recs = [os.path.join(tasks, d) for d in sorted(os.listdir(tasks))] if os.path.isdir(tasks) else []
         recs += [os.path.join(ebpf, f) for f in sorted(os.listdir(ebpf)) if f.endswith(".jsonl")] if os.path.isdir(ebpf) else []
     res = {}
-    for sc in a.scenarios.split(","):
+    for sc in ([] if a.tables_only else a.scenarios.split(",")):
         for s in seeds:
             tr = os.path.join(a.out, f"{sc}-{s}.json")
-            run_seed = 1
+            run_seed = s
             if sc == "crowded":
                 sh([a.sim, "trace", "generate", "crowded", "--sessions", "100", "--cpus", "8", "--duration", a.duration, "--seed", str(s), "-o", tr])
             elif sc in ("mix", "mix2"):
@@ -150,7 +163,6 @@ def main():
                 sh([a.sim, "trace", "generate", "builds", "--cpus", "4", "--duration", a.duration, "--seed", str(s), "-o", tr])
             elif sc == "storm":
                 tr = os.path.join(root, "traces/fork-storm.json")
-                run_seed = s
             od = os.path.join(a.out, f"{sc}-{s}")
             with open(tr) as f:
                 trace = json.load(f)
@@ -164,7 +176,16 @@ def main():
                 fl = scaled_trace(tr, os.path.join(a.out, f"{sc}-{s}-x16.json"), 16)
                 sh([a.sim, "run", fl, "--policy", "eevdf", "--seed", str(run_seed), "--out", od + "-x16"])
                 res[sc].setdefault("floor", []).append(figures(run_json(od + "-x16")))
-    json.dump(res, open(os.path.join(a.out, "summary.json"), "w"), indent=1, sort_keys=True)
+    summary = os.path.join(a.out, "summary.json")
+    if a.tables_only:
+        with open(summary) as f:
+            saved = json.load(f)
+        order = a.scenarios.split(",")
+        res = {sc: saved[sc] for sc in sorted(saved, key=lambda k: order.index(k) if k in order else len(order))}
+        seeds = next(iter(next(iter(res.values())).values()), []) if res else []
+    else:
+        with open(summary, "w") as f:
+            json.dump(res, f, indent=1)
 
     def cell(vals, fmt):
         vals = [v for v in vals if v is not None]
@@ -180,12 +201,26 @@ def main():
             ("new-step recall", "recall", "{:.3f}")]
 
     def ratio(pol, p, key):
+        """Paired ratios to eevdf: median [95 % interval] and, lower being
+        better for every ratio but completed tool calls, a verdict."""
         rs = [x[key] / y[key] for x, y in zip(pol[p], pol["eevdf"])
               if x[key] is not None and y[key] not in (None, 0)]
-        return cell(rs, "{:.2f}")
+        if not rs:
+            return "-"
+        m = summarize(rs)
+        if len(rs) < 3:
+            return f"{m.median:.2f}"
+        if abs(m.median - 1) <= REL_MARGIN or m.lo <= 1 <= m.hi:
+            v = "no difference"
+        elif (m.hi < 1) == (key != "tools"):
+            v = "better"
+        else:
+            v = "worse"
+        return f"{m.median:.2f} [{m.lo:.2f}, {m.hi:.2f}] {v}"
 
+    print_targets(res, len(seeds), ratio, cell)
     for sc, pol in res.items():
-        print(f"\n{sc} ({len(seeds)} seeds: median (min-max))")
+        print(f"\n{sc} ({len(seeds)} seeds: median (min-max); agentcg / eevdf: median [95 % interval] verdict)")
         print("| metric | " + " | ".join(POLICIES) + " | agentcg / eevdf |")
         print("|---" * (len(POLICIES) + 2) + "|")
         for name, key, fmt in rows:
@@ -194,13 +229,52 @@ def main():
             print(f"| {name} | " + " | ".join(cells) + f" | {rc} |")
         extra = [p for p in pol if p not in POLICIES]
         if extra:
-            print(f"\n{sc}: x / eevdf (median (min-max) of the per-seed ratios)")
+            print(f"\n{sc}: x / eevdf (median [95 % interval] of the per-seed ratios, verdict)")
             keys = [("tool p50", "tool_p50"), ("tool p99", "tool_p99"), ("interactive p99", "inter_p99"),
                     ("tool calls", "tools")]
             print("| variant | " + " | ".join(k for k, _ in keys) + " |")
             print("|---" * (len(keys) + 1) + "|")
             for p in ["agentcg"] + extra:
                 print(f"| {p} | " + " | ".join(ratio(pol, p, k) for _, k in keys) + " |")
+
+
+# The issue's targets (issue 15), agentcg / eevdf unless a bound is absolute.
+TARGETS = [("tool-call p50 (ms)", "tool_p50", "<=", 0.7), ("tool-call p99 (ms)", "tool_p99", "<=", 0.9),
+           ("interactive wakeup p99 (ms)", "inter_p99", "<=", 0.5), ("completed tool calls", "tools", ">=", 0.98)]
+
+
+def print_targets(res, n, ratio, cell):
+    """The README's table: per scenario and target, eevdf and agentcg
+    (median (min-max)), the paired ratio with its interval and verdict, the
+    floor (eevdf uncontended, where run), and whether the median meets the
+    target. Absolute bounds (share gap, cpu.max, the new-step detector)
+    are met when every seed meets them; else the count that does not."""
+    print(f"\nTargets ({n} seeds; agentcg / eevdf: median [95 % interval] of the per-seed ratios, verdict)")
+    print("| scenario | metric | eevdf | agentcg | agentcg / eevdf | floor / eevdf | target | met? |")
+    print("|---" * 8 + "|")
+    for sc, pol in res.items():
+        first = True
+        for name, key, op, bound in TARGETS:
+            rs = [x[key] / y[key] for x, y in zip(pol["agentcg"], pol["eevdf"]) if y[key]]
+            med = statistics.median(rs) if rs else float("nan")
+            ok = med <= bound if op == "<=" else med >= bound
+            fl = ratio(pol, "floor", key).split(" [")[0] if "floor" in pol else "-"
+            fmt = "{:.0f}" if key in ("tool_p50", "tool_p99", "tools") else "{:.3f}"
+            print(f"| {sc if first else ''} | {name} | {cell([x[key] for x in pol['eevdf']], fmt)} | "
+                  f"{cell([x[key] for x in pol['agentcg']], fmt)} | {ratio(pol, 'agentcg', key)} | {fl} | "
+                  f"{op} {bound} | {'yes' if ok else 'no'} |")
+            first = False
+        for name, key, bound, fmt in [("share gap where busy (points)", "share_gap", 2.0, "{:.2f}"),
+                                      ("cpu.max overrun (ms)", "quota_over", 0.0, "{:.1f}")]:
+            vals = [x[key] for x in pol["agentcg"] if x[key] is not None]
+            over = sum(v > bound for v in vals)
+            print(f"| | {name} | {cell([x[key] for x in pol['eevdf']], fmt)} | {cell(vals, fmt)} | - | - | "
+                  f"<= {bound:g} | {'yes' if not over else f'no in {over} of {len(vals)} seeds'} |")
+        for name, key in [("new-step precision", "precision"), ("new-step recall", "recall")]:
+            vals = [x[key] for x in pol["agentcg"] if x[key] is not None]
+            low = sum(v < 0.8 for v in vals)
+            print(f"| | {name} | - | {cell(vals, '{:.3f}')} | - | - | >= 0.8 | "
+                  f"{'yes' if not low else f'no in {low} of {len(vals)} seeds'} |")
 
 
 if __name__ == "__main__":
