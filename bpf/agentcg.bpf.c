@@ -877,6 +877,7 @@ static __always_inline void place(struct task_struct *p, struct task_ctx *t, con
 		in.curr_deadline = curr_deadline(cc, tn);
 		in.curr_started_ns = protect_since(cc, t->cgid);
 		in.curr_slice_ns = cc->slice_ns;
+		in.curr_kicked = cc->kicked;
 	}
 	/*
 	 * storm_reserve: a storm's request does not take the last CPU free of

@@ -397,6 +397,35 @@ TEST(Place, IdleLocalPreemptSharedAndTimer) {
   EXPECT_EQ(agentcg_place_task(&in, &t).kind, AGENTCG_PLACE_SHARED);
 }
 
+// A CPU already kicked for one request is no target for the next (place.h
+// curr_kicked): the second of two workers forked together, ordered before
+// the parent that runs there, goes to the shared queue and scans the other
+// CPUs, though the first worker (its equal or earlier head) waits there.
+TEST(Place, AKickedCpuTakesNoSecondRequest) {
+  agentcg_tunables t = agentcg_tunables_default();
+  agentcg_place_in in{};
+  in.key = 100 * kMs;
+  in.now_ns = 50 * kMs;
+  in.wakeup = 1;
+  in.curr_ours = 1;
+  in.curr_deadline = 120 * kMs;  // the parent, ordered after its worker
+  in.curr_started_ns = in.now_ns - 600 * kUs;
+  in.curr_slice_ns = 4 * kMs;
+  EXPECT_EQ(agentcg_place_task(&in, &t).kind, AGENTCG_PLACE_LOCAL_PREEMPT);  // the first worker
+  in.curr_kicked = 1;
+  in.has_head = 1;
+  in.head_key = 99 * kMs;  // the first worker, on its way to that CPU
+  const agentcg_place r = agentcg_place_task(&in, &t);
+  EXPECT_EQ(r.kind, AGENTCG_PLACE_SHARED);
+  EXPECT_TRUE(agentcg_place_retarget(&in, r, &t));
+  in.curr_kicked = 0;  // not kicked: an earlier head is the next to run, no scan
+  EXPECT_FALSE(agentcg_place_retarget(&in, agentcg_place_task(&in, &t), &t));
+  in.curr_kicked = 1;
+  in.cpu_idle = 1;  // an idle CPU claimed for it is its own, kicked or not
+  in.has_head = 0;
+  EXPECT_EQ(agentcg_place_task(&in, &t).kind, AGENTCG_PLACE_LOCAL);
+}
+
 // The victim scan (place.h): a wakeup the chosen CPU does not take at once
 // and that would head the shared queue looks for another CPU; one qualifies
 // when the base rule says NOW against what runs there.

@@ -605,6 +605,7 @@ class ScxClass final : public SchedClass {
       in.curr_deadline = curr_deadline(cc);
       in.curr_started_ns = protect_since(cc, tc.cg);
       in.curr_slice_ns = cc.slice_ns;
+      in.curr_kicked = cc.kicked ? 1 : 0;
     }
     // the head before this request (it is queued already: skip it; if it
     // is the heap's root, the head is the smaller of the root's children)

@@ -83,7 +83,7 @@ struct agentcg_place_in {
 	u32 curr_ours; /* the chosen CPU runs a task of this scheduler */
 	u32 wakeup;    /* a wakeup or a fork: may preempt */
 	u32 last;      /* slice end of the CPU's only runnable task (SCX_ENQ_LAST) */
-	u32 pad;
+	u32 curr_kicked; /* the chosen CPU was kicked to preempt for another request and has not re-picked */
 };
 
 struct agentcg_place {
@@ -111,7 +111,16 @@ static inline struct agentcg_place agentcg_place_task(const struct agentcg_place
 			r.kind = AGENTCG_PLACE_LOCAL;
 		return r;
 	}
-	if (!in->wakeup || !in->curr_ours)
+	/*
+	 * A preemption already on its way to the chosen CPU serves the
+	 * request that asked for it; this one cannot take that CPU too. An
+	 * agent that forks 4 tool workers at once, each ordered before the
+	 * agent, put all 4 on its own CPU, one behind the other, while
+	 * the other CPUs ran a fork storm's children (traced in the
+	 * simulator: the 3rd and 4th waited 257 and 502 us where a scan of
+	 * the other CPUs starts them at once).
+	 */
+	if (!in->wakeup || !in->curr_ours || in->curr_kicked)
 		return r;
 	v = agentcg_eevdf_preempt_short(in->key, in->slice_ns, in->curr_deadline,
 					in->curr_started_ns, in->curr_slice_ns, in->now_ns, t);
@@ -142,9 +151,11 @@ static inline struct agentcg_place agentcg_place_task(const struct agentcg_place
 static inline bool agentcg_place_retarget(const struct agentcg_place_in *in, struct agentcg_place r,
 					  const struct agentcg_tunables *t)
 {
+	/* with the chosen CPU already kicked, the earlier head is (as a rule)
+	 * the request it was kicked for, which has its CPU: scan anyway */
 	return agentcg_feat(t, AGENTCG_F_VICTIM_PREEMPT) && in->wakeup && !in->cpu_idle && !in->last &&
 	       (r.kind == AGENTCG_PLACE_SHARED || r.kind == AGENTCG_PLACE_SHARED_AT) &&
-	       !agentcg_place_head_first(in, in->key);
+	       (in->curr_kicked || !agentcg_place_head_first(in, in->key));
 }
 
 /*
