@@ -401,16 +401,23 @@ TEST(Place, IdleLocalPreemptSharedAndTimer) {
 // curr_kicked): the second of two workers forked together, ordered before
 // the parent that runs there, goes to the shared queue and scans the other
 // CPUs, though the first worker (its equal or earlier head) waits there.
-TEST(Place, AKickedCpuTakesNoSecondRequest) {
-  agentcg_tunables t = agentcg_tunables_default();
+// A wakeup of key 100 ms at 50 ms onto a CPU running one of our requests
+// (deadline `curr_deadline`) for 600 us, past its protection.
+static agentcg_place_in wakeup_beside(u64 curr_deadline) {
   agentcg_place_in in{};
   in.key = 100 * kMs;
   in.now_ns = 50 * kMs;
   in.wakeup = 1;
   in.curr_ours = 1;
-  in.curr_deadline = 120 * kMs;  // the parent, ordered after its worker
+  in.curr_deadline = curr_deadline;
   in.curr_started_ns = in.now_ns - 600 * kUs;
   in.curr_slice_ns = 4 * kMs;
+  return in;
+}
+
+TEST(Place, AKickedCpuTakesNoSecondRequest) {
+  agentcg_tunables t = agentcg_tunables_default();
+  agentcg_place_in in = wakeup_beside(120 * kMs);  // the parent, ordered after its worker
   EXPECT_EQ(agentcg_place_task(&in, &t).kind, AGENTCG_PLACE_LOCAL_PREEMPT);  // the first worker
   in.curr_kicked = 1;
   in.has_head = 1;
@@ -431,14 +438,7 @@ TEST(Place, AKickedCpuTakesNoSecondRequest) {
 // when the base rule says NOW against what runs there.
 TEST(Place, RetargetAndVictim) {
   agentcg_tunables t = agentcg_tunables_default();
-  agentcg_place_in in{};
-  in.key = 100 * kMs;
-  in.now_ns = 50 * kMs;
-  in.wakeup = 1;
-  in.curr_ours = 1;
-  in.curr_deadline = 90 * kMs;  // the chosen CPU runs an earlier request (its parent)
-  in.curr_started_ns = in.now_ns - 600 * kUs;
-  in.curr_slice_ns = 4 * kMs;
+  agentcg_place_in in = wakeup_beside(90 * kMs);  // the chosen CPU runs an earlier request (its parent)
   agentcg_place r = agentcg_place_task(&in, &t);
   ASSERT_EQ(r.kind, AGENTCG_PLACE_SHARED);
   EXPECT_TRUE(agentcg_place_retarget(&in, r, &t));
