@@ -50,6 +50,19 @@ nlohmann::json run_agentcg(const trace::Trace& t, std::uint32_t features) {
   return run(t, o);
 }
 
+// Four CPUs, four hogs in /hog and an /agent of the same weight running
+// `agent_ops`, for `duration_ns`; fork_aware off (the agent's forks would
+// be a storm), so that what a test compares is placement alone.
+nlohmann::json agent_beside_four_hogs(std::uint64_t duration_ns, std::vector<trace::Op> agent_ops,
+                                      std::uint32_t features = AGENTCG_F_DEFAULT & ~AGENTCG_F_FORK_AWARE) {
+  Builder b(4, duration_ns);
+  b.cgroup("/hog", 100);
+  b.cgroup("/agent", 100);
+  b.hogs("/hog", 4);
+  b.process("/agent", std::move(agent_ops));
+  return run_agentcg(b.t, features);
+}
+
 double share(const nlohmann::json& r, const std::string& cg) {
   return r["cgroups"][cg]["cpu_share"].get<double>();
 }
@@ -306,15 +319,10 @@ TEST(ScxAcceptance, StormReserveKeepsACpuFreeForAPeriodicWaker) {
 // until a slice ends (most of them 2 ms); with it the second preempts a
 // hog at once.
 TEST(ScxAcceptance, VictimPreemptStartsAForkedChildOnAnotherCpu) {
-  const trace::Op wait = wait_op();
-  Builder b(4, 2 * kSec);
-  b.cgroup("/hog", 100);
-  b.cgroup("/agent", 100);
-  b.hogs("/hog", 4);
-  b.process("/agent", {repeat_op(20, {sleep_op(20 * kMs), fork_op({run_op(2 * kMs)}), fork_op({run_op(2 * kMs)}), wait})});
-  const u32 features = AGENTCG_F_DEFAULT & ~AGENTCG_F_FORK_AWARE;
-  const auto on = run_agentcg(b.t, features);
-  const auto off = run_agentcg(b.t, features & ~AGENTCG_F_VICTIM_PREEMPT);
+  const std::vector<trace::Op> agent = {
+      repeat_op(20, {sleep_op(20 * kMs), fork_op({run_op(2 * kMs)}), fork_op({run_op(2 * kMs)}), wait_op()})};
+  const auto on = agent_beside_four_hogs(2 * kSec, agent);
+  const auto off = agent_beside_four_hogs(2 * kSec, agent, AGENTCG_F_DEFAULT & ~AGENTCG_F_FORK_AWARE & ~AGENTCG_F_VICTIM_PREEMPT);
   const auto p90 = [](const nlohmann::json& r) {
     return r["cgroups"]["/agent"]["wakeup_latency_ns"]["p90"].get<std::uint64_t>();
   };
@@ -336,18 +344,11 @@ TEST(ScxAcceptance, VictimPreemptStartsAForkedChildOnAnotherCpu) {
 // victim's workers 257 and 502 us). A CPU kicked for one request is now no
 // target for the next, and each worker preempts a hog elsewhere at once.
 TEST(ScxAcceptance, WorkersForkedTogetherEachTakeAnotherCpuAtOnce) {
-  const trace::Op wait = wait_op();
-  Builder b(4, 8 * kSec);
-  b.cgroup("/hog", 100);
-  b.cgroup("/agent", 100);
-  b.hogs("/hog", 4);
   // the fork storm's victim: thinks 100 ms (a new step when it forks; no
   // epoch at the wakeup itself, which takes 200 ms idle), then forks 3
   // workers of 150 ms each
   const trace::Op worker = fork_op({run_op(150 * kMs)});
-  b.process("/agent", {repeat_op(20, {sleep_op(100 * kMs), worker, worker, worker, wait})});
-  const u32 features = AGENTCG_F_DEFAULT & ~AGENTCG_F_FORK_AWARE;
-  const auto r = run_agentcg(b.t, features);
+  const auto r = agent_beside_four_hogs(8 * kSec, {repeat_op(20, {sleep_op(100 * kMs), worker, worker, worker, wait_op()})});
   const auto w = [&](const char* k) { return r["cgroups"]["/agent"]["wakeup_latency_ns"][k].get<std::uint64_t>(); };
   std::printf("3 workers forked together beside 4 hogs: /agent wakeup p90 %llu, max %llu ns (%llu wakeups)\n",
               (unsigned long long)w("p90"), (unsigned long long)w("max"), (unsigned long long)w("count"));

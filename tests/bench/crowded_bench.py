@@ -43,7 +43,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-from agentcg.stats import REL_MARGIN, summarize  # noqa: E402
+from agentcg.stats import MIN_VERDICT_SAMPLES, REL_MARGIN, summarize  # noqa: E402
 from agentcg.table import weight_shortfall  # noqa: E402
 from agentcg.units import SEEDS_FORMS, try_parse_seeds  # noqa: E402
 
@@ -182,17 +182,10 @@ def main():
             saved = json.load(f)
         order = a.scenarios.split(",")
         res = {sc: saved[sc] for sc in sorted(saved, key=lambda k: order.index(k) if k in order else len(order))}
-        seeds = next(iter(next(iter(res.values())).values()), []) if res else []
+        seeds = next(iter(next(iter(res.values())).values()), []) if res else []  # only its length is used
     else:
         with open(summary, "w") as f:
             json.dump(res, f, indent=1)
-
-    def cell(vals, fmt):
-        vals = [v for v in vals if v is not None]
-        if not vals:
-            return "-"
-        m = statistics.median(vals)
-        return f"{fmt.format(m)} ({fmt.format(min(vals))}-{fmt.format(max(vals))})"
 
     rows = [("tool-call p50 (ms)", "tool_p50", "{:.0f}"), ("tool-call p99 (ms)", "tool_p99", "{:.0f}"),
             ("interactive wakeup p99 (ms)", "inter_p99", "{:.3f}"), ("completed tool calls", "tools", "{:.0f}"),
@@ -200,25 +193,9 @@ def main():
             ("max runnable wait (ms)", "max_wait", "{:.0f}"), ("new-step precision", "precision", "{:.3f}"),
             ("new-step recall", "recall", "{:.3f}")]
 
-    def ratio(pol, p, key):
-        """Paired ratios to eevdf: median [95 % interval] and, lower being
-        better for every ratio but completed tool calls, a verdict."""
-        rs = [x[key] / y[key] for x, y in zip(pol[p], pol["eevdf"])
-              if x[key] is not None and y[key] not in (None, 0)]
-        if not rs:
-            return "-"
-        m = summarize(rs)
-        if len(rs) < 3:
-            return f"{m.median:.2f}"
-        if abs(m.median - 1) <= REL_MARGIN or m.lo <= 1 <= m.hi:
-            v = "no difference"
-        elif (m.hi < 1) == (key != "tools"):
-            v = "better"
-        else:
-            v = "worse"
-        return f"{m.median:.2f} [{m.lo:.2f}, {m.hi:.2f}] {v}"
-
-    print_targets(res, len(seeds), ratio, cell)
+    print_targets(res, len(seeds))
+    if variants or any("floor" in pol for pol in res.values()):
+        print_ablation(res)
     for sc, pol in res.items():
         print(f"\n{sc} ({len(seeds)} seeds: median (min-max); agentcg / eevdf: median [95 % interval] verdict)")
         print("| metric | " + " | ".join(POLICIES) + " | agentcg / eevdf |")
@@ -238,12 +215,47 @@ def main():
                 print(f"| {p} | " + " | ".join(ratio(pol, p, k) for _, k in keys) + " |")
 
 
+def cell(vals, fmt):
+    """median (min-max) of the values that are there."""
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return "-"
+    m = statistics.median(vals)
+    return f"{fmt.format(m)} ({fmt.format(min(vals))}-{fmt.format(max(vals))})"
+
+
+def paired_ratios(pol, p, key):
+    """Per seed, policy p's figure over eevdf's on the same trace and run seed."""
+    return [x[key] / y[key] for x, y in zip(pol[p], pol["eevdf"])
+            if x[key] is not None and y[key] not in (None, 0)]
+
+
+def ratio(pol, p, key, verdict=True):
+    """Paired ratios to eevdf: median [95 % interval] and, lower being
+    better for every ratio but completed tool calls, a verdict."""
+    rs = paired_ratios(pol, p, key)
+    if not rs:
+        return "-"
+    m = summarize(rs)
+    if len(rs) < MIN_VERDICT_SAMPLES:
+        return f"{m.median:.2f}"
+    if not verdict:
+        return f"{m.median:.2f} [{m.lo:.2f}, {m.hi:.2f}]"
+    if abs(m.median - 1) <= REL_MARGIN or m.lo <= 1 <= m.hi:
+        v = "no difference"
+    elif (m.hi < 1) == (key != "tools"):
+        v = "better"
+    else:
+        v = "worse"
+    return f"{m.median:.2f} [{m.lo:.2f}, {m.hi:.2f}] {v}"
+
+
 # The issue's targets (issue 15), agentcg / eevdf unless a bound is absolute.
 TARGETS = [("tool-call p50 (ms)", "tool_p50", "<=", 0.7), ("tool-call p99 (ms)", "tool_p99", "<=", 0.9),
            ("interactive wakeup p99 (ms)", "inter_p99", "<=", 0.5), ("completed tool calls", "tools", ">=", 0.98)]
 
 
-def print_targets(res, n, ratio, cell):
+def print_targets(res, n):
     """The README's table: per scenario and target, eevdf and agentcg
     (median (min-max)), the paired ratio with its interval and verdict, the
     floor (eevdf uncontended, where run), and whether the median meets the
@@ -255,10 +267,11 @@ def print_targets(res, n, ratio, cell):
     for sc, pol in res.items():
         first = True
         for name, key, op, bound in TARGETS:
-            rs = [x[key] / y[key] for x, y in zip(pol["agentcg"], pol["eevdf"]) if y[key]]
+            rs = paired_ratios(pol, "agentcg", key)
             med = statistics.median(rs) if rs else float("nan")
             ok = med <= bound if op == "<=" else med >= bound
-            fl = ratio(pol, "floor", key).split(" [")[0] if "floor" in pol else "-"
+            fr = paired_ratios(pol, "floor", key) if "floor" in pol else []
+            fl = f"{statistics.median(fr):.2f}" if fr else "-"
             fmt = "{:.0f}" if key in ("tool_p50", "tool_p99", "tools") else "{:.3f}"
             print(f"| {sc if first else ''} | {name} | {cell([x[key] for x in pol['eevdf']], fmt)} | "
                   f"{cell([x[key] for x in pol['agentcg']], fmt)} | {ratio(pol, 'agentcg', key)} | {fl} | "
@@ -275,6 +288,29 @@ def print_targets(res, n, ratio, cell):
             low = sum(v < 0.8 for v in vals)
             print(f"| | {name} | - | {cell(vals, '{:.3f}')} | - | - | >= 0.8 | "
                   f"{'yes' if not low else f'no in {low} of {len(vals)} seeds'} |")
+
+
+# The README's ablation table: crowded, builds and storm side by side.
+ABLATION_SCENARIOS = ["crowded", "builds", "storm"]
+ABLATION_KEYS = ["tool_p50", "tool_p99", "inter_p99"]
+
+
+def print_ablation(res):
+    """agentcg and each variant (a feature off, or on where it is off by
+    default) and the floor, x / eevdf: median [95 % interval] of the paired
+    per-seed ratios, tool-call p50 / p99 / interactive p99 per scenario."""
+    scs = [sc for sc in ABLATION_SCENARIOS if sc in res]
+    if not scs:
+        return
+    names = ["agentcg"] + [p for p in res[scs[0]] if p not in POLICIES and p != "floor"]
+    names += ["floor"] if "floor" in res[scs[0]] else []
+    print("\nWhich feature does what: x / eevdf, median [95 % interval] of the per-seed ratios")
+    print("| variant | " + " | ".join(f"{sc} p50 / p99 / {'victim wakeup' if sc == 'storm' else 'shell'} p99"
+                                    for sc in scs) + " |")
+    print("|---" * (len(scs) + 1) + "|")
+    for p in names:
+        print(f"| {p} | " + " | ".join(" / ".join(ratio(res[sc], p, k, verdict=False) for k in ABLATION_KEYS)
+                                        for sc in scs) + " |")
 
 
 if __name__ == "__main__":
