@@ -238,6 +238,17 @@ struct MachineConfig {
   std::uint32_t ext_busy_pct = 0;
   std::uint64_t ext_wakeup_ns = 0;
   std::uint64_t ext_fork_ns = 0;
+  // CPU work of a mem op that grows a process's memory, per MiB of growth:
+  // the page faults of memory written for the first time (each new page
+  // allocated and zeroed; agentcg-player's mem op writes one byte of every
+  // page it adds). Run by the process right after the op, before its next
+  // one, charged to its cgroup; memory given back costs nothing (its
+  // munmap: 2 % of the faults, measured). A machine constant, measured by
+  // live compare's `agentcg-work touch` (fidelity reads it from
+  // benchmarks.json): under TCG page faults are slow enough that an agent
+  // trace's tool calls run measurably longer live than their run ops.
+  // 0 (the default): memory is free, as before.
+  std::uint64_t mem_fault_ns_per_mib = 0;
   // CPU work of a timer wakeup (try_to_wake_up in the timer interrupt),
   // done on the CPU the sleeper last ran on and charged to the cgroup of
   // the task running there (the kernel accounts interrupt work to the

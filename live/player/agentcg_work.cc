@@ -6,6 +6,11 @@
 //   spin SECONDS                 burn CPU until the deadline
 //   mem MB SECONDS               keep MB of anonymous memory and rewrite
 //                                every page in a loop (memory.high pressure)
+//   touch MB                     map MB of anonymous memory and write one byte
+//                                of every page once, as agentcg-player's mem op
+//                                does; prints "touch mb M pages P fault_us F
+//                                free_us U": the CPU time (user + system,
+//                                getrusage) of the touching and of the munmap
 //   forkstorm N [PARALLEL]       fork N children that exit at once, at most
 //                                PARALLEL alive; prints "forks N elapsed_ms T
 //                                failed F parent_us P children_us C": the
@@ -82,6 +87,37 @@ int mem(std::uint64_t mb, std::uint64_t secs) {
   return 0;
 }
 
+// CPU time (the scheduler's runtime, user + system) of `who` so far.
+unsigned long long cpu_us(int who) {
+  rusage ru{};
+  getrusage(who, &ru);
+  return static_cast<unsigned long long>((ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL + ru.ru_utime.tv_usec +
+                                         ru.ru_stime.tv_usec);
+}
+
+// What agentcg-player's mem op costs the CPU: the page faults (a page
+// allocated and zeroed each) of memory written once, then its release
+// (`agentcg fidelity`'s machine.mem_fault_ns_per_mib).
+int touch(std::uint64_t mb) {
+  const std::size_t len = static_cast<std::size_t>(mb) << 20;
+  const unsigned long long t0 = cpu_us(RUSAGE_SELF);
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    std::fprintf(stderr, "agentcg-work: touch: mmap %llu MB: %s\n", static_cast<unsigned long long>(mb),
+                 std::strerror(errno));
+    return 1;
+  }
+  auto* b = static_cast<volatile unsigned char*>(p);
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  for (std::size_t off = 0; off < len; off += page) b[off] = 1;
+  const unsigned long long t1 = cpu_us(RUSAGE_SELF);
+  munmap(p, len);
+  const unsigned long long t2 = cpu_us(RUSAGE_SELF);
+  std::printf("touch mb %llu pages %llu fault_us %llu free_us %llu\n", static_cast<unsigned long long>(mb),
+              static_cast<unsigned long long>(len / page), t1 - t0, t2 - t1);
+  return 0;
+}
+
 int forkstorm(std::uint64_t n, std::uint64_t parallel) {
   const std::uint64_t t0 = now_ns();
   std::uint64_t started = 0, alive = 0, failed = 0;
@@ -107,12 +143,6 @@ int forkstorm(std::uint64_t n, std::uint64_t parallel) {
   // CPU time (the scheduler's runtime, user + system) of this process and
   // of its reaped children, from the start of the program: the fork path
   // and the exit path of each cycle, apart.
-  const auto cpu_us = [](int who) {
-    rusage ru{};
-    getrusage(who, &ru);
-    return static_cast<unsigned long long>((ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL +
-                                           ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-  };
   std::printf("forks %llu elapsed_ms %llu failed %llu parent_us %llu children_us %llu\n",
               static_cast<unsigned long long>(started), static_cast<unsigned long long>((now_ns() - t0) / 1000000ULL),
               static_cast<unsigned long long>(failed), cpu_us(RUSAGE_SELF), cpu_us(RUSAGE_CHILDREN));
@@ -154,6 +184,8 @@ int main(int argc, char** argv) {
   auto* me = app.add_subcommand("mem", "keep MB of anonymous memory and rewrite every page for SECONDS");
   me->add_option("MB", a)->required()->check(agentcg::cli::positive_integer());
   me->add_option("SECONDS", b)->required();
+  auto* to = app.add_subcommand("touch", "write one byte of every page of MB of new memory once: its CPU time");
+  to->add_option("MB", a)->required()->check(agentcg::cli::positive_integer());
   auto* fs = app.add_subcommand("forkstorm", "fork N children that exit at once, at most PARALLEL (64) alive");
   fs->add_option("N", a)->required();
   b = 64;
@@ -164,6 +196,7 @@ int main(int argc, char** argv) {
   if (auto rc = agentcg::cli::parse(app, argc, argv)) return *rc;
   if (sp->parsed()) return spin(a);
   if (me->parsed()) return mem(a, b);
+  if (to->parsed()) return touch(a);
   if (fs->parsed()) return forkstorm(a, b);
   return wakelat(a, b);
 }

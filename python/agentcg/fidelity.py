@@ -674,6 +674,28 @@ def kick_busy_from_benchmarks(path: Path) -> Optional[Tuple[int, str]]:
                 f"{_median(idle):.0f} us)")
 
 
+MEM_FAULT_KEY = "mem_fault_us_per_mib"  # live compare's `agentcg-work touch 64` (benchmarks.json)
+MEM_FAULT_MAX_NS = 1000000000  # machine.mem_fault_ns_per_mib's range in the config loader (config/config.cc)
+
+
+def mem_fault_from_benchmarks(path: Path) -> Optional[Tuple[int, str]]:
+    """(mem_fault_ns_per_mib, how) from live compare's page-fault pass under
+    EEVDF (PATH: benchmarks.json): the CPU time of writing one byte of every
+    page of 64 MiB of new memory, per MiB, median of the repetitions,
+    rounded to 1 us. agentcg-player's mem op does exactly that with what
+    the fidelity copy of a trace asks (its bytes already x the live run's
+    memory scale: prepare_trace), so the model charges a process that
+    much CPU per MiB it adds. A measurement of the machine, not a fit.
+    None for results without the pass (before 2026-12-02)."""
+    us = _bench_values(path, "eevdf", MEM_FAULT_KEY)
+    if not us:
+        return None
+    ns = min(MEM_FAULT_MAX_NS, int(round(_median(us))) * 1000)
+    return ns, (f"mem_fault_ns_per_mib {ns} from {path.name}: the CPU of writing 64 MiB of new memory once "
+                f"(agentcg-work touch, page faults) under eevdf, per MiB, median of {len(us)} repetition(s) "
+                "(a benchmark, not a fit)")
+
+
 PLAYER_KEY = "player_{}_p50_us"  # live compare's player_sleeper passes (benchmarks.json, live.PLAYER_BENCHES)
 IDLE_EXIT_MAX_NS = 10000000  # machine.idle_exit_ns's range in the config loader (config/config.cc)
 TIMER_BUSY_MAX_NS = 10000000  # machine.timer_busy_ns's and ext_timer_busy_ns's range there
@@ -1150,6 +1172,8 @@ ABLATIONS: Tuple[Tuple[str, Dict[str, Any]], ...] = (
     ("no exit cost (exit_cost_ns 0)", {"exit_cost_ns": 0}),
     ("no copy-on-write after a fork (fork_after_ns 0)", {"fork_after_ns": 0}),
     ("no child start work (fork_child_ns 0)", {"fork_child_ns": 0}),
+    # measured by live compare's page-fault pass (mem_fault_from_benchmarks)
+    ("memory grows without page-fault CPU (mem_fault_ns_per_mib 0)", {"mem_fault_ns_per_mib": 0}),
     ("no sched_ext cost (ext_busy_pct 0, ext_wakeup_ns 0, ext_fork_ns 0)",
      {"ext_busy_pct": 0, "ext_wakeup_ns": 0, "ext_fork_ns": 0}),
     ("slices end exactly, no tick (tick_ns 0)", {"tick_ns": 0, "preempt": "full"}),
@@ -1419,6 +1443,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
     ext_how: Optional[str] = None
     tick_how: Optional[str] = None
     kick_how: Optional[str] = None
+    mem_how: Optional[str] = None
     given = mprof.load_profile(machine) if machine else None  # a bad profile fails before the VM boots
     if capture_from not in CAPTURE_FORMATS:
         raise AgentcgError(f"--capture-from {capture_from}: expected one of {', '.join(CAPTURE_FORMATS)}")
@@ -1552,6 +1577,12 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                 if kb[0]:
                     model["kick_busy_ns"] = kb[0]
                 kick_how = kb[1]
+        if "mem_fault_ns_per_mib" not in model and model_knows({"mem_fault_ns_per_mib": 0}):
+            mf = mem_fault_from_benchmarks(live_root / "benchmarks.json")
+            if mf:  # measured, so held fixed in the fit
+                if mf[0]:
+                    model["mem_fault_ns_per_mib"] = mf[0]
+                mem_how = mf[1]
         m, rounds = calibrate(simulate, fit_keys, real, cpus, base=model or None)
         if model_knows({"ext_busy_pct": 0, "ext_wakeup_ns": 0}) and not {"ext_busy_pct", "ext_wakeup_ns"} & set(model):
             ext, ext_how = ext_cost_from_live(real, fit_keys, live_root / "benchmarks.json")
@@ -1605,6 +1636,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                                      "wakeup_overhead_ns)."] + ([tick_how + "."] if tick_how else [])
                             + ([kick_how + "."] if kick_how else [])
                             + ([fork_cost_how + "."] if fork_cost_how else [])
+                            + ([mem_how + "."] if mem_how else [])
                             + ([ext_how + "."] if ext_how else []))
 
     # ranking agreement: the simulator over seeds with the profile, the VM over repetitions
@@ -1668,6 +1700,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
             + (f" {tick_how} (the kernel's configuration, not a fit)." if tick_how else "")
             + (f" {kick_how} (a benchmark, not a fit)." if kick_how else "")
             + (f" {fork_cost_how} (a benchmark, not a fit)." if fork_cost_how else "")
+            + (f" {mem_how}." if mem_how else "")
             + (f" sched_ext's own cost: {ext_how} (measured, not fitted)." if ext_how else "")
             + f" A latency percentile of fewer live samples than {MIN_SAMPLES['p50']} (p50) or "
             f"{MIN_SAMPLES['p99']} (p99) is shown but neither fitted nor scored (n=...)."

@@ -426,7 +426,8 @@ BENCH_ROWS = (("cyclictest_idle_p50_us", "cyclictest on the idle machine p50", T
               ("player_load_p99_us", "agentcg-player sleeping 1 ms, under CPU load p99", True),
               ("hackbench_s", "hackbench run time (4 groups)", True),
               ("fork_parent_us", "CPU of one fork (the forker's)", True),
-              ("fork_child_us", "CPU of one exit (the child's)", True))
+              ("fork_child_us", "CPU of one exit (the child's)", True),
+              ("mem_fault_us_per_mib", "CPU of the page faults of 1 MiB of new memory", True))
 
 
 def compare_sections(summary: Mapping[str, Any], schedulers: Sequence[str]) -> List[Tuple[str, List[Any]]]:

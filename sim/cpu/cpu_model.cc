@@ -5,6 +5,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "sim/random.h"
+
 namespace agentcg::sim {
 
 namespace {
@@ -460,10 +462,19 @@ CpuModel::Next CpuModel::advance(Task& t) {
         p.comm = op.name();
         p.syscall = true;
         break;
-      case trace::OpKind::kMem:
+      case trace::OpKind::kMem: {
         p.syscall = true;
+        const std::uint64_t had = p.mem_bytes;
         set_mem(t, op.amount.sample(p.rng));
-        break;  // OOM-killed: the stack is empty, the next step exits it
+        // OOM-killed: the stack is empty, the next step exits it
+        if (p.stack.empty() || p.mem_bytes <= had || machine_.mem_fault_ns_per_mib == 0) break;
+        // the faults of the pages added (machine.mem_fault_ns_per_mib);
+        // in 128 bits, exact on every platform: bytes x ns per MiB may pass 2^64
+        const auto ns = static_cast<std::uint64_t>(static_cast<uint128_t>(p.mem_bytes - had) *
+                                                   machine_.mem_fault_ns_per_mib >> 20);
+        if (ns > 0) return machine_work(ns);
+        break;
+      }
       case trace::OpKind::kRepeat:
         if (op.count() > 0 && !op.body().empty()) p.stack.push_back(Frame{&op.body(), 0, op.count()});
         break;

@@ -49,7 +49,9 @@
 //    fork storm's parent, competing with its own children, forks slower)
 //    and fork_after_ns after the child exists (copy-on-write), the child
 //    fork_child_ns before its first op (its own copy-on-write), and an exit
-//    costs the exiting task exit_cost_ns before it is gone;
+//    costs the exiting task exit_cost_ns before it is gone; a mem op that
+//    grows a process's memory costs it mem_fault_ns_per_mib per MiB added
+//    (the page faults) before its next op;
 //    under a sched_ext class (SchedClass::sched_ext()) ext_busy_pct of a
 //    busy CPU's time is sched_ext's own (the task's work goes slower, its
 //    cgroup is charged only the work), a wakeup costs ext_wakeup_ns more

@@ -31,9 +31,11 @@ constexpr std::uint64_t kSec = 1000000000;
 
 using trace::testing::fork_op;
 using trace::testing::io_op;
+using trace::testing::mem_op;
 using trace::testing::repeat_op;
 using trace::testing::run_op;
 using trace::testing::sleep_op;
+using trace::testing::tool_op;
 using trace::testing::wait_op;
 using Builder = trace::testing::TraceBuilder;
 
@@ -1163,6 +1165,36 @@ TEST(ForkCost, ChargedToTheForkerAndThrottlesAStorm) {
     // and gets more between them.
     EXPECT_NEAR(share(cost, "/storm"), 0.2 * 7 / 8, 0.01);
     EXPECT_GE(share(free, "/storm"), share(cost, "/storm"));
+  }
+}
+
+// machine.mem_fault_ns_per_mib: a mem op that grows a process's memory
+// costs it CPU per MiB added (the page faults), before its next op and
+// charged to its cgroup; memory given back and memory already held cost
+// nothing. A tool call whose process takes 64 MiB, gives 32 back, takes
+// 48 (16 new) and runs 1 ms: 80 MiB of faults at 0.5 ms each, so 41 ms
+// of CPU and a 41 ms call on an idle machine, against 1 ms without the
+// cost; under every class.
+TEST(MemFaultCost, GrowingMemoryCostsItsFaultsToTheGrower) {
+  Builder b(2, 2 * kSec);
+  b.cgroup("/a", 100);
+  b.process("/a", {tool_op(true),
+                   fork_op({mem_op(64ULL << 20), mem_op(32ULL << 20), mem_op(48ULL << 20), run_op(1 * kMs)}),
+                   wait_op(), tool_op(false)});
+  config::MachineConfig m;
+  m.mem_fault_ns_per_mib = kMs / 2;
+  for (const char* policy : {"eevdf", "cfs", "flatcg", "agentcg"}) {
+    SCOPED_TRACE(policy);
+    const auto cost = run_machine(b.t, policy, m);
+    const auto free = run_machine(b.t, policy, config::MachineConfig{});
+    EXPECT_EQ(cost["cgroups"]["/a"]["cpu_time_ns"].get<std::uint64_t>(), 41 * kMs);
+    EXPECT_EQ(free["cgroups"]["/a"]["cpu_time_ns"].get<std::uint64_t>(), 1 * kMs);
+    const auto call_ms = [](const nlohmann::json& r) {
+      return r["cgroups"]["/a"]["tool_call_latency_ns"]["p50"].get<double>() / 1e6;
+    };
+    EXPECT_NEAR(call_ms(cost), 41.0, 0.5);
+    EXPECT_NEAR(call_ms(free), 1.0, 0.5);
+    EXPECT_EQ(cost["config"]["machine"]["mem_fault_ns_per_mib"].get<std::uint64_t>(), kMs / 2);
   }
 }
 

@@ -428,6 +428,34 @@ def test_kick_busy_from_the_idle_and_loaded_cyclictest(tmp_path: Path) -> None:
     assert given["machine"]["kick_busy_ns"] == 50000
 
 
+def test_mem_fault_cost_from_the_touch_pass(tmp_path: Path) -> None:
+    """mem_fault_ns_per_mib: eevdf's `agentcg-work touch` CPU per MiB,
+    median of the repetitions in ns (the BPF schedulers' passes not read);
+    None without the pass; in a fit it is held fixed, said where it came
+    from, written to the profile, and a --model value wins."""
+    b = tmp_path / "benchmarks.json"
+    b.write_text(json.dumps({"eevdf": [{"mem_fault_us_per_mib": 2900.4}, {"mem_fault_us_per_mib": 3100.0},
+                                       {"mem_fault_us_per_mib": 3000.2}],
+                             "agentcg": [{"mem_fault_us_per_mib": 9000.0}]}))
+    ns, how = fidelity.mem_fault_from_benchmarks(b)
+    assert ns == 3000000 and "median of 3 repetition(s)" in how
+    b.write_text(json.dumps({"eevdf": [{"fork_parent_us": 1400}]}))
+    assert fidelity.mem_fault_from_benchmarks(b) is None
+    assert fidelity.mem_fault_from_benchmarks(tmp_path / "none.json") is None
+
+    live_dir = _fake_live(tmp_path, ["io"], 40000)
+    (live_dir / "benchmarks.json").write_text(json.dumps({"eevdf": [{"mem_fault_us_per_mib": 2500}]}))
+    traces = [str(Path(REPO) / "traces" / "io.json")]
+    rep = fidelity.fidelity(traces, str(tmp_path / "out"), duration="2s", mem_scale=1.0, live_dir=str(live_dir),
+                            quiet=True, seeds="1", ablate=False)
+    assert rep["machine"]["mem_fault_ns_per_mib"] == 2500000
+    assert "mem_fault_ns_per_mib 2500000 from benchmarks.json" in (tmp_path / "out" / "fidelity.md").read_text()
+    assert "mem_fault_ns_per_mib: 2500000" in Path(rep["profile"]).read_text()
+    given = fidelity.fidelity(traces, str(tmp_path / "given"), duration="2s", mem_scale=1.0, live_dir=str(live_dir),
+                              quiet=True, seeds="1", ablate=False, model={"mem_fault_ns_per_mib": 7000})
+    assert given["machine"]["mem_fault_ns_per_mib"] == 7000
+
+
 def test_wakeup_costs_from_the_players_own_sleeper_passes(tmp_path: Path) -> None:
     """With live compare's player_sleeper passes, the wakeup costs are
     measured with the player: wakeup_overhead_ns its idle p50 less the
