@@ -123,7 +123,7 @@ compare_bench() { # out_dir
 	# what agentcg-player's mem op costs: 64 MiB of new memory written once
 	# (page faults, each page allocated and zeroed), then released
 	sh -c "echo \$\$ > $CG/bench/cgroup.procs && exec agentcg-work touch 64" > /tmp/touch.txt 2>&1
-	awk '/^touch / && $2 > 0 { printf "mem_fault_us_per_mib %.1f\nmem_free_us_per_mib %.1f\n", $6 / $2, $8 / $2 }' /tmp/touch.txt >> $o/bench.txt
+	awk '/^touch mb / && $3 > 0 { printf "mem_fault_us_per_mib %.1f\nmem_free_us_per_mib %.1f\n", $7 / $3, $9 / $3 }' /tmp/touch.txt >> $o/bench.txt
 	rmcg bench batch storm victim
 }
 
