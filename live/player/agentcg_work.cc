@@ -64,15 +64,21 @@ int spin(std::uint64_t secs) {
   return 0;
 }
 
+// MB of private anonymous memory, not yet touched; nullptr (said on
+// stderr, for the subcommand WHAT) when the mapping fails.
+volatile unsigned char* map_anon(std::uint64_t mb, const char* what) {
+  void* p = mmap(nullptr, static_cast<std::size_t>(mb) << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+  if (p != MAP_FAILED) return static_cast<volatile unsigned char*>(p);
+  std::fprintf(stderr, "agentcg-work: %s: mmap %llu MB: %s\n", what, static_cast<unsigned long long>(mb),
+               std::strerror(errno));
+  return nullptr;
+}
+
 int mem(std::uint64_t mb, std::uint64_t secs) {
   const std::size_t len = static_cast<std::size_t>(mb) << 20;
-  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    std::fprintf(stderr, "agentcg-work: mem: mmap %llu MB: %s\n", static_cast<unsigned long long>(mb),
-                 std::strerror(errno));
-    return 1;
-  }
-  auto* b = static_cast<volatile unsigned char*>(p);
+  volatile unsigned char* b = map_anon(mb, "mem");
+  if (b == nullptr) return 1;
   const long page = sysconf(_SC_PAGESIZE);
   const std::uint64_t end = now_ns() + secs * 1000000000ULL;
   std::uint64_t rounds = 0;
@@ -81,7 +87,7 @@ int mem(std::uint64_t mb, std::uint64_t secs) {
     rounds++;
     // Release half of it so that the kernel has to fault it in again: keeps
     // the cgroup hovering over memory.high instead of settling.
-    madvise(p, len / 2, MADV_DONTNEED);
+    madvise(const_cast<unsigned char*>(b), len / 2, MADV_DONTNEED);
   }
   std::printf("mem rounds %llu\n", static_cast<unsigned long long>(rounds));
   return 0;
@@ -101,17 +107,12 @@ unsigned long long cpu_us(int who) {
 int touch(std::uint64_t mb) {
   const std::size_t len = static_cast<std::size_t>(mb) << 20;
   const unsigned long long t0 = cpu_us(RUSAGE_SELF);
-  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    std::fprintf(stderr, "agentcg-work: touch: mmap %llu MB: %s\n", static_cast<unsigned long long>(mb),
-                 std::strerror(errno));
-    return 1;
-  }
-  auto* b = static_cast<volatile unsigned char*>(p);
+  volatile unsigned char* b = map_anon(mb, "touch");
+  if (b == nullptr) return 1;
   const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   for (std::size_t off = 0; off < len; off += page) b[off] = 1;
   const unsigned long long t1 = cpu_us(RUSAGE_SELF);
-  munmap(p, len);
+  munmap(const_cast<unsigned char*>(b), len);
   const unsigned long long t2 = cpu_us(RUSAGE_SELF);
   std::printf("touch mb %llu pages %llu fault_us %llu free_us %llu\n", static_cast<unsigned long long>(mb),
               static_cast<unsigned long long>(len / page), t1 - t0, t2 - t1);

@@ -414,18 +414,25 @@ def test_kick_busy_from_the_idle_and_loaded_cyclictest(tmp_path: Path) -> None:
     assert fidelity.kick_busy_from_benchmarks(b) is None
     assert fidelity.kick_busy_from_benchmarks(tmp_path / "none.json") is None
 
+    _measured_key_held_in_the_fit(tmp_path, {"cyclictest_load_p50_us": 450, "cyclictest_idle_p50_us": 150},
+                                  "kick_busy_ns", 300000, 50000)
+
+
+def _measured_key_held_in_the_fit(tmp_path: Path, bench: dict, key: str, want: int, given: int) -> None:
+    """A fit on a fake live run of io whose EEVDF benchmarks are BENCH sets
+    machine KEY to WANT, says where it came from in fidelity.md and writes
+    it to the profile; --model KEY=GIVEN wins over the benchmark."""
     live_dir = _fake_live(tmp_path, ["io"], 40000)
-    (live_dir / "benchmarks.json").write_text(json.dumps(
-        {"eevdf": [{"cyclictest_load_p50_us": 450, "cyclictest_idle_p50_us": 150}]}))
+    (live_dir / "benchmarks.json").write_text(json.dumps({"eevdf": [bench]}))
     traces = [str(Path(REPO) / "traces" / "io.json")]
     rep = fidelity.fidelity(traces, str(tmp_path / "out"), duration="2s", mem_scale=1.0, live_dir=str(live_dir),
                             quiet=True, seeds="1", ablate=False)
-    assert rep["machine"]["kick_busy_ns"] == 300000
-    assert "kick_busy_ns 300000 from benchmarks.json" in (tmp_path / "out" / "fidelity.md").read_text()
-    assert "kick_busy_ns: 300000" in Path(rep["profile"]).read_text()
-    given = fidelity.fidelity(traces, str(tmp_path / "given"), duration="2s", mem_scale=1.0, live_dir=str(live_dir),
-                              quiet=True, seeds="1", ablate=False, model={"kick_busy_ns": 50000})
-    assert given["machine"]["kick_busy_ns"] == 50000
+    assert rep["machine"][key] == want
+    assert f"{key} {want} from benchmarks.json" in (tmp_path / "out" / "fidelity.md").read_text()
+    assert f"{key}: {want}" in Path(rep["profile"]).read_text()
+    got = fidelity.fidelity(traces, str(tmp_path / "given"), duration="2s", mem_scale=1.0, live_dir=str(live_dir),
+                            quiet=True, seeds="1", ablate=False, model={key: given})
+    assert got["machine"][key] == given
 
 
 def test_mem_fault_cost_from_the_touch_pass(tmp_path: Path) -> None:
@@ -443,17 +450,7 @@ def test_mem_fault_cost_from_the_touch_pass(tmp_path: Path) -> None:
     assert fidelity.mem_fault_from_benchmarks(b) is None
     assert fidelity.mem_fault_from_benchmarks(tmp_path / "none.json") is None
 
-    live_dir = _fake_live(tmp_path, ["io"], 40000)
-    (live_dir / "benchmarks.json").write_text(json.dumps({"eevdf": [{"mem_fault_us_per_mib": 2500}]}))
-    traces = [str(Path(REPO) / "traces" / "io.json")]
-    rep = fidelity.fidelity(traces, str(tmp_path / "out"), duration="2s", mem_scale=1.0, live_dir=str(live_dir),
-                            quiet=True, seeds="1", ablate=False)
-    assert rep["machine"]["mem_fault_ns_per_mib"] == 2500000
-    assert "mem_fault_ns_per_mib 2500000 from benchmarks.json" in (tmp_path / "out" / "fidelity.md").read_text()
-    assert "mem_fault_ns_per_mib: 2500000" in Path(rep["profile"]).read_text()
-    given = fidelity.fidelity(traces, str(tmp_path / "given"), duration="2s", mem_scale=1.0, live_dir=str(live_dir),
-                              quiet=True, seeds="1", ablate=False, model={"mem_fault_ns_per_mib": 7000})
-    assert given["machine"]["mem_fault_ns_per_mib"] == 7000
+    _measured_key_held_in_the_fit(tmp_path, {"mem_fault_us_per_mib": 2500}, "mem_fault_ns_per_mib", 2500000, 7000)
 
 
 def test_wakeup_costs_from_the_players_own_sleeper_passes(tmp_path: Path) -> None:
