@@ -221,7 +221,7 @@ void parse_machine_section(const YAML::Node& n, const Reader& r, MachineConfig& 
               "context_switch_ns,wakeup_overhead_ns,speed_pct,cpus,runqueues,idle_exit_ns,idle_exit_after_ns,ipi_idle_ns,task_wakeup_ns,kick_busy_ns,"
               "timer_busy_ns,ext_timer_busy_ns,"
               "migration_cost_ns,background_cpu_pct,fork_cost_ns,exit_cost_ns,fork_after_ns,fork_child_ns,ext_busy_pct,"
-              "ext_wakeup_ns,ext_fork_ns,mem_fault_ns_per_mib,wakeup_work_ns,sleep_cost_ns,tick_ns,preempt,fork_placement,wake_placement,"
+              "ext_wakeup_ns,ext_fork_ns,mem_fault_ns_per_mib,fork_ns_per_mib,wakeup_work_ns,sleep_cost_ns,tick_ns,preempt,fork_placement,wake_placement,"
               "balance,cpu_capacity");
   if (n["context_switch_ns"]) {
     m.context_switch_ns = r.u64(n, "machine", "context_switch_ns", 0, 1000000);
@@ -261,6 +261,7 @@ void parse_machine_section(const YAML::Node& n, const Reader& r, MachineConfig& 
   if (n["ext_fork_ns"]) m.ext_fork_ns = r.u64(n, "machine", "ext_fork_ns", 0, 1000000000);
   if (n["mem_fault_ns_per_mib"])
     m.mem_fault_ns_per_mib = r.u64(n, "machine", "mem_fault_ns_per_mib", 0, 1000000000);
+  if (n["fork_ns_per_mib"]) m.fork_ns_per_mib = r.u64(n, "machine", "fork_ns_per_mib", 0, 1000000000);
   if (n["wakeup_work_ns"]) m.wakeup_work_ns = r.u64(n, "machine", "wakeup_work_ns", 0, 10000000);
   if (n["sleep_cost_ns"]) m.sleep_cost_ns = r.u64(n, "machine", "sleep_cost_ns", 0, 100000000);
   if (n["tick_ns"]) m.tick_ns = r.u64(n, "machine", "tick_ns", 0, 100000000);

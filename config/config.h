@@ -249,6 +249,15 @@ struct MachineConfig {
   // trace's tool calls run measurably longer live than their run ops.
   // 0 (the default): memory is free, as before.
   std::uint64_t mem_fault_ns_per_mib = 0;
+  // CPU work of a fork per MiB of the forker's memory: its page tables
+  // and mappings copied by copy_process (and torn down at the child's
+  // exit), on top of fork_cost_ns, which is measured with a small forker.
+  // Charged to the forker with fork_cost_ns, before the child exists: an
+  // agent process holding hundreds of MiB pays it at every tool it forks.
+  // Measured by live compare's `agentcg-work forkstorm 20 1 32` against
+  // the plain serial cycles (fidelity reads it from benchmarks.json).
+  // 0 (the default): a fork costs the same whatever the forker holds.
+  std::uint64_t fork_ns_per_mib = 0;
   // CPU work of a timer wakeup (try_to_wake_up in the timer interrupt),
   // done on the CPU the sleeper last ran on and charged to the cgroup of
   // the task running there (the kernel accounts interrupt work to the

@@ -52,6 +52,7 @@ nlohmann::json config_json(const config::Config& c) {
   if (c.machine.ext_wakeup_ns) j["machine"]["ext_wakeup_ns"] = c.machine.ext_wakeup_ns;
   if (c.machine.ext_fork_ns) j["machine"]["ext_fork_ns"] = c.machine.ext_fork_ns;
   if (c.machine.mem_fault_ns_per_mib) j["machine"]["mem_fault_ns_per_mib"] = c.machine.mem_fault_ns_per_mib;
+  if (c.machine.fork_ns_per_mib) j["machine"]["fork_ns_per_mib"] = c.machine.fork_ns_per_mib;
   if (c.machine.wakeup_work_ns) j["machine"]["wakeup_work_ns"] = c.machine.wakeup_work_ns;
   if (c.machine.sleep_cost_ns) j["machine"]["sleep_cost_ns"] = c.machine.sleep_cost_ns;
   if (c.machine.tick_ns) j["machine"]["tick_ns"] = c.machine.tick_ns;

@@ -11,12 +11,14 @@
 //                                does; prints "touch mb M pages P fault_us F
 //                                free_us U": the CPU time (user + system,
 //                                getrusage) of the touching and of the munmap
-//   forkstorm N [PARALLEL]       fork N children that exit at once, at most
-//                                PARALLEL alive; prints "forks N elapsed_ms T
-//                                failed F parent_us P children_us C": the
-//                                CPU time of the forker (fork, wait, reap)
-//                                and of its children (their exits),
-//                                getrusage(2)
+//   forkstorm N [PARALLEL] [MB]  fork N children that exit at once, at most
+//                                PARALLEL alive, from a process holding MB
+//                                (0) of memory written once; prints "forks N
+//                                elapsed_ms T failed F parent_us P
+//                                children_us C mb M": the CPU time of the
+//                                forker (fork, wait, reap; the writing of
+//                                its memory left out) and of its children
+//                                (their exits), getrusage(2)
 //   wakelat PERIOD_US SECONDS    periodic sleeper: wakeup latency (actual -
 //                                intended wakeup) as "wakelat_us p50 p90 p99 max n"
 //
@@ -119,7 +121,14 @@ int touch(std::uint64_t mb) {
   return 0;
 }
 
-int forkstorm(std::uint64_t n, std::uint64_t parallel) {
+int forkstorm(std::uint64_t n, std::uint64_t parallel, std::uint64_t mb) {
+  if (mb > 0) {  // the forker's memory, whose page tables each fork copies
+    volatile unsigned char* b = map_anon(mb, "forkstorm");
+    if (b == nullptr) return 1;
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    for (std::size_t off = 0; off < (static_cast<std::size_t>(mb) << 20); off += page) b[off] = 1;
+  }
+  const unsigned long long self0 = cpu_us(RUSAGE_SELF);
   const std::uint64_t t0 = now_ns();
   std::uint64_t started = 0, alive = 0, failed = 0;
   while (started < n || alive) {
@@ -141,12 +150,13 @@ int forkstorm(std::uint64_t n, std::uint64_t parallel) {
       if (failed > n) break;
     }
   }
-  // CPU time (the scheduler's runtime, user + system) of this process and
-  // of its reaped children, from the start of the program: the fork path
-  // and the exit path of each cycle, apart.
-  std::printf("forks %llu elapsed_ms %llu failed %llu parent_us %llu children_us %llu\n",
+  // CPU time (the scheduler's runtime, user + system) of this process since
+  // its memory was written and of its reaped children: the fork path and
+  // the exit path of each cycle, apart.
+  std::printf("forks %llu elapsed_ms %llu failed %llu parent_us %llu children_us %llu mb %llu\n",
               static_cast<unsigned long long>(started), static_cast<unsigned long long>((now_ns() - t0) / 1000000ULL),
-              static_cast<unsigned long long>(failed), cpu_us(RUSAGE_SELF), cpu_us(RUSAGE_CHILDREN));
+              static_cast<unsigned long long>(failed), cpu_us(RUSAGE_SELF) - self0, cpu_us(RUSAGE_CHILDREN),
+              static_cast<unsigned long long>(mb));
   return started == n ? 0 : 1;
 }
 
@@ -187,10 +197,14 @@ int main(int argc, char** argv) {
   me->add_option("SECONDS", b)->required();
   auto* to = app.add_subcommand("touch", "write one byte of every page of MB of new memory once: its CPU time");
   to->add_option("MB", a)->required()->check(agentcg::cli::positive_integer());
-  auto* fs = app.add_subcommand("forkstorm", "fork N children that exit at once, at most PARALLEL (64) alive");
+  auto* fs = app.add_subcommand("forkstorm",
+                                "fork N children that exit at once, at most PARALLEL (64) alive, from a process "
+                                "holding MB (0) of memory");
   fs->add_option("N", a)->required();
   b = 64;
   fs->add_option("PARALLEL", b)->check(agentcg::cli::positive_integer());
+  std::uint64_t fork_mb = 0;
+  fs->add_option("MB", fork_mb);
   auto* wl = app.add_subcommand("wakelat", "periodic sleeper every PERIOD_US for SECONDS: wakeup latency");
   wl->add_option("PERIOD_US", a)->required()->check(agentcg::cli::positive_integer());
   wl->add_option("SECONDS", b)->required();
@@ -198,6 +212,6 @@ int main(int argc, char** argv) {
   if (sp->parsed()) return spin(a);
   if (me->parsed()) return mem(a, b);
   if (to->parsed()) return touch(a);
-  if (fs->parsed()) return forkstorm(a, b);
+  if (fs->parsed()) return forkstorm(a, b, fork_mb);
   return wakelat(a, b);
 }

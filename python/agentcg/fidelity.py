@@ -696,6 +696,30 @@ def mem_fault_from_benchmarks(path: Path) -> Optional[Tuple[int, str]]:
                 "(a benchmark, not a fit)")
 
 
+FORK_MEM_KEYS = ("fork_mem_parent_us", "fork_mem_child_us", "fork_mem_mb", "fork_parent_us", "fork_child_us")
+
+
+def fork_mem_from_benchmarks(path: Path) -> Optional[Tuple[int, str]]:
+    """(fork_ns_per_mib, how) from live compare's serial fork + exit cycles
+    under EEVDF, from a forker holding fork_mem_mb MiB against the plain
+    ones (PATH: benchmarks.json): per repetition, the forker's and the
+    child's CPU per cycle, that much more per MiB (its page tables copied
+    and torn down), median of the repetitions, rounded to 1 us per MiB,
+    never below 0. None for results without the pass (before 2026-12-03)."""
+    doc = _live_json(path, "the live benchmarks")
+    reps = doc.get("eevdf") if isinstance(doc, dict) else None
+    per_mib = [(r["fork_mem_parent_us"] + r["fork_mem_child_us"] - r["fork_parent_us"] - r["fork_child_us"])
+               / r["fork_mem_mb"] for r in (reps if isinstance(reps, list) else [])
+               if isinstance(r, dict) and all(isinstance(r.get(k), (int, float)) and not isinstance(r.get(k), bool)
+                                              for k in FORK_MEM_KEYS) and r["fork_mem_mb"] > 0]
+    if not per_mib:
+        return None
+    ns = min(MEM_FAULT_MAX_NS, max(0, int(round(_median(per_mib))) * 1000))
+    return ns, (f"fork_ns_per_mib {ns} from {path.name}: serial fork + exit cycles under eevdf from a forker "
+                f"holding memory against a small one, the forker's and the child's CPU per cycle per MiB held, "
+                f"median of {len(per_mib)} repetition(s) (a benchmark, not a fit)")
+
+
 PLAYER_KEY = "player_{}_p50_us"  # live compare's player_sleeper passes (benchmarks.json, live.PLAYER_BENCHES)
 IDLE_EXIT_MAX_NS = 10000000  # machine.idle_exit_ns's range in the config loader (config/config.cc)
 TIMER_BUSY_MAX_NS = 10000000  # machine.timer_busy_ns's and ext_timer_busy_ns's range there
@@ -1174,6 +1198,8 @@ ABLATIONS: Tuple[Tuple[str, Dict[str, Any]], ...] = (
     ("no child start work (fork_child_ns 0)", {"fork_child_ns": 0}),
     # measured by live compare's page-fault pass (mem_fault_from_benchmarks)
     ("memory grows without page-fault CPU (mem_fault_ns_per_mib 0)", {"mem_fault_ns_per_mib": 0}),
+    # measured by live compare's fork cycles from a forker holding memory (fork_mem_from_benchmarks)
+    ("a fork costs the same whatever the forker holds (fork_ns_per_mib 0)", {"fork_ns_per_mib": 0}),
     ("no sched_ext cost (ext_busy_pct 0, ext_wakeup_ns 0, ext_fork_ns 0)",
      {"ext_busy_pct": 0, "ext_wakeup_ns": 0, "ext_fork_ns": 0}),
     ("slices end exactly, no tick (tick_ns 0)", {"tick_ns": 0, "preempt": "full"}),
@@ -1444,6 +1470,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
     tick_how: Optional[str] = None
     kick_how: Optional[str] = None
     mem_how: Optional[str] = None
+    fork_mem_how: Optional[str] = None
     given = mprof.load_profile(machine) if machine else None  # a bad profile fails before the VM boots
     if capture_from not in CAPTURE_FORMATS:
         raise AgentcgError(f"--capture-from {capture_from}: expected one of {', '.join(CAPTURE_FORMATS)}")
@@ -1583,6 +1610,12 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                 if mf[0]:
                     model["mem_fault_ns_per_mib"] = mf[0]
                 mem_how = mf[1]
+        if "fork_ns_per_mib" not in model and model_knows({"fork_ns_per_mib": 0}):
+            fm = fork_mem_from_benchmarks(live_root / "benchmarks.json")
+            if fm:  # measured, so held fixed in the fit
+                if fm[0]:
+                    model["fork_ns_per_mib"] = fm[0]
+                fork_mem_how = fm[1]
         m, rounds = calibrate(simulate, fit_keys, real, cpus, base=model or None)
         if model_knows({"ext_busy_pct": 0, "ext_wakeup_ns": 0}) and not {"ext_busy_pct", "ext_wakeup_ns"} & set(model):
             ext, ext_how = ext_cost_from_live(real, fit_keys, live_root / "benchmarks.json")
@@ -1637,6 +1670,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                             + ([kick_how + "."] if kick_how else [])
                             + ([fork_cost_how + "."] if fork_cost_how else [])
                             + ([mem_how + "."] if mem_how else [])
+                            + ([fork_mem_how + "."] if fork_mem_how else [])
                             + ([ext_how + "."] if ext_how else []))
 
     # ranking agreement: the simulator over seeds with the profile, the VM over repetitions
@@ -1701,6 +1735,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
             + (f" {kick_how} (a benchmark, not a fit)." if kick_how else "")
             + (f" {fork_cost_how} (a benchmark, not a fit)." if fork_cost_how else "")
             + (f" {mem_how}." if mem_how else "")
+            + (f" {fork_mem_how}." if fork_mem_how else "")
             + (f" sched_ext's own cost: {ext_how} (measured, not fitted)." if ext_how else "")
             + f" A latency percentile of fewer live samples than {MIN_SAMPLES['p50']} (p50) or "
             f"{MIN_SAMPLES['p99']} (p99) is shown but neither fitted nor scored (n=...)."

@@ -427,6 +427,7 @@ BENCH_ROWS = (("cyclictest_idle_p50_us", "cyclictest on the idle machine p50", T
               ("hackbench_s", "hackbench run time (4 groups)", True),
               ("fork_parent_us", "CPU of one fork (the forker's)", True),
               ("fork_child_us", "CPU of one exit (the child's)", True),
+              ("fork_mem_parent_us", "CPU of one fork from a forker holding 32 MiB", True),
               ("mem_fault_us_per_mib", "CPU of the page faults of 1 MiB of new memory", True))
 
 

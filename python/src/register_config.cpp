@@ -68,6 +68,7 @@ py::dict to_dict(const config::Config& c) {
   machine["ext_wakeup_ns"] = c.machine.ext_wakeup_ns;
   machine["ext_fork_ns"] = c.machine.ext_fork_ns;
   machine["mem_fault_ns_per_mib"] = c.machine.mem_fault_ns_per_mib;
+  machine["fork_ns_per_mib"] = c.machine.fork_ns_per_mib;
   machine["wakeup_work_ns"] = c.machine.wakeup_work_ns;
   machine["sleep_cost_ns"] = c.machine.sleep_cost_ns;
   machine["tick_ns"] = c.machine.tick_ns;

@@ -425,7 +425,10 @@ CpuModel::Next CpuModel::advance(Task& t) {
         p.stack.clear();  // the next step exits it (after its exit_cost_ns)
         break;
       case trace::OpKind::kFork: {
-        if (machine_.fork_cost_ns > 0 && !p.fork_paid) {
+        // machine.fork_ns_per_mib: the forker's memory copied with it
+        const auto copy_ns =
+            static_cast<std::uint64_t>(static_cast<uint128_t>(p.mem_bytes) * machine_.fork_ns_per_mib >> 20);
+        if (machine_.fork_cost_ns + copy_ns > 0 && !p.fork_paid) {
           // copy_process runs in the parent first: CPU work charged to the
           // parent's cgroup (the kernel charges the forker), and the child
           // exists only once it is done. The op is interpreted again then.
@@ -433,7 +436,7 @@ CpuModel::Next CpuModel::advance(Task& t) {
           p.fork_paid = true;
           p.fork_began = sim_.now();
           p.in_kernel = true;
-          return machine_work(machine_.fork_cost_ns);
+          return machine_work(machine_.fork_cost_ns + copy_ns);
         }
         const bool paid = p.fork_paid;
         p.fork_paid = false;

@@ -51,7 +51,8 @@
 //    fork_child_ns before its first op (its own copy-on-write), and an exit
 //    costs the exiting task exit_cost_ns before it is gone; a mem op that
 //    grows a process's memory costs it mem_fault_ns_per_mib per MiB added
-//    (the page faults) before its next op;
+//    (the page faults) before its next op, and a fork fork_ns_per_mib per
+//    MiB the forker holds more (its page tables copied, with fork_cost_ns);
 //    under a sched_ext class (SchedClass::sched_ext()) ext_busy_pct of a
 //    busy CPU's time is sched_ext's own (the task's work goes slower, its
 //    cgroup is charged only the work), a wakeup costs ext_wakeup_ns more

@@ -1175,6 +1175,32 @@ TEST(ForkCost, ChargedToTheForkerAndThrottlesAStorm) {
 // 48 (16 new) and runs 1 ms: 80 MiB of faults at 0.5 ms each, so 41 ms
 // of CPU and a 41 ms call on an idle machine, against 1 ms without the
 // cost; under every class.
+TEST(ForkMemCost, AForkCostsTheForkerPerMiBItHolds) {
+  // A process holding 96 MiB forks a child that runs 1 ms: at 0.25 ms per
+  // MiB the fork costs the forker 24 ms more, in its cgroup and in the
+  // tool call around it; the child (in /b) pays nothing for it.
+  Builder b(2, 2 * kSec);
+  b.cgroup("/a", 100);
+  b.cgroup("/b", 100);
+  b.process("/a", {mem_op(96ULL << 20), tool_op(true), fork_op({run_op(1 * kMs)}, "/b"), wait_op(), tool_op(false)});
+  config::MachineConfig m;
+  m.fork_ns_per_mib = kMs / 4;
+  for (const char* policy : {"eevdf", "cfs", "flatcg", "agentcg"}) {
+    SCOPED_TRACE(policy);
+    const auto cost = run_machine(b.t, policy, m);
+    const auto free = run_machine(b.t, policy, config::MachineConfig{});
+    EXPECT_EQ(cost["cgroups"]["/a"]["cpu_time_ns"].get<std::uint64_t>(), 24 * kMs);
+    EXPECT_EQ(free["cgroups"]["/a"]["cpu_time_ns"].get<std::uint64_t>(), 0U);
+    EXPECT_EQ(cost["cgroups"]["/b"]["cpu_time_ns"].get<std::uint64_t>(), 1 * kMs);
+    const auto call_ms = [](const nlohmann::json& r) {
+      return r["cgroups"]["/a"]["tool_call_latency_ns"]["p50"].get<double>() / 1e6;
+    };
+    EXPECT_NEAR(call_ms(cost), 25.0, 0.5);
+    EXPECT_NEAR(call_ms(free), 1.0, 0.5);
+    EXPECT_EQ(cost["config"]["machine"]["fork_ns_per_mib"].get<std::uint64_t>(), kMs / 4);
+  }
+}
+
 TEST(MemFaultCost, GrowingMemoryCostsItsFaultsToTheGrower) {
   Builder b(2, 2 * kSec);
   b.cgroup("/a", 100);

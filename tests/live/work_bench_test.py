@@ -23,18 +23,18 @@ def check(cond, what):
         print("FAIL:", what)
 
 
-def awk_of(pattern):
-    """The awk program of compare.sh's line whose pattern starts with PATTERN."""
+def awk_of(pattern, nth=0):
+    """The awk program of compare.sh's NTH line whose pattern starts with PATTERN."""
     src = open(script, encoding="utf-8").read()
-    m = re.search(r"awk '(/\^" + re.escape(pattern) + r"[^']*)'", src)
-    if not m:
-        sys.exit(f"{script}: no awk line for /^{pattern}/")
-    return m.group(1)
+    found = re.findall(r"awk '(/\^" + re.escape(pattern) + r"[^']*)'", src)
+    if len(found) <= nth:
+        sys.exit(f"{script}: no awk line {nth} for /^{pattern}/")
+    return found[nth]
 
 
-def rows(cmd, pattern):
+def rows(cmd, pattern, nth=0):
     out = subprocess.run([work] + cmd, check=True, capture_output=True, text=True, timeout=60).stdout
-    parsed = subprocess.run(["awk", awk_of(pattern)], input=out, check=True, capture_output=True, text=True,
+    parsed = subprocess.run(["awk", awk_of(pattern, nth)], input=out, check=True, capture_output=True, text=True,
                             timeout=10).stdout
     return out.split(), dict(line.split() for line in parsed.splitlines())
 
@@ -49,13 +49,19 @@ check(abs(float(got.get("mem_free_us_per_mib", -1)) - free_us / 8) < 0.1,
       f"mem_free_us_per_mib {got.get('mem_free_us_per_mib')} != {free_us} us / 8 MiB")
 check(fault_us > 0, "writing 8 MiB of new memory took no CPU time")
 
-words, got = rows(["forkstorm", "20", "1"], "forks")
-n = int(words[1])
-check(n == 20, f"forkstorm's line: {words}")
-parent_us, child_us = int(words[words.index("parent_us") + 1]), int(words[words.index("children_us") + 1])
-check(set(got) == {"fork_parent_us", "fork_child_us"}, f"forkstorm rows: {got}")
-check(abs(float(got.get("fork_parent_us", -1)) - parent_us / n) < 0.1, f"fork_parent_us {got} vs {parent_us}/{n}")
-check(abs(float(got.get("fork_child_us", -1)) - child_us / n) < 0.1, f"fork_child_us {got} vs {child_us}/{n}")
+# the plain serial cycles (fork_*), then the same from a forker holding
+# memory (fork_mem_*: the awk line after it, with the MiB)
+for nth, cmd, prefix in ((0, ["forkstorm", "20", "1"], "fork_"), (1, ["forkstorm", "20", "1", "8"], "fork_mem_")):
+    words, got = rows(cmd, "forks", nth)
+    n = int(words[1])
+    check(n == 20 and words[-2:] == ["mb", cmd[3] if len(cmd) > 3 else "0"], f"forkstorm's line: {words}")
+    parent_us, child_us = int(words[words.index("parent_us") + 1]), int(words[words.index("children_us") + 1])
+    want = {prefix + "parent_us", prefix + "child_us"} | ({"fork_mem_mb"} if nth else set())
+    check(set(got) == want, f"forkstorm rows: {got}")
+    check(abs(float(got.get(prefix + "parent_us", -1)) - parent_us / n) < 0.1, f"{got} vs {parent_us}/{n}")
+    check(abs(float(got.get(prefix + "child_us", -1)) - child_us / n) < 0.1, f"{got} vs {child_us}/{n}")
+    if nth:
+        check(got.get("fork_mem_mb") == "8", f"fork_mem_mb {got.get('fork_mem_mb')} != 8")
 
 print("FAIL" if failures else "PASS", f"({len(failures)} failure(s))")
 sys.exit(1 if failures else 0)

@@ -453,6 +453,29 @@ def test_mem_fault_cost_from_the_touch_pass(tmp_path: Path) -> None:
     _measured_key_held_in_the_fit(tmp_path, {"mem_fault_us_per_mib": 2500}, "mem_fault_ns_per_mib", 2500000, 7000)
 
 
+def test_fork_cost_per_mib_from_the_forker_holding_memory(tmp_path: Path) -> None:
+    """fork_ns_per_mib: eevdf's fork + exit cycles from a forker holding
+    fork_mem_mb MiB less the plain cycles, per MiB, paired per repetition,
+    median in ns; never negative; None without the pass; held fixed in a
+    fit, said, written to the profile, and a --model value wins."""
+    b = tmp_path / "benchmarks.json"
+    rep = {"fork_parent_us": 1000, "fork_child_us": 800, "fork_mem_mb": 32}
+    b.write_text(json.dumps({"eevdf": [{**rep, "fork_mem_parent_us": 9000, "fork_mem_child_us": 4000},  # 350 us/MiB
+                                       {**rep, "fork_mem_parent_us": 9000, "fork_mem_child_us": 6000},  # 412.5
+                                       {**rep, "fork_mem_parent_us": 5000, "fork_mem_child_us": 5000},  # 256.25
+                                       {"fork_parent_us": 1000}],  # no pass: not read
+                             "agentcg": [{**rep, "fork_mem_parent_us": 90000, "fork_mem_child_us": 4000}]}))
+    ns, how = fidelity.fork_mem_from_benchmarks(b)
+    assert ns == 350000 and "median of 3 repetition(s)" in how
+    b.write_text(json.dumps({"eevdf": [{**rep, "fork_mem_parent_us": 900, "fork_mem_child_us": 800}]}))
+    assert fidelity.fork_mem_from_benchmarks(b)[0] == 0  # cheaper with memory: no cost, not a negative one
+    b.write_text(json.dumps({"eevdf": [rep]}))
+    assert fidelity.fork_mem_from_benchmarks(b) is None
+    assert fidelity.fork_mem_from_benchmarks(tmp_path / "none.json") is None
+    _measured_key_held_in_the_fit(tmp_path, {**rep, "fork_mem_parent_us": 4200, "fork_mem_child_us": 1600},
+                                  "fork_ns_per_mib", 125000, 9000)
+
+
 def test_wakeup_costs_from_the_players_own_sleeper_passes(tmp_path: Path) -> None:
     """With live compare's player_sleeper passes, the wakeup costs are
     measured with the player: wakeup_overhead_ns its idle p50 less the

@@ -9,7 +9,8 @@
 #     (stress-ng --fork) in a sibling cgroup, hackbench's run time, and
 #     the CPU of one fork and of one exit (agentcg-work forkstorm, serial,
 #     on the quiet machine: getrusage of the forker and of its children),
-#     and the CPU of agentcg-player's mem op per MiB (agentcg-work touch)
+#     the same cycles from a forker holding 32 MiB, and the CPU of
+#     agentcg-player's mem op per MiB (agentcg-work touch)
 #     -> /out/compare/<scheduler>/bench.txt, one `key value` per line
 # Parameters come from /etc/agentcg/compare.env (written by the host):
 #   COMPARE_SCHEDULERS (eevdf,flatcg,agentcg)  COMPARE_TRACES (agent,fork-storm)
@@ -120,6 +121,10 @@ compare_bench() { # out_dir
 	# cycles of a small static binary (the player's kind of forker)
 	sh -c "echo \$\$ > $CG/bench/cgroup.procs && exec agentcg-work forkstorm 100 1" > /tmp/fx.txt 2>&1
 	awk '/^forks / && $2 > 0 { printf "fork_parent_us %.1f\nfork_child_us %.1f\n", $8 / $2, $10 / $2 }' /tmp/fx.txt >> $o/bench.txt
+	# the same from a forker holding 32 MiB (page tables copied per fork:
+	# an agent process forks its tools from hundreds of MiB)
+	sh -c "echo \$\$ > $CG/bench/cgroup.procs && exec agentcg-work forkstorm 20 1 32" > /tmp/fxm.txt 2>&1
+	awk '/^forks / && $2 > 0 { printf "fork_mem_parent_us %.1f\nfork_mem_child_us %.1f\nfork_mem_mb %d\n", $8 / $2, $10 / $2, $12 }' /tmp/fxm.txt >> $o/bench.txt
 	# what agentcg-player's mem op costs: 64 MiB of new memory written once
 	# (page faults, each page allocated and zeroed), then released
 	sh -c "echo \$\$ > $CG/bench/cgroup.procs && exec agentcg-work touch 64" > /tmp/touch.txt 2>&1
