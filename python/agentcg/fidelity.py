@@ -720,6 +720,11 @@ def fork_mem_from_benchmarks(path: Path) -> Optional[Tuple[int, str]]:
                 f"median of {len(per_mib)} repetition(s) (a benchmark, not a fit)")
 
 
+# machine keys measured by live compare's memory passes, each with its
+# reader: held fixed in a fit when benchmarks.json has the pass
+MEASURED_MEMORY_COSTS = (("mem_fault_ns_per_mib", mem_fault_from_benchmarks),
+                         ("fork_ns_per_mib", fork_mem_from_benchmarks))
+
 PLAYER_KEY = "player_{}_p50_us"  # live compare's player_sleeper passes (benchmarks.json, live.PLAYER_BENCHES)
 IDLE_EXIT_MAX_NS = 10000000  # machine.idle_exit_ns's range in the config loader (config/config.cc)
 TIMER_BUSY_MAX_NS = 10000000  # machine.timer_busy_ns's and ext_timer_busy_ns's range there
@@ -1469,8 +1474,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
     ext_how: Optional[str] = None
     tick_how: Optional[str] = None
     kick_how: Optional[str] = None
-    mem_how: Optional[str] = None
-    fork_mem_how: Optional[str] = None
+    memory_hows: List[str] = []  # MEASURED_MEMORY_COSTS read from the live benchmarks
     given = mprof.load_profile(machine) if machine else None  # a bad profile fails before the VM boots
     if capture_from not in CAPTURE_FORMATS:
         raise AgentcgError(f"--capture-from {capture_from}: expected one of {', '.join(CAPTURE_FORMATS)}")
@@ -1604,18 +1608,13 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                 if kb[0]:
                     model["kick_busy_ns"] = kb[0]
                 kick_how = kb[1]
-        if "mem_fault_ns_per_mib" not in model and model_knows({"mem_fault_ns_per_mib": 0}):
-            mf = mem_fault_from_benchmarks(live_root / "benchmarks.json")
-            if mf:  # measured, so held fixed in the fit
-                if mf[0]:
-                    model["mem_fault_ns_per_mib"] = mf[0]
-                mem_how = mf[1]
-        if "fork_ns_per_mib" not in model and model_knows({"fork_ns_per_mib": 0}):
-            fm = fork_mem_from_benchmarks(live_root / "benchmarks.json")
-            if fm:  # measured, so held fixed in the fit
-                if fm[0]:
-                    model["fork_ns_per_mib"] = fm[0]
-                fork_mem_how = fm[1]
+        for key, from_benchmarks in MEASURED_MEMORY_COSTS:
+            if key not in model and model_knows({key: 0}):
+                got = from_benchmarks(live_root / "benchmarks.json")
+                if got:  # measured, so held fixed in the fit
+                    if got[0]:
+                        model[key] = got[0]
+                    memory_hows.append(got[1])
         m, rounds = calibrate(simulate, fit_keys, real, cpus, base=model or None)
         if model_knows({"ext_busy_pct": 0, "ext_wakeup_ns": 0}) and not {"ext_busy_pct", "ext_wakeup_ns"} & set(model):
             ext, ext_how = ext_cost_from_live(real, fit_keys, live_root / "benchmarks.json")
@@ -1669,8 +1668,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
                                      "wakeup_overhead_ns)."] + ([tick_how + "."] if tick_how else [])
                             + ([kick_how + "."] if kick_how else [])
                             + ([fork_cost_how + "."] if fork_cost_how else [])
-                            + ([mem_how + "."] if mem_how else [])
-                            + ([fork_mem_how + "."] if fork_mem_how else [])
+                            + [how + "." for how in memory_hows]
                             + ([ext_how + "."] if ext_how else []))
 
     # ranking agreement: the simulator over seeds with the profile, the VM over repetitions
@@ -1734,8 +1732,7 @@ def fidelity(traces: Sequence[str], out: str, build: Optional[str] = None,
             + (f" {tick_how} (the kernel's configuration, not a fit)." if tick_how else "")
             + (f" {kick_how} (a benchmark, not a fit)." if kick_how else "")
             + (f" {fork_cost_how} (a benchmark, not a fit)." if fork_cost_how else "")
-            + (f" {mem_how}." if mem_how else "")
-            + (f" {fork_mem_how}." if fork_mem_how else "")
+            + "".join(f" {how}." for how in memory_hows)
             + (f" sched_ext's own cost: {ext_how} (measured, not fitted)." if ext_how else "")
             + f" A latency percentile of fewer live samples than {MIN_SAMPLES['p50']} (p50) or "
             f"{MIN_SAMPLES['p99']} (p99) is shown but neither fitted nor scored (n=...)."
