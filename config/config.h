@@ -243,10 +243,9 @@ struct MachineConfig {
   // allocated and zeroed; agentcg-player's mem op writes one byte of every
   // page it adds). Run by the process right after the op, before its next
   // one, charged to its cgroup; memory given back costs nothing (its
-  // munmap: 2 % of the faults, measured). A machine constant, measured by
-  // live compare's `agentcg-work touch` (fidelity reads it from
-  // benchmarks.json): under TCG page faults are slow enough that an agent
-  // trace's tool calls run measurably longer live than their run ops.
+  // munmap: 5-15 % of the faults, measured). A machine constant, measured
+  // by live compare's `agentcg-work touch` (fidelity reads it from
+  // benchmarks.json): 0.6-1.0 ms per MiB under qemu TCG.
   // 0 (the default): memory is free, as before.
   std::uint64_t mem_fault_ns_per_mib = 0;
   // CPU work of a fork per MiB of the forker's memory: its page tables

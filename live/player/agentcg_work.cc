@@ -77,6 +77,13 @@ volatile unsigned char* map_anon(std::uint64_t mb, const char* what) {
   return nullptr;
 }
 
+// Write one byte of every page of MB of memory at B: each page faulted in
+// (allocated and zeroed), as agentcg-player's mem op does.
+void write_pages(volatile unsigned char* b, std::uint64_t mb) {
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  for (std::size_t off = 0; off < (static_cast<std::size_t>(mb) << 20); off += page) b[off] = 1;
+}
+
 int mem(std::uint64_t mb, std::uint64_t secs) {
   const std::size_t len = static_cast<std::size_t>(mb) << 20;
   volatile unsigned char* b = map_anon(mb, "mem");
@@ -111,13 +118,12 @@ int touch(std::uint64_t mb) {
   const unsigned long long t0 = cpu_us(RUSAGE_SELF);
   volatile unsigned char* b = map_anon(mb, "touch");
   if (b == nullptr) return 1;
-  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  for (std::size_t off = 0; off < len; off += page) b[off] = 1;
+  write_pages(b, mb);
   const unsigned long long t1 = cpu_us(RUSAGE_SELF);
   munmap(const_cast<unsigned char*>(b), len);
   const unsigned long long t2 = cpu_us(RUSAGE_SELF);
   std::printf("touch mb %llu pages %llu fault_us %llu free_us %llu\n", static_cast<unsigned long long>(mb),
-              static_cast<unsigned long long>(len / page), t1 - t0, t2 - t1);
+              static_cast<unsigned long long>(len / static_cast<std::size_t>(sysconf(_SC_PAGESIZE))), t1 - t0, t2 - t1);
   return 0;
 }
 
@@ -125,8 +131,7 @@ int forkstorm(std::uint64_t n, std::uint64_t parallel, std::uint64_t mb) {
   if (mb > 0) {  // the forker's memory, whose page tables each fork copies
     volatile unsigned char* b = map_anon(mb, "forkstorm");
     if (b == nullptr) return 1;
-    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    for (std::size_t off = 0; off < (static_cast<std::size_t>(mb) << 20); off += page) b[off] = 1;
+    write_pages(b, mb);
   }
   const unsigned long long self0 = cpu_us(RUSAGE_SELF);
   const std::uint64_t t0 = now_ns();

@@ -675,7 +675,7 @@ def kick_busy_from_benchmarks(path: Path) -> Optional[Tuple[int, str]]:
 
 
 MEM_FAULT_KEY = "mem_fault_us_per_mib"  # live compare's `agentcg-work touch 64` (benchmarks.json)
-MEM_FAULT_MAX_NS = 1000000000  # machine.mem_fault_ns_per_mib's range in the config loader (config/config.cc)
+PER_MIB_MAX_NS = 1000000000  # mem_fault_ns_per_mib's and fork_ns_per_mib's range in the config loader
 
 
 def mem_fault_from_benchmarks(path: Path) -> Optional[Tuple[int, str]]:
@@ -686,11 +686,11 @@ def mem_fault_from_benchmarks(path: Path) -> Optional[Tuple[int, str]]:
     the fidelity copy of a trace asks (its bytes already x the live run's
     memory scale: prepare_trace), so the model charges a process that
     much CPU per MiB it adds. A measurement of the machine, not a fit.
-    None for results without the pass (before 2026-12-02)."""
+    None for results without the pass (before 2026-12-03)."""
     us = _bench_values(path, "eevdf", MEM_FAULT_KEY)
     if not us:
         return None
-    ns = min(MEM_FAULT_MAX_NS, int(round(_median(us))) * 1000)
+    ns = min(PER_MIB_MAX_NS, int(round(_median(us))) * 1000)
     return ns, (f"mem_fault_ns_per_mib {ns} from {path.name}: the CPU of writing 64 MiB of new memory once "
                 f"(agentcg-work touch, page faults) under eevdf, per MiB, median of {len(us)} repetition(s) "
                 "(a benchmark, not a fit)")
@@ -714,7 +714,7 @@ def fork_mem_from_benchmarks(path: Path) -> Optional[Tuple[int, str]]:
                                               for k in FORK_MEM_KEYS) and r["fork_mem_mb"] > 0]
     if not per_mib:
         return None
-    ns = min(MEM_FAULT_MAX_NS, max(0, int(round(_median(per_mib))) * 1000))
+    ns = min(PER_MIB_MAX_NS, max(0, int(round(_median(per_mib))) * 1000))
     return ns, (f"fork_ns_per_mib {ns} from {path.name}: serial fork + exit cycles under eevdf from a forker "
                 f"holding memory against a small one, the forker's and the child's CPU per cycle per MiB held, "
                 f"median of {len(per_mib)} repetition(s) (a benchmark, not a fit)")

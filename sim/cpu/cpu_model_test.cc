@@ -1168,13 +1168,6 @@ TEST(ForkCost, ChargedToTheForkerAndThrottlesAStorm) {
   }
 }
 
-// machine.mem_fault_ns_per_mib: a mem op that grows a process's memory
-// costs it CPU per MiB added (the page faults), before its next op and
-// charged to its cgroup; memory given back and memory already held cost
-// nothing. A tool call whose process takes 64 MiB, gives 32 back, takes
-// 48 (16 new) and runs 1 ms: 80 MiB of faults at 0.5 ms each, so 41 ms
-// of CPU and a 41 ms call on an idle machine, against 1 ms without the
-// cost; under every class.
 TEST(ForkMemCost, AForkCostsTheForkerPerMiBItHolds) {
   // A process holding 96 MiB forks a child that runs 1 ms: at 0.25 ms per
   // MiB the fork costs the forker 24 ms more, in its cgroup and in the
@@ -1201,6 +1194,13 @@ TEST(ForkMemCost, AForkCostsTheForkerPerMiBItHolds) {
   }
 }
 
+// machine.mem_fault_ns_per_mib: a mem op that grows a process's memory
+// costs it CPU per MiB added (the page faults), before its next op and
+// charged to its cgroup; memory given back and memory already held cost
+// nothing. A tool call whose process takes 64 MiB, gives 32 back, takes
+// 48 (16 new) and runs 1 ms: 80 MiB of faults at 0.5 ms each, so 41 ms
+// of CPU and a 41 ms call on an idle machine, against 1 ms without the
+// cost; under every class.
 TEST(MemFaultCost, GrowingMemoryCostsItsFaultsToTheGrower) {
   Builder b(2, 2 * kSec);
   b.cgroup("/a", 100);

@@ -136,7 +136,8 @@ def test_config_dict_overrides_and_errors(small_trace: agentcg.Trace, tmp_path) 
                                  "ipi_idle_ns": 0, "task_wakeup_ns": 0, "kick_busy_ns": 0, "timer_busy_ns": 0, "ext_timer_busy_ns": 0,
                                  "migration_cost_ns": 0, "background_cpu_pct": 0, "fork_cost_ns": 0, "exit_cost_ns": 0, "fork_after_ns": 0,
                                  "fork_child_ns": 0,
-                                 "ext_busy_pct": 0, "ext_wakeup_ns": 0, "ext_fork_ns": 0, "mem_fault_ns_per_mib": 0, "fork_ns_per_mib": 0, "wakeup_work_ns": 0,
+                                 "ext_busy_pct": 0, "ext_wakeup_ns": 0, "ext_fork_ns": 0,
+                                 "mem_fault_ns_per_mib": 0, "fork_ns_per_mib": 0, "wakeup_work_ns": 0,
                                  "sleep_cost_ns": 0,
                                  "tick_ns": 0, "preempt": "full", "fork_placement": "idlest",
                                  "balance": "always"}
