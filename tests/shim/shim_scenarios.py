@@ -431,11 +431,6 @@ def shim_memaware_release(env):
     print("B waited %.0f ms" % wait)
 
 
-def limit_share(d, r, skip_ns):
-    t0, t1 = r["start_ns"] + skip_ns, r["end_ns"]
-    return busy(d, r["pid"], t0, t1) / (t1 - t0)
-
-
 LIMIT_CFG = {"compute_window_ms": 400, "max_queued_work_ms": 5}
 WINDOW_NS = LIMIT_CFG["compute_window_ms"] * 1000000
 
@@ -448,24 +443,41 @@ def whole_windows(t0, t1):
     return t0 + (t1 - t0) // WINDOW_NS * WINDOW_NS
 
 
+def limit_shares(d, r, skip_ns):
+    """(held, busy): the client's shares of its GPU over whole compute
+    windows from skip_ns after its start. held: the time in its grants (a
+    run of its kernels, from the grant's first launch to the drain's end),
+    what the daemon limits; busy: its kernels' time in them, lower by
+    whatever kept the client off the CPU while it held the GPU."""
+    t0 = r["start_ns"] + skip_ns
+    t1 = whole_windows(t0, r["end_ns"])
+    held = sum(max(0, min(b, t1) - max(a, t0)) for a, b in runs(d, r["pid"]))
+    return held / (t1 - t0), busy(d, r["pid"], t0, t1) / (t1 - t0)
+
+
 def shim_compute_limit(env):
+    # The daemon's part is the time the client holds its GPU: within 3
+    # points of the limit. What the client makes of it is its own and its
+    # CPU's: on 2 cores shared with 2 more clients and the daemon, under
+    # ASan, its kernels filled 92-94 % of it (busy 23.0 / 46.0 / 70.6 % for
+    # 25 / 50 / 75, held 25.2 / 50.0 / 75.1), which CI failed before the
+    # two were told apart. A cap is a cap either way: busy is never over it.
     env.fake_env["AGENTCG_FAKE_GPU_COUNT"] = "3"
     env.start_daemon("compute-limit", gpu_memory="1G,1G,1G", config=LIMIT_CFG)
     ps = []
     for dev, pct in enumerate((25, 50, 75)):
         ps.append((pct, env.client("--device", dev, "--alloc-mb", 64, "--duration-ms", 3000,
                                    env={"AGENTCG_GPU_DEVICE": str(dev), "AGENTCG_GPU_CORE_LIMIT": str(pct)})))
-    d = None
     rs = [(pct, env.result(p)) for pct, p in ps]
     d = env.dump()
     msgs = []
     ok = True
     for pct, r in rs:
-        s = limit_share(d, r, WINDOW_NS) * 100
-        msgs.append("limit %d%% -> %.1f%%" % (pct, s))
-        ok = ok and abs(s - pct) <= 3.0
+        held, used = (x * 100 for x in limit_shares(d, r, WINDOW_NS))
+        msgs.append("limit %d%% -> held %.1f%%, busy %.1f%%" % (pct, held, used))
+        ok = ok and abs(held - pct) <= 3.0 and used <= pct + 3.0
     print(", ".join(msgs))
-    check(ok, "achieved shares not within 3 points: " + ", ".join(msgs))
+    check(ok, "held shares not within 3 points or busy over the limit: " + ", ".join(msgs))
 
 
 def shim_compute_caps(env):

@@ -137,6 +137,8 @@ s_attach() {
 	before=$(state)
 	start_daemon agentcg || { result attach FAIL "daemon did not attach"; return; }
 	st=$(state); op=$(ops)
+	# what a daemon start costs this boot (the verifier, mostly)
+	data attach load $(grep -o 'loaded in .*' $DLOG | head -1)
 	m=$(metrics)
 	echo "$m" | grep -q '^agentcg_new_steps_total ' && mok=1 || mok=0
 	echo "$m" | grep -q '^# TYPE agentcg_mem_penalty gauge' || mok=0
@@ -414,7 +416,9 @@ overhead_run() { # mode (fifo is a --mode override only: the config accepts agen
 	}' $DLOG
 	rmcg o
 }
-# OVERHEAD_REPS (3; live compare sets its --repeat through compare.env;
+# OVERHEAD_REPS (1 in the test boot, whose verdict only needs figures:
+# each repetition costs two daemon starts, 90 s under TCG; live compare
+# sets its --repeat through compare.env;
 # one run per mode read 0.80x-2.85x over all callbacks in three boots of
 # one program, the FIFO mode's own figures moving up to 6x):
 # that many runs of each mode, interleaved fifo agentcg, agentcg fifo, ...
@@ -427,7 +431,7 @@ overhead_run() { # mode (fifo is a --mode override only: the config accepts agen
 s_overhead() {
 	[ "$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null)" = 1 ] || { result overhead FAIL "kernel.bpf_stats_enabled unavailable"; return; }
 	[ -f /etc/agentcg/compare.env ] && . /etc/agentcg/compare.env
-	n=${OVERHEAD_REPS:-3} r=1
+	n=${OVERHEAD_REPS:-1} r=1
 	ps=/out/overhead/progstats.txt
 	mkdir -p /out/overhead && : > $ps
 	while [ $r -le $n ]; do
@@ -460,7 +464,8 @@ for f in /scenarios.d/*.sh; do [ -f "$f" ] && . "$f"; done
 want=${1:-all}
 [ "$want" = all ] && want=$DEFAULT_SCENARIOS
 for s in $(echo "$want" | tr ',' ' '); do
-	echo "AGENTCG-SCENARIO $s begin"
+	# the guest's uptime: what each scenario costs the boot (CI time)
+	echo "AGENTCG-SCENARIO $s begin $(cut -d' ' -f1 /proc/uptime)"
 	case $s in
 	attach) s_attach ;;
 	weights) s_weights ;;
@@ -472,6 +477,6 @@ for s in $(echo "$want" | tr ',' ' '); do
 	*) if type "s_$s" > /dev/null 2>&1; then "s_$s"; else result "$s" FAIL "unknown scenario"; fi ;;
 	esac
 	[ -n "$DPID" ] && stop_daemon
-	echo "AGENTCG-SCENARIO $s end"
+	echo "AGENTCG-SCENARIO $s end $(cut -d' ' -f1 /proc/uptime)"
 done
 exit 0
