@@ -14,7 +14,7 @@
  *  - memcpy/memset cost bytes / copy bandwidth on the timeline; synchronous
  *    ones wait for completion; cuCtxSynchronize/cuStreamSynchronize wait
  *    until the process's work ends (one in-order queue per process), and
- *    return within microseconds of it, as a real driver's spinning sync;
+ *    return within microseconds of it, as a real driver's polling sync;
  *  - cuMemAlloc_v2 draws on a device-memory budget (fails beyond it);
  *    cuMemAllocManaged never fails (oversubscription pages instead);
  *  - cuMemPrefetchAsync_v2 makes bytes resident at copy speed.

@@ -459,8 +459,8 @@ def shim_compute_limit(env):
     # The daemon's part is the time the client holds its GPU: within 3
     # points of the limit. What the client makes of it is its own and its
     # CPU's: on 2 cores shared with 2 more clients and the daemon, under
-    # ASan, its kernels filled 92-94 % of it (busy 23.0 / 46.0 / 70.6 % for
-    # 25 / 50 / 75, held 25.2 / 50.0 / 75.1), which CI failed before the
+    # ASan, its kernels filled 92-94 % of it (busy 23.1 / 46.4 / 70.7 % for
+    # 25 / 50 / 75, held 25.1 / 49.9 / 75.2), which CI failed before the
     # two were told apart. A cap is a cap either way: busy is never over it.
     env.fake_env["AGENTCG_FAKE_GPU_COUNT"] = "3"
     env.start_daemon("compute-limit", gpu_memory="1G,1G,1G", config=LIMIT_CFG)
