@@ -76,7 +76,7 @@ void sleep_until(std::uint64_t t) {
     slack_set = true;
     (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   }
-  if (t > kSpinNs && now_ns() + kSpinNs < t) {
+  if (now_ns() + kSpinNs < t) {
     const std::uint64_t w = t - kSpinNs;
     timespec ts{static_cast<time_t>(w / 1000000000ull), static_cast<long>(w % 1000000000ull)};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {

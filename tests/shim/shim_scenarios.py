@@ -179,8 +179,13 @@ def runs(d, pid, gap_ms=20):
     return out
 
 
+def covered(spans, t0, t1):
+    """The time the (start, end) spans cover in [t0, t1) (spans disjoint)."""
+    return sum(max(0, min(b, t1) - max(a, t0)) for a, b in spans)
+
+
 def busy(d, pid, t0, t1):
-    return sum(max(0, min(b, t1) - max(a, t0)) for a, b in segs(d, pid))
+    return covered(segs(d, pid), t0, t1)
 
 
 def overlap(d, p1, p2):
@@ -451,7 +456,7 @@ def limit_shares(d, r, skip_ns):
     whatever kept the client off the CPU while it held the GPU."""
     t0 = r["start_ns"] + skip_ns
     t1 = whole_windows(t0, r["end_ns"])
-    held = sum(max(0, min(b, t1) - max(a, t0)) for a, b in runs(d, r["pid"]))
+    held = covered(runs(d, r["pid"]), t0, t1)
     return held / (t1 - t0), busy(d, r["pid"], t0, t1) / (t1 - t0)
 
 
@@ -519,16 +524,15 @@ def turns_held(d, pids, t0, t1):
     [t0, t1): a turn runs from the start of its first kernel to the end of
     its last, with no other pid's kernel in between."""
     segs_all = sorted((a, b, pid) for pid in pids for a, b in segs(d, pid))
-    held = {pid: 0 for pid in pids}
+    turns = {pid: [] for pid in pids}
     i = 0
     while i < len(segs_all):
         j = i
         while j + 1 < len(segs_all) and segs_all[j + 1][2] == segs_all[i][2]:
             j += 1
-        a, b = segs_all[i][0], max(x[1] for x in segs_all[i:j + 1])
-        held[segs_all[i][2]] += max(0, min(b, t1) - max(a, t0))
+        turns[segs_all[i][2]].append((segs_all[i][0], max(x[1] for x in segs_all[i:j + 1])))
         i = j + 1
-    return held
+    return {pid: covered(t, t0, t1) for pid, t in turns.items()}
 
 
 def shim_compute_limit_change(env):
