@@ -750,10 +750,11 @@ static __always_inline void preempt_kick(s32 cpu, struct cpu_curr *cc)
  * (agentcg_victim_consider: the CPU to preempt at once, else the one to
  * re-check first). A racy snapshot of cpu_currs, as the chosen CPU's check.
  */
-static __always_inline struct agentcg_victim_scan find_victim(struct task_struct *p, u32 cpu, u64 cgid,
-							      const struct agentcg_place_in *in,
-							      const struct agentcg_tunables *tn)
+__noinline int find_victim(struct task_struct *p __arg_trusted, u32 cpu, u64 cgid,
+			   const struct agentcg_place_in *in __arg_nonnull,
+			   struct agentcg_victim_scan *out __arg_nonnull)
 {
+	const struct agentcg_tunables *tn = tun();
 	struct agentcg_victim_scan s = agentcg_victim_scan_start();
 	u32 i, n = nr_cpus;
 
@@ -772,7 +773,8 @@ static __always_inline struct agentcg_victim_scan find_victim(struct task_struct
 		agentcg_victim_consider(&s, in, c, curr_deadline(cc, tn), protect_since(cc, cgid),
 					cc->slice_ns, tn);
 	}
-	return s;
+	*out = s;
+	return 0;
 }
 
 /* A "not before at_ns" re-check of the CPU of `cc` (preempt_timer_fn),
@@ -812,9 +814,9 @@ static __always_inline u32 storm_others(const struct cpu_curr *cc)
  * request placed there is compared with (a storm's task that may not take
  * it is not ahead of it there); sim/cpu/scx_class.cc's first_may_take.
  */
-static __always_inline bool first_may_take_key(u32 others, u64 now, const struct agentcg_tunables *tn,
-					       u64 *key)
+__noinline u32 first_may_take_key(u32 others, u64 now, u64 *key __arg_nonnull)
 {
+	const struct agentcg_tunables *tn = tun();
 	struct task_struct *q;
 	u32 n = 0;
 
@@ -892,7 +894,10 @@ static __always_inline void place(struct task_struct *p, struct task_ctx *t, con
 		return;
 	}
 	if ((in.cpu_idle || in.last || in.curr_ours || in.wakeup) && agentcg_reserve_on(&glob, others, now, tn)) {
-		in.has_head = first_may_take_key(others, now, tn, &in.head_key);
+		u64 head_key = 0;
+
+		in.has_head = first_may_take_key(others, now, &head_key);
+		in.head_key = head_key;
 	} else if (in.cpu_idle || in.last || in.curr_ours || in.wakeup) {
 		head = scx_bpf_dsq_peek(AGENTCG_SHARED_DSQ);
 		if (head) {
@@ -924,7 +929,9 @@ static __always_inline void place(struct task_struct *p, struct task_ctx *t, con
 			bstat_inc(AGENTCG_BS_idle_kicks);
 			scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
 		} else if (agentcg_place_retarget(&in, r, tn)) {
-			struct agentcg_victim_scan vs = find_victim(p, cpu, t->cgid, &in, tn);
+			struct agentcg_victim_scan vs;
+
+			find_victim(p, cpu, t->cgid, &in, &vs);
 
 			if (vs.now_cpu >= 0) {
 				u32 v = vs.now_cpu;
@@ -1078,11 +1085,21 @@ void BPF_STRUCT_OPS(agentcg_dequeue, struct task_struct *p, u64 deq_flags)
 		AGENTCG_ATOMIC_ADD(&cs->cg.nr_queued, (u32)-1);
 }
 
+/*
+ * dispatch's three queue walks are global functions: the verifier checks
+ * each once with its arguments unknown, instead of once per path of
+ * dispatch that reaches it (the re-tag walk sat inlined in a loop of
+ * AGENTCG_RETAG_MAX). Inlined, dispatch alone cost the verifier 833,739
+ * instructions, 83 % of its limit per program and most of a 50 s load
+ * under TCG (README, Tests, "CI time"). A global function takes and
+ * returns scalars only; the tunables are read again inside (tun()).
+ */
+
 /* Some cgroup is throttled: move the throttled tasks at the head of the
  * queue to their park queues, then the first runnable one to this CPU. */
-static __always_inline bool dispatch_skipping_throttled(s32 cpu, bool reserve, u32 others, u64 now,
-							const struct agentcg_tunables *tn)
+__noinline u32 dispatch_skipping_throttled(s32 cpu, u32 reserve, u32 others, u64 now)
 {
+	const struct agentcg_tunables *tn = tun();
 	struct task_struct *p;
 
 	/* bounded by the iterator; every throttled task seen leaves the queue */
@@ -1121,8 +1138,9 @@ static __always_inline bool dispatch_skipping_throttled(s32 cpu, bool reserve, u
  * looks at the new head). A throttled head is left to
  * dispatch_skipping_throttled(), as the model parks it before this check.
  */
-static __always_inline bool retag_stale_head(const struct agentcg_tunables *tn, u64 now)
+__noinline u32 retag_stale_head(u64 now)
 {
+	const struct agentcg_tunables *tn = tun();
 	struct task_struct *p;
 
 	bpf_for_each(scx_dsq, p, AGENTCG_SHARED_DSQ, 0) {
@@ -1160,8 +1178,9 @@ static __always_inline bool retag_stale_head(const struct agentcg_tunables *tn, 
  * while `others` other CPUs run storms, moved to it; none: the CPU idles
  * (sim/cpu/scx_class.cc's dispatch and first_may_take alike).
  */
-static __always_inline bool dispatch_reserving(s32 cpu, u32 others, u64 now, const struct agentcg_tunables *tn)
+__noinline u32 dispatch_reserving(s32 cpu, u32 others, u64 now)
 {
+	const struct agentcg_tunables *tn = tun();
 	struct task_struct *p;
 	u32 n = 0;
 
@@ -1208,16 +1227,16 @@ void BPF_STRUCT_OPS(agentcg_dispatch, s32 cpu, struct task_struct *prev)
 		if (!now)
 			now = bpf_ktime_get_ns();
 		for (i = 0; i < AGENTCG_RETAG_MAX; i++)
-			if (!retag_stale_head(tn, now))
+			if (!retag_stale_head(now))
 				break;
 	}
 	if (agentcg_mode != AGENTCG_MODE_FIFO && nr_throttled_now != 0) {
-		if (dispatch_skipping_throttled(cpu, reserve, others, now, tn))
+		if (dispatch_skipping_throttled(cpu, reserve, others, now))
 			bstat_inc(AGENTCG_BS_dispatches);
 		return;
 	}
 	if (reserve) {
-		if (dispatch_reserving(cpu, others, now, tn))
+		if (dispatch_reserving(cpu, others, now))
 			bstat_inc(AGENTCG_BS_dispatches);
 		return;
 	}

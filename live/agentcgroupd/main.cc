@@ -43,12 +43,15 @@
 #include <condition_variable>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -223,23 +226,25 @@ bool Daemon::attach() {
   // instructions the verifier processed, in all and for the costliest
   // callback (bpf_prog_info.verified_insns, kernel 5.16+; 0 where absent).
   const std::uint64_t load_ns = now_ns() - load_t0;
-  unsigned long long insns = 0, top = 0;
-  const char* top_name = "";
+  unsigned long long insns = 0;
+  std::vector<std::pair<unsigned long long, std::string>> per_prog;
   bpf_program* prog = nullptr;
   bpf_object__for_each_program(prog, skel_->obj) {
     bpf_prog_info info{};
     __u32 len = sizeof info;
     if (bpf_prog_get_info_by_fd(bpf_program__fd(prog), &info, &len) != 0) continue;
     insns += info.verified_insns;
-    if (info.verified_insns > top) {
-      top = info.verified_insns;
-      top_name = bpf_program__name(prog);
-    }
+    per_prog.emplace_back(info.verified_insns, bpf_program__name(prog));
   }
+  // the three costliest callbacks, costliest first
+  std::sort(per_prog.begin(), per_prog.end(), std::greater<>());
+  std::string most;
+  for (std::size_t i = 0; i < per_prog.size() && i < 3; ++i)
+    most += (i ? ", " : "") + per_prog[i].second + " " + std::to_string(per_prog[i].first);
   LOGI("attached sched_ext scheduler agentcg, mode %s, features 0x%x, %d CPUs; loaded in %llu ms, "
-       "verifier processed %llu instructions (most: %s, %llu)",
-       mode.c_str(), t.features, ncpu, static_cast<unsigned long long>(load_ns / 1000000), insns, top_name,
-       top);
+       "verifier processed %llu instructions (most: %s)",
+       mode.c_str(), t.features, ncpu, static_cast<unsigned long long>(load_ns / 1000000), insns,
+       most.c_str());
   cgroups_.clear();
   return true;
 }
