@@ -221,10 +221,11 @@ bool Daemon::attach() {
     skel_ = nullptr;
     return false;
   }
-  // What loading cost (the verifier, mostly: 10-50 s of a TCG guest's
-  // time, every daemon start of the live tests) and where: the
-  // instructions the verifier processed, in all and for the costliest
-  // callback (bpf_prog_info.verified_insns, kernel 5.16+; 0 where absent).
+  // What loading cost (the verifier, mostly: 4-5 s of a TCG guest's time
+  // since dispatch's queue walks are global functions, 19-50 s before) and
+  // where: the instructions the verifier processed, in all and for the
+  // three costliest callbacks (bpf_prog_info.verified_insns, kernel 5.16+;
+  // 0 where absent).
   const std::uint64_t load_ns = now_ns() - load_t0;
   unsigned long long insns = 0;
   std::vector<std::pair<unsigned long long, std::string>> per_prog;
