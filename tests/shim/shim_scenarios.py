@@ -490,9 +490,14 @@ def shim_compute_caps(env):
     # most its cap and the GPU is shared max-min fairly under the caps:
     # 25 / 37.5 / 37.5 (not scaled down to 16.7 / 33.3 / 50).
     env.start_daemon("compute-limit", config=LIMIT_CFG)
-    # 8 s clients: a common span of ~16 windows of 400 ms (4 s gave ~6, and
-    # one window's grant order moved a share by 4-5 points on a 2-core host)
-    ps = [(pct, want, env.client("--alloc-mb", 64, "--duration-ms", 8000,
+    # 12 s clients: a common span of ~26 windows of 400 ms. Turns do not
+    # line up with windows (a turn that straddles a window's end goes on
+    # under the next window's quota), so a span cut anywhere counts up to
+    # one turn (100-150 ms) more or less for a client than its quotas: up
+    # to 2.3 points over the ~16 windows of 8 s clients (quiet host: held
+    # 39.5 / 35.4 % for two 37.5 % clients), 1.4 over 26. (4 s clients gave
+    # ~6 windows, and a share moved by 4-5 points on a 2-core host.)
+    ps = [(pct, want, env.client("--alloc-mb", 64, "--duration-ms", 12000,
                                  env={"AGENTCG_GPU_CORE_LIMIT": str(pct)}))
           for pct, want in ((25, 25.0), (50, 37.5), (75, 37.5))]
     rs = [(pct, want, env.result(p)) for pct, want, p in ps]
