@@ -1096,8 +1096,8 @@ void BPF_STRUCT_OPS(agentcg_dequeue, struct task_struct *p, u64 deq_flags)
  * that reaches it (the re-tag walk sat inlined in a loop of
  * AGENTCG_RETAG_MAX). Inlined, dispatch alone cost the verifier 833,739
  * instructions, 83 % of its limit per program, and the whole program
- * 1,105,128 and an 18.7 s load in a TCG guest; now 93,889, 316,220 and
- * 3.7-4.7 s (README, Tests, "CI time"). A global function takes scalars
+ * 1,105,128 and an 18.7-18.9 s load in a TCG guest; now 93,889, 316,220
+ * and 3.7-4.7 s (README, Tests, "CI time"). A global function takes scalars
  * (or a trusted task, a non-null pointer to the caller's stack) and
  * returns a scalar; the tunables are read again inside (tun()).
  */
