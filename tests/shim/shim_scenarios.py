@@ -11,6 +11,7 @@ agentcg-gpuctl. Registered with CTest by tests/shim/CMakeLists.txt, one test
 per case; exit status 0 = pass, 1 = fail, 77 = skip (no /dev/shm).
 """
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -530,13 +531,9 @@ def turns_held(d, pids, t0, t1):
     its last, with no other pid's kernel in between."""
     segs_all = sorted((a, b, pid) for pid in pids for a, b in segs(d, pid))
     turns = {pid: [] for pid in pids}
-    i = 0
-    while i < len(segs_all):
-        j = i
-        while j + 1 < len(segs_all) and segs_all[j + 1][2] == segs_all[i][2]:
-            j += 1
-        turns[segs_all[i][2]].append((segs_all[i][0], max(x[1] for x in segs_all[i:j + 1])))
-        i = j + 1
+    for pid, run in itertools.groupby(segs_all, key=lambda x: x[2]):
+        run = list(run)
+        turns[pid].append((run[0][0], max(b for _, b, _ in run)))
     return {pid: covered(t, t0, t1) for pid, t in turns.items()}
 
 

@@ -417,7 +417,7 @@ overhead_run() { # mode (fifo is a --mode override only: the config accepts agen
 	rmcg o
 }
 # OVERHEAD_REPS (1 in the test boot, whose verdict only needs figures:
-# each repetition costs two daemon starts, 90 s under TCG; live compare
+# each repetition costs two daemon starts and a workload; live compare
 # sets its --repeat through compare.env;
 # one run per mode read 0.80x-2.85x over all callbacks in three boots of
 # one program, the FIFO mode's own figures moving up to 6x):
